@@ -1,0 +1,68 @@
+// LFW development view: pair lists and per-image templates (cached in bench/out so calibration and
+// accuracy runs reuse one pass of the engine).
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { createEngine } from '../src/engine';
+import type { FaceAnalysis, FaceEngine } from '../src/engine/types';
+import { loadRgb, mapLimit, outDir } from './common';
+
+export interface Pair {
+  a: string;
+  b: string;
+  same: boolean;
+}
+
+export function readPairs(lfwDir: string, file: string): Pair[] {
+  const lines = fs.readFileSync(path.join(lfwDir, file), 'utf8').trim().split('\n').slice(1);
+  const img = (name: string, n: string) => `${name}/${name}_${n.padStart(4, '0')}.jpg`;
+  return lines.map((line) => {
+    const f = line.trim().split(/\s+/);
+    return f.length === 3 ? { a: img(f[0], f[1]), b: img(f[0], f[2]), same: true }
+      : { a: img(f[0], f[1]), b: img(f[2], f[3]), same: false };
+  });
+}
+
+/** The face LFW means: the one nearest the centre of the (roughly centred) photo. */
+export function centralFace(faces: FaceAnalysis[], width: number, height: number): FaceAnalysis | undefined {
+  let best: FaceAnalysis | undefined;
+  let bestD = Infinity;
+  for (const f of faces) {
+    if (!f.analyzed) continue;
+    const d = Math.hypot(f.box.x + f.box.width / 2 - width / 2, f.box.y + f.box.height / 2 - height / 2);
+    if (d < bestD) { bestD = d; best = f; }
+  }
+  return best;
+}
+
+export interface TemplateSet {
+  dim: number;
+  names: string[];
+  /** null where no face was found. */
+  templates: (Float32Array | null)[];
+}
+
+/** Templates of every named image, from the cache when it was made with the same settings. */
+export async function lfwTemplates(lfwDir: string, names: string[], options: { flipAverage: boolean; tag: string },
+  engine?: FaceEngine): Promise<TemplateSet> {
+  const cache = path.join(outDir(), `lfw-templates-${options.tag}.json`);
+  if (fs.existsSync(cache)) {
+    const c = JSON.parse(fs.readFileSync(cache, 'utf8'));
+    if (names.every((n) => n in c.templates)) {
+      return { dim: 512, names, templates: names.map((n) => (c.templates[n] ? Float32Array.from(c.templates[n]) : null)) };
+    }
+  }
+  const own = engine ?? await createEngine({ flipAverage: options.flipAverage });
+  let done = 0;
+  const templates = await mapLimit(names, 2, async (name) => {
+    const image = await loadRgb(path.join(lfwDir, 'images', name));
+    const faces = await own.analyze(image, { maxFaces: 8 });
+    if (++done % 500 === 0) process.stderr.write(`  ${done}/${names.length} images\n`);
+    return centralFace(faces, image.width, image.height)?.embedding ?? null;
+  });
+  if (!engine) await own.close();
+  const record: Record<string, number[] | null> = {};
+  names.forEach((n, i) => { record[n] = templates[i] ? Array.from(templates[i]!) : null; });
+  fs.writeFileSync(cache, JSON.stringify({ flipAverage: options.flipAverage, templates: record }));
+  return { dim: 512, names, templates };
+}

@@ -1,0 +1,242 @@
+// JS binding of the face engine. Every heavy call (loading models, analysing an image) runs in a
+// Napi::AsyncWorker on the libuv pool; the event loop only converts arguments and results.
+#include <napi.h>
+
+#include <memory>
+
+#include "addon/bindings.h"
+#include "addon/js_errors.h"
+#include "core/face_engine.h"
+#include "core/ort_api.h"
+
+namespace facecheck::addon {
+
+namespace {
+
+class EngineHandle : public Napi::ObjectWrap<EngineHandle> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "FaceEngineHandle",
+                       {InstanceMethod("analyze", &EngineHandle::Analyze), InstanceMethod("close", &EngineHandle::Close),
+                        InstanceAccessor("pending", &EngineHandle::Pending, nullptr)});
+  }
+  explicit EngineHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EngineHandle>(info) {}
+
+  void adopt(std::shared_ptr<FaceEngine> engine) { engine_ = std::move(engine); }
+
+ private:
+  Napi::Value Analyze(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+  Napi::Value Pending(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), pending_); }
+
+  std::shared_ptr<FaceEngine> engine_;  // shared with running workers, so a worker never outlives it
+  int pending_ = 0;                     // queued or running analyses (JS thread only)
+  friend class AnalyzeWorker;
+};
+
+Napi::FunctionReference* gEngineConstructor = nullptr;
+
+class LoadWorker : public Napi::AsyncWorker {
+ public:
+  LoadWorker(Napi::Env env, EngineConfig config, std::string ortLibrary)
+      : Napi::AsyncWorker(env, "face-check:load"), deferred_(Napi::Promise::Deferred::New(env)),
+        config_(std::move(config)), ortLibrary_(std::move(ortLibrary)) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    std::string error;
+    if (!loadOrtApi(ortLibrary_, &error)) {
+      result_ = Result::fail(Status::Internal, error);
+      return;
+    }
+    result_ = FaceEngine::load(config_, &engine_);
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (!result_.ok()) {
+      deferred_.Reject(MakeError(env, result_).Value());
+      return;
+    }
+    Napi::Object handle = gEngineConstructor->New({});
+    EngineHandle::Unwrap(handle)->adopt(std::shared_ptr<FaceEngine>(std::move(engine_)));
+    deferred_.Resolve(handle);
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  EngineConfig config_;
+  std::string ortLibrary_;
+  Result result_;
+  std::unique_ptr<FaceEngine> engine_;
+};
+
+Napi::Float32Array ToFloat32(Napi::Env env, const float* data, size_t n) {
+  Napi::Float32Array a = Napi::Float32Array::New(env, n);
+  std::copy(data, data + n, a.Data());
+  return a;
+}
+
+Napi::Object FaceToJs(Napi::Env env, const FaceResult& f) {
+  Napi::Object o = Napi::Object::New(env);
+  Napi::Object box = Napi::Object::New(env);
+  box.Set("x", f.box.x);
+  box.Set("y", f.box.y);
+  box.Set("width", f.box.size);
+  box.Set("height", f.box.size);
+  box.Set("score", f.box.score);
+  o.Set("box", box);
+  o.Set("landmarks", ToFloat32(env, &f.landmarks[0].x, 68 * 2));
+  o.Set("points5", ToFloat32(env, &f.points5[0].x, 5 * 2));
+  o.Set("analyzed", f.analyzed);
+  o.Set("yaw", f.yaw);
+  o.Set("pitch", f.pitch);
+  o.Set("roll", f.roll);
+  o.Set("eyeLeft", f.eyeLeft);
+  o.Set("eyeRight", f.eyeRight);
+  o.Set("mouthOpenness", f.mouthOpenness);
+  o.Set("sunglasses", f.sunglasses);
+  o.Set("brightness", f.brightness);
+  o.Set("sharpness", f.sharpness);
+  o.Set("eyeDistance", f.eyeDistance);
+  o.Set("liveness", f.liveness);
+  o.Set("embedding", ToFloat32(env, f.embedding.data(), f.embedding.size()));
+  if (!f.alignedCrop.empty()) {
+    Napi::Uint8Array crop = Napi::Uint8Array::New(env, f.alignedCrop.size());
+    std::copy(f.alignedCrop.begin(), f.alignedCrop.end(), crop.Data());
+    o.Set("alignedCrop", crop);
+  }
+  return o;
+}
+
+class AnalyzeWorker : public Napi::AsyncWorker {
+ public:
+  AnalyzeWorker(Napi::Env env, EngineHandle* handle, Napi::Uint8Array pixels, int width, int height,
+                AnalyzeOptions options)
+      : Napi::AsyncWorker(env, "face-check:analyze"), deferred_(Napi::Promise::Deferred::New(env)),
+        handle_(handle), engine_(handle->engine_), data_(pixels.Data()), bytes_(pixels.ByteLength()),
+        width_(width), height_(height), options_(options) {
+    // Keeps the pixels and the handle alive while the worker reads them.
+    pixels_ = Napi::Persistent(pixels);
+    handle->Ref();
+    ++handle->pending_;
+  }
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    result_ = engine_->analyze(data_, bytes_, width_, height_, options_, &faces_, &timings_);
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    finish();
+    if (!result_.ok()) {
+      deferred_.Reject(MakeError(env, result_).Value());
+      return;
+    }
+    Napi::Array faces = Napi::Array::New(env, faces_.size());
+    for (size_t i = 0; i < faces_.size(); ++i) faces.Set(i, FaceToJs(env, faces_[i]));
+    Napi::Object timings = Napi::Object::New(env);
+    timings.Set("detect", timings_.detect);
+    timings.Set("landmarks", timings_.landmarks);
+    timings.Set("attributes", timings_.attributes);
+    timings.Set("quality", timings_.quality);
+    timings.Set("embed", timings_.embed);
+    timings.Set("total", timings_.total);
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("faces", faces);
+    out.Set("timings", timings);
+    deferred_.Resolve(out);
+  }
+  void OnError(const Napi::Error& e) override {
+    finish();
+    deferred_.Reject(e.Value());
+  }
+
+ private:
+  void finish() {
+    --handle_->pending_;
+    handle_->Unref();
+  }
+  Napi::Promise::Deferred deferred_;
+  EngineHandle* handle_;
+  std::shared_ptr<FaceEngine> engine_;
+  Napi::Reference<Napi::Uint8Array> pixels_;
+  const uint8_t* data_;
+  size_t bytes_;
+  int width_, height_;
+  AnalyzeOptions options_;
+  Result result_;
+  std::vector<FaceResult> faces_;
+  StageTimings timings_;
+};
+
+int IntOption(const Napi::Object& o, const char* key, int fallback) {
+  Napi::Value v = o.Get(key);
+  return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : fallback;
+}
+bool BoolOption(const Napi::Object& o, const char* key, bool fallback) {
+  Napi::Value v = o.Get(key);
+  return v.IsBoolean() ? v.As<Napi::Boolean>().Value() : fallback;
+}
+
+Napi::Value EngineHandle::Analyze(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!engine_) return RejectWith(env, Status::ServiceUnavailable, "engine is closed");
+  if (info.Length() < 3 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array || !info[1].IsNumber() ||
+      !info[2].IsNumber())
+    return RejectWith(env, Status::FieldsValidation, "analyze(pixels: Uint8Array, width, height, options?)");
+  AnalyzeOptions options;
+  if (info.Length() > 3 && info[3].IsObject()) {
+    Napi::Object o = info[3].As<Napi::Object>();
+    options.embed = BoolOption(o, "embed", options.embed);
+    options.crop = BoolOption(o, "crop", options.crop);
+    options.maxFaces = IntOption(o, "maxFaces", options.maxFaces);
+  }
+  double w = info[1].As<Napi::Number>().DoubleValue(), h = info[2].As<Napi::Number>().DoubleValue();
+  if (!(w >= 1 && h >= 1 && w <= 1 << 20 && h <= 1 << 20) || w != static_cast<int>(w) || h != static_cast<int>(h))
+    return RejectWith(env, Status::FieldsValidation, "width and height must be positive integers");
+  auto* worker = new AnalyzeWorker(env, this, info[0].As<Napi::Uint8Array>(), static_cast<int>(w),
+                                   static_cast<int>(h), options);
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
+
+Napi::Value EngineHandle::Close(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (pending_ > 0) return RejectWith(env, Status::ServiceUnavailable, "engine is busy: analyses are still running");
+  engine_.reset();  // sessions are released here, on the JS thread, when no worker holds them
+  auto deferred = Napi::Promise::Deferred::New(env);
+  deferred.Resolve(env.Undefined());
+  return deferred.Promise();
+}
+
+Napi::Value CreateEngine(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsObject()) return RejectWith(env, Status::FieldsValidation, "options required");
+  Napi::Object o = info[0].As<Napi::Object>();
+  if (!o.Get("modelDir").IsString() || !o.Get("ortLibrary").IsString())
+    return RejectWith(env, Status::FieldsValidation, "modelDir and ortLibrary are required strings");
+  EngineConfig config;
+  config.modelDir = o.Get("modelDir").As<Napi::String>().Utf8Value();
+  config.threads = std::max(1, IntOption(o, "threads", config.threads));
+  config.flipAverage = BoolOption(o, "flipAverage", config.flipAverage);
+  Napi::Value score = o.Get("minDetectionScore");
+  if (score.IsNumber()) config.minDetectionScore = score.As<Napi::Number>().FloatValue();
+  Napi::Value maxPixels = o.Get("maxPixels");
+  if (maxPixels.IsNumber()) config.maxPixels = maxPixels.As<Napi::Number>().Int64Value();
+  auto* worker = new LoadWorker(env, config, o.Get("ortLibrary").As<Napi::String>().Utf8Value());
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
+
+}  // namespace
+
+void InitEngineBinding(Napi::Env env, Napi::Object exports) {
+  gEngineConstructor = new Napi::FunctionReference(Napi::Persistent(EngineHandle::Define(env)));
+  exports.Set("createEngine", Napi::Function::New(env, CreateEngine));
+}
+
+}  // namespace facecheck::addon

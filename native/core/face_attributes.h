@@ -1,0 +1,34 @@
+// Per-face attribute models: eye state (fr_eye), head pose (fr_pose) and passive colour liveness
+// (fr_liveness). Each reads its own crop of the source image, as its model was trained.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/face_types.h"
+#include "core/image_ops.h"
+#include "core/ort_session.h"
+
+namespace facecheck {
+
+class FaceAttributes {
+ public:
+  struct Workspace {
+    std::vector<float> eyeInput, eyeOutput, poseInput, yaw, pitch, roll, liveInput, liveOutput;
+  };
+  static Result load(const std::string& modelDir, const SessionConfig& eyeConfig, const SessionConfig& poseConfig,
+                     const SessionConfig& livenessConfig, std::unique_ptr<FaceAttributes>* out);
+  void prepare(Workspace* ws) const;
+  // Fills eyeLeft/eyeRight, yaw/pitch/roll and liveness from the box and landmarks.
+  Result estimate(ImagePyramid& image, Workspace& ws, FaceResult* face) const;
+
+ private:
+  Result eyeOpenness(ImagePyramid& image, Workspace& ws, const PointF* pts, int first, float* openness) const;
+  Result pose(ImagePyramid& image, Workspace& ws, FaceResult* face) const;
+  Result liveness(ImagePyramid& image, Workspace& ws, FaceResult* face) const;
+
+  std::unique_ptr<OrtModel> eye_, pose_, liveness_;
+};
+
+}  // namespace facecheck

@@ -1,0 +1,64 @@
+// The face engine: loads every model once and turns an RGB image into faces with landmarks, pose,
+// attributes, quality measures, liveness and templates. Thread-safe: analyses run concurrently, each
+// on a workspace taken from a pool, so steady-state calls allocate only their results.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/face_attributes.h"
+#include "core/face_detector.h"
+#include "core/face_embedder.h"
+#include "core/landmarker.h"
+
+namespace facecheck {
+
+struct EngineConfig {
+  std::string modelDir;
+  int threads = 1;
+  float minDetectionScore = 0.6f;
+  bool flipAverage = true;
+  // Limits checked before any work: larger images are refused, not resized.
+  int maxDimension = 16384;
+  long long maxPixels = 100000000;
+};
+
+class FaceEngine {
+ public:
+  static Result load(const EngineConfig& config, std::unique_ptr<FaceEngine>* out);
+
+  // Analyses an interleaved RGB image (width*height*3 bytes). Faces come largest first.
+  Result analyze(const uint8_t* rgb, size_t bytes, int width, int height, const AnalyzeOptions& options,
+                 std::vector<FaceResult>* faces, StageTimings* timings);
+
+  // Number of analyses running now; close is refused while it is not zero.
+  int active() const { return active_.load(); }
+
+ private:
+  struct Workspace {
+    ImagePyramid pyramid;
+    FaceDetector::Workspace detector;
+    Landmarker::Workspace landmarker;
+    FaceAttributes::Workspace attributes;
+    FaceEmbedder::Workspace embedder;
+    std::vector<FaceBox> boxes;
+    std::vector<uint8_t> aligned;
+  };
+  std::unique_ptr<Workspace> acquire();
+  void release(std::unique_ptr<Workspace> ws);
+  Result analyzeFace(Workspace& ws, const AnalyzeOptions& options, FaceResult* face, StageTimings* timings) const;
+
+  EngineConfig config_;
+  std::unique_ptr<FaceDetector> detector_;
+  std::unique_ptr<Landmarker> landmarker_;
+  std::unique_ptr<FaceAttributes> attributes_;
+  std::unique_ptr<FaceEmbedder> embedder_;
+  std::mutex poolMutex_;
+  std::vector<std::unique_ptr<Workspace>> pool_;
+  std::atomic<int> active_{0};
+};
+
+}  // namespace facecheck

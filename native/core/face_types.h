@@ -1,0 +1,44 @@
+// What the engine computes for one face.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/similarity_transform.h"
+
+namespace facecheck {
+
+struct FaceBox {
+  float x = 0, y = 0, size = 0;  // square box: top-left corner and side, source pixels
+  float score = 0;               // detector confidence
+};
+
+struct FaceResult {
+  FaceBox box;
+  PointF landmarks[68];
+  PointF points5[5];  // left eye, right eye, nose tip, left and right mouth corner (as seen in the image)
+  bool analyzed = false;  // false: a face beyond maxFaces, with box and landmarks only
+  float yaw = 0, pitch = 0, roll = 0;  // degrees
+  float eyeLeft = 0, eyeRight = 0;     // openness 0..1
+  float mouthOpenness = 0;
+  float sunglasses = 0;
+  float brightness = 0;
+  float sharpness = 0;
+  float eyeDistance = 0;
+  float liveness = 0;
+  std::vector<float> embedding;  // 512, L2-normalised; empty when not asked for
+  std::vector<uint8_t> alignedCrop;  // 112x112x3 when asked for
+};
+
+// Wall time of each stage of one analyze call, milliseconds, summed over faces.
+struct StageTimings {
+  double detect = 0, landmarks = 0, attributes = 0, quality = 0, embed = 0, total = 0;
+};
+
+struct AnalyzeOptions {
+  bool embed = true;
+  bool crop = false;
+  int maxFaces = 64;
+};
+
+}  // namespace facecheck

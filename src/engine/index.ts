@@ -1,0 +1,87 @@
+// The face engine's TypeScript API: Promise-based, every heavy step runs in the native addon off the
+// event loop. Image decoding lives in src/image; this takes raw RGB.
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { native, type NativeEngineHandle, type NativeFace, type StageTimings } from '../native';
+import { packageRoot } from '../package-root';
+import { resolveOrtLibrary } from './ort-library';
+import type { AnalyzeOptions, EngineOptions, FaceAnalysis, FaceEngine, Point, RgbImage } from './types';
+
+export type * from './types';
+export type { StageTimings } from '../native';
+
+function points(flat: Float32Array): Point[] {
+  const out: Point[] = [];
+  for (let i = 0; i < flat.length; i += 2) out.push({ x: flat[i], y: flat[i + 1] });
+  return out;
+}
+
+function toAnalysis(f: NativeFace): FaceAnalysis {
+  const analysis: FaceAnalysis = {
+    box: f.box,
+    landmarks: points(f.landmarks),
+    points5: points(f.points5),
+    analyzed: f.analyzed,
+    pose: { yaw: f.yaw, pitch: f.pitch, roll: f.roll },
+    eyes: { left: f.eyeLeft, right: f.eyeRight },
+    mouthOpenness: f.mouthOpenness,
+    sunglasses: f.sunglasses,
+    brightness: f.brightness,
+    sharpness: f.sharpness,
+    faceSize: f.box.width,
+    eyeDistance: f.eyeDistance,
+    liveness: f.liveness,
+    embedding: f.embedding,
+  };
+  if (f.alignedCrop) analysis.alignedCrop = f.alignedCrop;
+  return analysis;
+}
+
+/** The identifier of the embedding model: templates carry it so a model change forces a reindex. */
+function embeddingModelId(modelDir: string): string {
+  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'), 'utf8'));
+  const feature = manifest.models.find((m: { id: string }) => m.id === 'feature');
+  if (!fs.existsSync(path.join(modelDir, feature.file))) {
+    throw new Error(`face-check: model ${feature.file} missing in ${modelDir}; run npm install (or scripts/fetch-assets.js)`);
+  }
+  return `${feature.file.replace(/\.onnx$/, '')}@${feature.sha256.slice(0, 12)}+flip`;
+}
+
+class NativeFaceEngine implements FaceEngine {
+  constructor(private handle: NativeEngineHandle, readonly modelId: string) {}
+
+  async analyze(image: RgbImage, options: AnalyzeOptions = {}): Promise<FaceAnalysis[]> {
+    return (await this.profile(image, options)).faces;
+  }
+
+  async profile(image: RgbImage, options: AnalyzeOptions = {}): Promise<{ faces: FaceAnalysis[]; timings: StageTimings }> {
+    const { faces, timings } = await this.handle.analyze(image.data, image.width, image.height, options);
+    return { faces: faces.map(toAnalysis), timings };
+  }
+
+  close(): Promise<void> {
+    return this.handle.close();
+  }
+}
+
+export async function createEngine(options: EngineOptions = {}): Promise<FaceEngine> {
+  const modelDir = path.resolve(options.modelDir ?? path.join(packageRoot(), 'models'));
+  const modelId = embeddingModelId(modelDir);
+  const handle = await native.createEngine({
+    modelDir,
+    ortLibrary: options.ortLibrary ?? resolveOrtLibrary(),
+    threads: options.threads ?? 1,
+    flipAverage: options.flipAverage ?? true,
+    ...(options.minDetectionScore !== undefined ? { minDetectionScore: options.minDetectionScore } : {}),
+    ...(options.maxPixels !== undefined ? { maxPixels: options.maxPixels } : {}),
+  });
+  return new NativeFaceEngine(handle, modelId);
+}
+
+/** Cosine similarity of two L2-normalised templates. */
+export function cosine(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
+  return s;
+}

@@ -1,0 +1,61 @@
+// Loads the native addon once (a prebuild from prebuilds/, else the local build/) via node-gyp-build.
+import { packageRoot } from './package-root';
+
+export interface NativeErrorRow {
+  status: number;
+  name: string;
+  code: string;
+  http: number;
+  message: string;
+}
+
+/** Milliseconds per stage of one analyze call (summed over faces). */
+export interface StageTimings {
+  detect: number;
+  landmarks: number;
+  /** Eye state, head pose and passive liveness models. */
+  attributes: number;
+  /** Alignment warp and quality measures. */
+  quality: number;
+  embed: number;
+  total: number;
+}
+
+export interface NativeFace {
+  box: { x: number; y: number; width: number; height: number; score: number };
+  landmarks: Float32Array;
+  points5: Float32Array;
+  analyzed: boolean;
+  yaw: number;
+  pitch: number;
+  roll: number;
+  eyeLeft: number;
+  eyeRight: number;
+  mouthOpenness: number;
+  sunglasses: number;
+  brightness: number;
+  sharpness: number;
+  eyeDistance: number;
+  liveness: number;
+  embedding: Float32Array;
+  alignedCrop?: Uint8Array;
+}
+
+export interface NativeEngineHandle {
+  analyze(pixels: Uint8Array, width: number, height: number,
+    options?: { embed?: boolean; crop?: boolean; maxFaces?: number }): Promise<{ faces: NativeFace[]; timings: StageTimings }>;
+  close(): Promise<void>;
+  readonly pending: number;
+}
+
+export interface NativeAddon {
+  errorTable: NativeErrorRow[];
+  createEngine(options: {
+    modelDir: string; ortLibrary: string; threads?: number; flipAverage?: boolean;
+    minDetectionScore?: number; maxPixels?: number;
+  }): Promise<NativeEngineHandle>;
+  [binding: string]: unknown;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const native: NativeAddon = require('node-gyp-build')(packageRoot());
