@@ -6,7 +6,7 @@ import path from 'node:path';
 
 import { cosine } from '../src/engine';
 import { percentile, printJsonLine, requireSharedData } from './common';
-import { lfwTemplates, readPairs, type Pair, type TemplateSet } from './lfw-data';
+import { identityOf, lfwTemplates, readPairs, type Pair, type TemplateSet } from './lfw-data';
 
 interface Scored { score: number; same: boolean }
 
@@ -37,9 +37,9 @@ function bestThreshold(scored: Scored[]): number {
   return best;
 }
 
-/** Every cross-identity impostor score among the templates (identity = the folder name). */
+/** Every cross-identity impostor score among the templates (identity = the folder name, aliases folded). */
 function allImpostorScores(set: TemplateSet): Float32Array {
-  const items = set.names.map((n, i) => ({ id: n.split('/')[0], t: set.templates[i] })).filter((x) => x.t);
+  const items = set.names.map((n, i) => ({ id: identityOf(n), t: set.templates[i] })).filter((x) => x.t);
   const out: number[] = [];
   for (let i = 0; i < items.length; i++) {
     for (let j = i + 1; j < items.length; j++) {

@@ -9,12 +9,13 @@ export interface NativeErrorRow {
   message: string;
 }
 
-/** Milliseconds per stage of one analyze call (summed over faces). */
+/** Milliseconds per stage of one analyze call (summed over faces; with threads=2 stages overlap). */
 export interface StageTimings {
   detect: number;
   landmarks: number;
-  /** Eye state, head pose and passive liveness models. */
-  attributes: number;
+  eyes: number;
+  pose: number;
+  liveness: number;
   /** Alignment warp and quality measures. */
   quality: number;
   embed: number;

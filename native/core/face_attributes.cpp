@@ -94,22 +94,22 @@ Result FaceAttributes::liveness(ImagePyramid& image, Workspace& ws, FaceResult* 
   float cx = b.x + b.size / 2, cy = b.y + b.size / 2;
   float x = std::clamp(cx - side / 2, 0.0f, img.width - side);
   float y = std::clamp(cy - side / 2, 0.0f, img.height - side);
-  TensorNorm norm{ChannelOrder::RGB, {0, 0, 0}, {1, 1, 1}};
+  // BGR planes, raw 0..255: measured on ../shared/data/pad (NUAA), RGB input confuses the model.
+  TensorNorm norm{ChannelOrder::BGR, {0, 0, 0}, {1, 1, 1}};
   warpToTensor(image, rectToSize(x, y, side, side, kLive, kLive), kLive, kLive, norm, ws.liveInput.data());
   float* outputs[] = {ws.liveOutput.data()};
   Result r = liveness_->run(ws.liveInput.data(), outputs);
   if (!r.ok()) return r;
   float p[3];
   softmax(ws.liveOutput.data(), 3, p);
-  face->liveness = p[1];
+  // Class 0 is the live face (classes 1 and 2 are attack kinds): NUAA real captures score ~1, prints ~0.
+  face->liveness = p[0];
   return {};
 }
 
-Result FaceAttributes::estimate(ImagePyramid& image, Workspace& ws, FaceResult* face) const {
+Result FaceAttributes::eyes(ImagePyramid& image, Workspace& ws, FaceResult* face) const {
   Result r = eyeOpenness(image, ws, face->landmarks, 36, &face->eyeLeft);
   if (r.ok()) r = eyeOpenness(image, ws, face->landmarks, 42, &face->eyeRight);
-  if (r.ok()) r = pose(image, ws, face);
-  if (r.ok()) r = liveness(image, ws, face);
   return r;
 }
 

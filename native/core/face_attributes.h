@@ -20,13 +20,14 @@ class FaceAttributes {
   static Result load(const std::string& modelDir, const SessionConfig& eyeConfig, const SessionConfig& poseConfig,
                      const SessionConfig& livenessConfig, std::unique_ptr<FaceAttributes>* out);
   void prepare(Workspace* ws) const;
-  // Fills eyeLeft/eyeRight, yaw/pitch/roll and liveness from the box and landmarks.
-  Result estimate(ImagePyramid& image, Workspace& ws, FaceResult* face) const;
+  // Each fills its fields of `face` from the box and landmarks, using only its own workspace buffers,
+  // so the three may run on different threads for one face.
+  Result eyes(ImagePyramid& image, Workspace& ws, FaceResult* face) const;  // eyeLeft, eyeRight
+  Result pose(ImagePyramid& image, Workspace& ws, FaceResult* face) const;  // yaw, pitch, roll
+  Result liveness(ImagePyramid& image, Workspace& ws, FaceResult* face) const;
 
  private:
   Result eyeOpenness(ImagePyramid& image, Workspace& ws, const PointF* pts, int first, float* openness) const;
-  Result pose(ImagePyramid& image, Workspace& ws, FaceResult* face) const;
-  Result liveness(ImagePyramid& image, Workspace& ws, FaceResult* face) const;
 
   std::unique_ptr<OrtModel> eye_, pose_, liveness_;
 };

@@ -25,7 +25,11 @@ class FaceEmbedder {
   void prepare(Workspace* ws) const;
   // The source-to-aligned-crop mapping for a face's 5 points (destination -> source).
   static Affine alignment(const FaceResult& face);
-  Result embed(ImagePyramid& image, Workspace& ws, const Affine& aligned, std::vector<float>* embedding) const;
+  // The raw (unnormalised) embedding of the aligned crop, or of its mirror image, into `out` (512 floats).
+  Result embedPass(ImagePyramid& image, Workspace& ws, const Affine& aligned, bool mirror, float* out) const;
+  // The template: the L2-normalised sum of the passes' embeddings.
+  static void combine(const float* first, const float* second, std::vector<float>* embedding);
+  bool flipAverage() const { return flipAverage_; }
 
  private:
   std::unique_ptr<OrtModel> model_;

@@ -3,6 +3,7 @@
 #include "core/face_quality.h"
 
 #include <chrono>
+#include <thread>
 
 namespace facecheck {
 
@@ -23,14 +24,14 @@ class Stopwatch {
 Result FaceEngine::load(const EngineConfig& config, std::unique_ptr<FaceEngine>* out) {
   auto engine = std::unique_ptr<FaceEngine>(new FaceEngine());
   engine->config_ = config;
-  // Graph optimisation per model, as measured by bench/engine.ts: ORT's NCHWc layout transform (level ALL)
-  // slows the embedding network about 3x here, so it stays at EXTENDED; the others gain from ALL.
-  SessionConfig all{config.threads, ORT_ENABLE_ALL, ""};
-  SessionConfig extended{config.threads, ORT_ENABLE_EXTENDED, ""};
+  // Graph optimisation level ALL for every model: measured by bench/engine.ts on this ORT build (1.30),
+  // ALL is as fast or faster than EXTENDED for each of them, the embedding network included (10.9 vs
+  // 14.1 ms). One intra-op thread per session: parallelism comes from running stages side by side.
+  SessionConfig all{1, ORT_ENABLE_ALL, ""};
   Result r = FaceDetector::load(config.modelDir, all, &engine->detector_);
   if (r.ok()) r = Landmarker::load(config.modelDir, all, &engine->landmarker_);
   if (r.ok()) r = FaceAttributes::load(config.modelDir, all, all, all, &engine->attributes_);
-  if (r.ok()) r = FaceEmbedder::load(config.modelDir, extended, config.flipAverage, &engine->embedder_);
+  if (r.ok()) r = FaceEmbedder::load(config.modelDir, all, config.flipAverage, &engine->embedder_);
   if (r.ok()) *out = std::move(engine);
   return r;
 }
@@ -48,7 +49,10 @@ std::unique_ptr<FaceEngine::Workspace> FaceEngine::acquire() {
   detector_->prepare(&ws->detector);
   landmarker_->prepare(&ws->landmarker);
   attributes_->prepare(&ws->attributes);
-  embedder_->prepare(&ws->embedder);
+  for (int pass = 0; pass < 2; ++pass) {
+    embedder_->prepare(&ws->embedder[pass]);
+    ws->passOutput[pass].resize(kEmbeddingSize);
+  }
   ws->aligned.resize(kAlignedSize * kAlignedSize * 3);
   return ws;
 }
@@ -60,19 +64,55 @@ void FaceEngine::release(std::unique_ptr<Workspace> ws) {
 
 Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, FaceResult* face,
                                StageTimings* timings) const {
+  const Affine aligned = FaceEmbedder::alignment(*face);
+  const bool mirrorPass = options.embed && embedder_->flipAverage();
+  // Lane B: the mirror-image embedding, head pose and eye state. Lane A (this thread): the crop's
+  // embedding, colour liveness and the quality measures. Lanes share only the read-only image.
+  StageTimings laneB;
+  Result resultB;
+  auto runLaneB = [&] {
+    Stopwatch watch;
+    if (mirrorPass) {
+      resultB = embedder_->embedPass(ws.pyramid, ws.embedder[1], aligned, true, ws.passOutput[1].data());
+      watch.lap(&laneB.embed);
+    }
+    if (resultB.ok()) resultB = attributes_->pose(ws.pyramid, ws.attributes, face);
+    watch.lap(&laneB.pose);
+    if (resultB.ok()) resultB = attributes_->eyes(ws.pyramid, ws.attributes, face);
+    watch.lap(&laneB.eyes);
+  };
+  std::thread worker;
+  if (config_.threads > 1) worker = std::thread(runLaneB);
+
+  StageTimings laneA;
   Stopwatch watch;
-  Result r = attributes_->estimate(ws.pyramid, ws.attributes, face);
+  Result r;
+  if (options.embed) {
+    r = embedder_->embedPass(ws.pyramid, ws.embedder[0], aligned, false, ws.passOutput[0].data());
+    watch.lap(&laneA.embed);
+  }
+  if (r.ok()) r = attributes_->liveness(ws.pyramid, ws.attributes, face);
+  watch.lap(&laneA.liveness);
+  if (r.ok()) {
+    warpToRgb(ws.pyramid, aligned, kAlignedSize, kAlignedSize, ws.aligned.data());
+    measureQuality(ws.aligned.data(), face);
+    if (options.crop) face->alignedCrop = ws.aligned;
+  }
+  watch.lap(&laneA.quality);
+
+  if (worker.joinable()) worker.join();
+  else runLaneB();
+  timings->add(laneA);
+  timings->add(laneB);
   if (!r.ok()) return r;
-  watch.lap(&timings->attributes);
-  Affine aligned = FaceEmbedder::alignment(*face);
-  warpToRgb(ws.pyramid, aligned, kAlignedSize, kAlignedSize, ws.aligned.data());
-  measureQuality(ws.aligned.data(), face);
-  if (options.crop) face->alignedCrop = ws.aligned;
-  watch.lap(&timings->quality);
-  if (options.embed) r = embedder_->embed(ws.pyramid, ws.embedder, aligned, &face->embedding);
-  watch.lap(&timings->embed);
-  face->analyzed = r.ok();
-  return r;
+  if (!resultB.ok()) return resultB;
+  if (options.embed) {
+    Stopwatch combineWatch;
+    FaceEmbedder::combine(ws.passOutput[0].data(), mirrorPass ? ws.passOutput[1].data() : nullptr, &face->embedding);
+    combineWatch.lap(&timings->embed);
+  }
+  face->analyzed = true;
+  return {};
 }
 
 Result FaceEngine::analyze(const uint8_t* rgb, size_t bytes, int width, int height, const AnalyzeOptions& options,

@@ -3,6 +3,7 @@
 // on a workspace taken from a pool, so steady-state calls allocate only their results.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -18,8 +19,12 @@ namespace facecheck {
 
 struct EngineConfig {
   std::string modelDir;
+  // Threads one analysis may use: 2 runs the mirror-image embedding, pose and eyes beside the
+  // crop's embedding, liveness and quality. Each ONNX session itself runs single-threaded.
   int threads = 1;
-  float minDetectionScore = 0.6f;
+  // Detector confidence for a face. 0.85: on the annotated scenes of ../shared/data/quality every real face
+  // scores >= 0.94 while the false detections (between two close faces, in foliage) score 0.77-0.80.
+  float minDetectionScore = 0.85f;
   bool flipAverage = true;
   // Limits checked before any work: larger images are refused, not resized.
   int maxDimension = 16384;
@@ -37,13 +42,17 @@ class FaceEngine {
   // Number of analyses running now; close is refused while it is not zero.
   int active() const { return active_.load(); }
 
+  // Per-stage access for the capture pipeline (core/face_engine_stages.h).
+  friend class FrameStages;
+
  private:
   struct Workspace {
     ImagePyramid pyramid;
     FaceDetector::Workspace detector;
     Landmarker::Workspace landmarker;
     FaceAttributes::Workspace attributes;
-    FaceEmbedder::Workspace embedder;
+    FaceEmbedder::Workspace embedder[2];  // one per pass (crop, mirror), so the passes can overlap
+    std::vector<float> passOutput[2];
     std::vector<FaceBox> boxes;
     std::vector<uint8_t> aligned;
   };

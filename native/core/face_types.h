@@ -30,9 +30,14 @@ struct FaceResult {
   std::vector<uint8_t> alignedCrop;  // 112x112x3 when asked for
 };
 
-// Wall time of each stage of one analyze call, milliseconds, summed over faces.
+// Wall time of each stage of one analyze call, milliseconds, summed over faces. With two threads some
+// stages overlap, so the stages may add up to more than the total.
 struct StageTimings {
-  double detect = 0, landmarks = 0, attributes = 0, quality = 0, embed = 0, total = 0;
+  double detect = 0, landmarks = 0, eyes = 0, pose = 0, liveness = 0, quality = 0, embed = 0, total = 0;
+  void add(const StageTimings& o) {
+    detect += o.detect; landmarks += o.landmarks; eyes += o.eyes; pose += o.pose;
+    liveness += o.liveness; quality += o.quality; embed += o.embed;
+  }
 };
 
 struct AnalyzeOptions {

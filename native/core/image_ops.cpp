@@ -38,20 +38,20 @@ Affine rectToSize(double x, double y, double w, double h, int dstW, int dstH) {
 }
 
 void ImagePyramid::reset(const ImageView& base) {
-  levels_.assign(1, base);
+  levels_[0] = base;
   built_ = 1;
 }
 
 const ImageView& ImagePyramid::levelFor(double scale, int* factor) {
   // Halve while the remaining scale is at least 2, so bilinear sampling never skips source pixels.
+  std::lock_guard<std::mutex> lock(mutex_);
   size_t level = 0;
   int f = 1;
-  while (scale >= 2.0 * f && levels_[level].width >= 4 && levels_[level].height >= 4) {
+  while (scale >= 2.0 * f && level + 1 < kMaxLevels && levels_[level].width >= 4 && levels_[level].height >= 4) {
     if (level + 1 >= built_) {
       const ImageView& src = levels_[level];
       int w = src.width / 2, h = src.height / 2;
-      if (storage_.size() < level + 1) storage_.resize(level + 1);
-      std::vector<uint8_t>& buf = storage_[level];
+      std::vector<uint8_t>& buf = storage_[level + 1];
       buf.resize(static_cast<size_t>(w) * h * 3);
       const size_t srcStride = static_cast<size_t>(src.width) * 3;
       for (int y = 0; y < h; ++y) {
@@ -65,7 +65,6 @@ const ImageView& ImagePyramid::levelFor(double scale, int* factor) {
           }
         }
       }
-      levels_.resize(level + 2);
       levels_[level + 1] = ImageView{buf.data(), w, h};
       built_ = level + 2;
     }

@@ -3,8 +3,10 @@
 // Coordinates are in pixel-centre units: pixel (i, j) has its centre at (i, j).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 namespace facecheck {
@@ -35,7 +37,8 @@ struct TensorNorm {
 };
 
 // Halving levels of one image, built on demand and kept in caller-owned storage so that a reused
-// workspace allocates nothing once it has seen an image of the same size.
+// workspace allocates nothing once it has seen an image of the same size. Several threads may sample
+// one pyramid at once: building a level is serialised, and built levels never move.
 class ImagePyramid {
  public:
   void reset(const ImageView& base);
@@ -45,9 +48,11 @@ class ImagePyramid {
   const ImageView& base() const { return levels_[0]; }
 
  private:
-  std::vector<ImageView> levels_;
-  std::vector<std::vector<uint8_t>> storage_;
+  static constexpr size_t kMaxLevels = 24;
+  std::array<ImageView, kMaxLevels> levels_;
+  std::array<std::vector<uint8_t>, kMaxLevels> storage_;
   size_t built_ = 0;
+  std::mutex mutex_;
 };
 
 // Bilinear resampling of `pyramid` through `dstToSrc` (source = level 0 coordinates) into an NCHW tensor

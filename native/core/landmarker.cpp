@@ -1,8 +1,6 @@
 #include "core/landmarker.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 namespace facecheck {
 
@@ -44,23 +42,8 @@ Result Landmarker::run(ImagePyramid& image, Workspace& ws, const FaceBox& b, Poi
   return {};
 }
 
-FaceBox Landmarker::boxFromLandmarks(const PointF* landmarks, const FaceBox& detected) {
-  // Typical geometry of the 68 points inside a detector box (median over LFW): the points' extent is
-  // 0.74 of the box side and their centre lies 0.13 sides below the box centre.
-  float x0 = landmarks[0].x, x1 = x0, y0 = landmarks[0].y, y1 = y0;
-  for (int i = 1; i < 68; ++i) {
-    x0 = std::min(x0, landmarks[i].x); x1 = std::max(x1, landmarks[i].x);
-    y0 = std::min(y0, landmarks[i].y); y1 = std::max(y1, landmarks[i].y);
-  }
-  float side = std::max(x1 - x0, y1 - y0) / 0.74f;
-  float cx = (x0 + x1) / 2, cy = (y0 + y1) / 2 - 0.13f * side;
-  return FaceBox{cx - side / 2, cy - side / 2, side, detected.score};
-}
-
 Result Landmarker::locate(ImagePyramid& image, Workspace& ws, FaceResult* face) const {
   Result r = run(image, ws, face->box, face->landmarks);
-  static const int passes = getenv("FC_LM_PASSES") ? atoi(getenv("FC_LM_PASSES")) : 1;
-  for (int i = 1; r.ok() && i < passes; ++i) r = run(image, ws, boxFromLandmarks(face->landmarks, face->box), face->landmarks);
   if (!r.ok()) return r;
   const PointF* p = face->landmarks;
   face->points5[0] = mean(p, {37, 38, 40, 41});

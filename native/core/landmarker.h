@@ -23,7 +23,6 @@ class Landmarker {
 
  private:
   Result run(ImagePyramid& image, Workspace& ws, const FaceBox& box, PointF* landmarks) const;
-  static FaceBox boxFromLandmarks(const PointF* landmarks, const FaceBox& detected);
   std::unique_ptr<OrtModel> model_;
 };
 

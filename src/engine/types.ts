@@ -79,7 +79,7 @@ export interface EngineOptions {
   ortLibrary?: string;
   /** Average the templates of the aligned crop and its mirror image (default true: measured better on LFW). */
   flipAverage?: boolean;
-  /** Detector confidence below which a candidate is not a face (default 0.6). */
+  /** Detector confidence below which a candidate is not a face (default 0.85). */
   minDetectionScore?: number;
   /** Largest image the engine accepts, in pixels (default 100,000,000). */
   maxPixels?: number;
