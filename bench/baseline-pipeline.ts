@@ -11,11 +11,12 @@ import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 
 import { packageRoot } from '../src/package-root';
-import type { RgbImage } from '../src/engine/types';
+import type { Point, RgbImage } from '../src/engine/types';
+import { landmarkPose } from './landmark-pose';
 
-export type ModelId = 'detect' | 'landmark' | 'eye' | 'pose' | 'liveness' | 'feature';
+export type ModelId = 'detect' | 'landmark' | 'eye' | 'liveness' | 'feature';
 export type GraphLevel = 'all' | 'extended';
-export const MODEL_IDS: ModelId[] = ['detect', 'landmark', 'eye', 'pose', 'liveness', 'feature'];
+export const MODEL_IDS: ModelId[] = ['detect', 'landmark', 'eye', 'liveness', 'feature'];
 
 interface ManifestModel {
   id: ModelId;
@@ -48,16 +49,15 @@ export function nativeEquivalentOptions(threads: number, level: GraphLevel): ort
 
 /** The native engine's choice: ALL for every model (see face_engine.cpp). */
 export const NATIVE_LEVELS: Record<ModelId, GraphLevel> = {
-  detect: 'all', landmark: 'all', eye: 'all', pose: 'all', liveness: 'all', feature: 'all',
+  detect: 'all', landmark: 'all', eye: 'all', liveness: 'all', feature: 'all',
 };
 
 export interface BaselineTimings {
   detect: number;
   landmarks: number;
-  /** eyes + pose + liveness, as the native 'attributes' stage. */
+  /** eyes + liveness. */
   attributes: number;
   eyes: number;
-  pose: number;
   liveness: number;
   /** Umeyama alignment, the warp to the 112x112 crop and the quality measures. */
   quality: number;
@@ -100,7 +100,7 @@ export interface BaselinePipeline {
 // ---- constants mirrored from native/core --------------------------------------------------------------
 
 const DET_W = 320, DET_H = 240, ANCHORS = 4420, NMS_IOU = 0.4;
-const LM = 64, EYE = 24, POSE = 224, LIVE = 128, POSE_BINS = 66, LIVENESS_SCALE = 2.7;
+const LM = 64, EYE = 24, LIVE = 128, LIVENESS_SCALE = 2.7;
 const ALIGNED = 112, EMBEDDING = 512;
 const TEMPLATE_112: Array<[number, number]> = [
   [38.2946, 51.6963], [73.5318, 51.5014], [56.0252, 71.7366], [41.5493, 92.3655], [70.7299, 92.2041],
@@ -145,15 +145,16 @@ async function cropResize(img: RgbImage, rect: Rect, outW: number, outH: number,
   return new Uint8Array(data.buffer, data.byteOffset, data.length);
 }
 
-/** Interleaved RGB -> planar NCHW float32, (v - mean) / std per channel. */
-function rgbToTensor(rgb: Uint8Array, mean: number[], std: number[]): Float32Array {
+/** Interleaved RGB -> planar NCHW float32, (v - mean) / std per plane; `bgr` puts blue in plane 0. */
+function rgbToTensor(rgb: Uint8Array, mean: number[], std: number[], bgr = false): Float32Array {
   const n = rgb.length / 3;
   const out = new Float32Array(rgb.length);
   const s0 = 1 / std[0], s1 = 1 / std[1], s2 = 1 / std[2];
+  const [r, b] = bgr ? [2, 0] : [0, 2];
   for (let i = 0, j = 0; i < n; i++, j += 3) {
-    out[i] = (rgb[j] - mean[0]) * s0;
+    out[i] = (rgb[j + r] - mean[0]) * s0;
     out[n + i] = (rgb[j + 1] - mean[1]) * s1;
-    out[2 * n + i] = (rgb[j + 2] - mean[2]) * s2;
+    out[2 * n + i] = (rgb[j + b] - mean[2]) * s2;
   }
   return out;
 }
@@ -177,12 +178,6 @@ function softmax(logits: ArrayLike<number>, n: number): Float64Array {
   return out;
 }
 
-function binnedAngle(logits: ArrayLike<number>): number {
-  const p = softmax(logits, POSE_BINS);
-  let expected = 0;
-  for (let i = 0; i < POSE_BINS; i++) expected += p[i] * i;
-  return expected * 3 - 99;
-}
 
 // ---- similarity (Umeyama without reflection, complex-number form as native) ------------------------------
 
@@ -269,7 +264,7 @@ async function alignedCrop(img: RgbImage, m: Affine, norm: { mean: number[]; std
         const b = level[p10 + c] + (level[p11 + c] - level[p10 + c]) * fx;
         const v = t + (b - t) * fy;
         rgb[o * 3 + c] = Math.round(Math.min(255, v));
-        tensor[c * plane + o] = (v - norm.mean[c]) * s[c];
+        tensor[(2 - c) * plane + o] = (v - norm.mean[c]) * s[c];  // BGR planes, as the native embedder
       }
     }
   }
@@ -352,11 +347,11 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
   }
 
   async function analyze(img: RgbImage): Promise<{ faces: BaselineFace[]; timings: BaselineTimings }> {
-    const runs: Record<ModelId, number> = { detect: 0, landmark: 0, eye: 0, pose: 0, liveness: 0, feature: 0 };
-    const t: BaselineTimings = { detect: 0, landmarks: 0, attributes: 0, eyes: 0, pose: 0, liveness: 0, quality: 0, embed: 0, total: 0, runs };
+    const runs: Record<ModelId, number> = { detect: 0, landmark: 0, eye: 0, liveness: 0, feature: 0 };
+    const t: BaselineTimings = { detect: 0, landmarks: 0, attributes: 0, eyes: 0, liveness: 0, quality: 0, embed: 0, total: 0, runs };
     const start = performance.now();
     let last = start;
-    const lap = (key: 'detect' | 'landmarks' | 'eyes' | 'pose' | 'liveness' | 'quality' | 'embed') => {
+    const lap = (key: 'detect' | 'landmarks' | 'eyes' | 'liveness' | 'quality' | 'embed') => {
       const now = performance.now();
       t[key] += now - last;
       last = now;
@@ -411,11 +406,14 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
       const p5: Array<[number, number]> = [
         meanOf([37, 38, 40, 41]), meanOf([43, 44, 46, 47]), meanOf([30]), meanOf([48, 60]), meanOf([54, 64]),
       ];
+      const points: Point[] = [];
+      for (let i = 0; i < 68; i++) points.push({ x: landmarks[2 * i], y: landmarks[2 * i + 1] });
+      const pose = landmarkPose(points);
       lap('landmarks');
 
       // The same two lanes as the native engine: with threads=2 they run concurrently (onnxruntime-node runs
       // sessions off the main thread), with threads=1 one after the other.
-      const timed = async <T>(key: 'eyes' | 'pose' | 'liveness' | 'quality' | 'embed', fn: () => Promise<T>): Promise<T> => {
+      const timed = async <T>(key: 'eyes' | 'liveness' | 'quality' | 'embed', fn: () => Promise<T>): Promise<T> => {
         const t0 = performance.now();
         const r = await fn();
         t[key] += performance.now() - t0;
@@ -432,22 +430,14 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
           const lx = Math.min(Math.max(lcx - side / 2, 0), img.width - side);
           const ly = Math.min(Math.max(lcy - side / 2, 0), img.height - side);
           const liveRgb = await cropResize(img, { x: lx, y: ly, w: side, h: side }, LIVE, LIVE, [0, 0, 0]);
-          const [liveOut] = await run('liveness', rgbToTensor(liveRgb, models.liveness.input.mean, models.liveness.input.std), runs);
-          return softmax(liveOut, 3)[1];
+          const [liveOut] = await run('liveness', rgbToTensor(liveRgb, models.liveness.input.mean, models.liveness.input.std, true), runs);
+          return softmax(liveOut, 3)[0];
         });
         const q = await timed('quality', async () => measureQuality(crop.rgb, landmarks));
         return { e1, liveness, q };
       };
       const laneB = async () => {
         const e2 = await timed('embed', () => run('feature', mirrorTensor(crop.tensor, ALIGNED), runs));
-        // Pose: the box grown by a quarter on each side, 224x224, ImageNet normalisation.
-        const pose = await timed('pose', async () => {
-          const grow = b.size / 4, pm = models.pose.input;
-          const poseRgb = await cropResize(img, { x: b.x - grow, y: b.y - grow, w: b.size + 2 * grow, h: b.size + 2 * grow },
-            POSE, POSE, [124, 116, 104]);
-          const [yaw, pitch, roll] = await run('pose', rgbToTensor(poseRgb, pm.mean, pm.std), runs);
-          return { yaw: binnedAngle(yaw), pitch: binnedAngle(pitch), roll: binnedAngle(roll) };
-        });
         // Eyes: grey 24x24 around each eye contour, 1.6x its corner-to-corner width, /255; softmax class 1.
         const eyeOpen = await timed('eyes', async () => {
           const open: number[] = [];
@@ -462,9 +452,9 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
           }
           return open;
         });
-        return { e2, pose, eyeOpen };
+        return { e2, eyeOpen };
       };
-      const [{ e1, liveness, q }, { e2, pose, eyeOpen }] = options.threads > 1
+      const [{ e1, liveness, q }, { e2, eyeOpen }] = options.threads > 1
         ? await Promise.all([laneA(), laneB()])
         : [await laneA(), await laneB()];
 
@@ -481,7 +471,7 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
         eyes: { left: eyeOpen[0], right: eyeOpen[1] }, liveness, ...q, embedding,
       });
     }
-    t.attributes = t.eyes + t.pose + t.liveness;
+    t.attributes = t.eyes + t.liveness;
     t.total = performance.now() - start;
     return { faces, timings: t };
   }

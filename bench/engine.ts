@@ -83,7 +83,7 @@ async function makeTestImage(engine: FaceEngine): Promise<TestImage> {
 
 // ---- configurations ---------------------------------------------------------------------------------------
 
-type StageName = 'decode' | 'detect' | 'landmarks' | 'attributes' | 'eyes' | 'pose' | 'liveness' | 'quality' | 'embed' | 'pipeline' | 'e2e';
+type StageName = 'decode' | 'detect' | 'landmarks' | 'attributes' | 'eyes' | 'liveness' | 'quality' | 'embed' | 'pipeline' | 'e2e';
 
 interface Config {
   name: string;
@@ -102,7 +102,7 @@ function nativeConfig(engine: FaceEngine, threads: number): Config {
       return {
         faces: faces.length, embedding: faces[0]?.embedding,
         stages: {
-          detect: t.detect, landmarks: t.landmarks, eyes: t.eyes, pose: t.pose, liveness: t.liveness, quality: t.quality,
+          detect: t.detect, landmarks: t.landmarks, eyes: t.eyes, liveness: t.liveness, quality: t.quality,
           embed: t.embed, pipeline: t.total,
         },
       };
@@ -119,7 +119,7 @@ function baselineConfig(pipeline: BaselinePipeline): Config {
       return {
         faces: faces.length, embedding: faces[0]?.embedding,
         stages: {
-          detect: t.detect, landmarks: t.landmarks, attributes: t.attributes, eyes: t.eyes, pose: t.pose,
+          detect: t.detect, landmarks: t.landmarks, attributes: t.attributes, eyes: t.eyes,
           liveness: t.liveness, quality: t.quality, embed: t.embed, pipeline: t.total,
         },
       };
@@ -288,8 +288,8 @@ async function main(): Promise<void> {
 
   // ---- table ----
   const rows: Array<[StageName, string]> = [
-    ['decode', 'decode (sharp JPEG -> RGB)'], ['detect', 'detect'], ['landmarks', 'landmarks'],
-    ['attributes', 'attributes (baseline: eyes+pose+liveness)'], ['eyes', 'eyes (2 runs)'], ['pose', 'pose'],
+    ['decode', 'decode (sharp JPEG -> RGB)'], ['detect', 'detect'],
+    ['landmarks', 'landmarks + pose'], ['eyes', 'eyes (2 runs)'],
     ['liveness', 'liveness'], ['quality', 'quality (align+warp+measures)'], ['embed', 'embed (crop+mirror)'],
     ['pipeline', 'pipeline total (no decode)'], ['e2e', 'END-TO-END (decode+pipeline)'],
   ];
@@ -301,7 +301,7 @@ async function main(): Promise<void> {
   console.log(`\n== Latency, ms p50 / p95 over ${ITERATIONS} interleaved iterations (640x480 JPEG, 1 face) ==`);
   console.log(`${pad('stage', 32, true)}${configs.map((c) => pad(c.name, W)).join('')}`);
   for (const [k, label] of rows) console.log(`${pad(label, 32, true)}${configs.map((c) => pad(cell(c, k), W)).join('')}`);
-  console.log('  native threads=2 runs the mirror embedding, pose and eyes beside the crop embedding, liveness and quality:\n' +
+  console.log('  native threads=2 runs the mirror embedding and eyes beside the crop embedding, liveness and quality:\n' +
     '  its stage times overlap and add up to more than the pipeline total.');
 
   const e2e = (name: string) => stat(configs.find((c) => c.name === name)!, 'e2e')!;

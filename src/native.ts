@@ -12,9 +12,9 @@ export interface NativeErrorRow {
 /** Milliseconds per stage of one analyze call (summed over faces; with threads=2 stages overlap). */
 export interface StageTimings {
   detect: number;
+  /** Landmarks and the head pose computed from them. */
   landmarks: number;
   eyes: number;
-  pose: number;
   liveness: number;
   /** Alignment warp and quality measures. */
   quality: number;

@@ -26,6 +26,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("errorTable", ExportErrorTable(env));
   InitEngineBinding(env, exports);
   InitIndexBinding(env, exports);
+  InitCameraBinding(env, exports);
   return exports;
 }
 

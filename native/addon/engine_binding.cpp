@@ -153,7 +153,6 @@ class AnalyzeWorker : public Napi::AsyncWorker {
     timings.Set("detect", timings_.detect);
     timings.Set("landmarks", timings_.landmarks);
     timings.Set("eyes", timings_.eyes);
-    timings.Set("pose", timings_.pose);
     timings.Set("liveness", timings_.liveness);
     timings.Set("quality", timings_.quality);
     timings.Set("embed", timings_.embed);

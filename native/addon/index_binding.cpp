@@ -241,12 +241,30 @@ Napi::Value Clear(const Napi::CallbackInfo& info) {
   return PromiseWorker::Start(w);
 }
 
-// bulkLoad(collection, templates: Float32Array (n * dim), keys: string[], clear: boolean, threads: number)
+// bulkLoad(collection, templates: Float32Array (n * dim), keys: string[] | string (joined by '\0'), clear: boolean,
+//          threads: number)
 //   -> Promise<{added, replaced}>. The templates are read in place: do not change them until it settles.
 Napi::Value BulkLoad(const Napi::CallbackInfo& info) {
   auto c = collectionArg(info, 0);
   Napi::Float32Array data = floatArg(info, 1, "templates");
-  auto keys = std::make_shared<std::vector<std::string>>(stringArrayArg(info, 2, "keys"));
+  // keys: string[], or one string of all keys joined by '\0' (one conversion instead of one per key).
+  std::shared_ptr<std::vector<std::string>> keys;
+  if (info.Length() > 2 && info[2].IsString()) {
+    const std::string joined = info[2].As<Napi::String>().Utf8Value();
+    keys = std::make_shared<std::vector<std::string>>();
+    if (c->dim() && data.ElementLength() / c->dim() > 0) {
+      keys->reserve(data.ElementLength() / c->dim());
+      size_t start = 0;
+      for (;;) {
+        size_t end = joined.find('\0', start);
+        keys->emplace_back(joined, start, end == std::string::npos ? std::string::npos : end - start);
+        if (end == std::string::npos) break;
+        start = end + 1;
+      }
+    }
+  } else {
+    keys = std::make_shared<std::vector<std::string>>(stringArrayArg(info, 2, "keys"));
+  }
   bool clear = info.Length() > 3 && info[3].ToBoolean().Value();
   unsigned threads = info.Length() > 4 && info[4].IsNumber() ? unsigned(std::max(0.0, info[4].As<Napi::Number>().DoubleValue())) : 0;
   if (data.ElementLength() != keys->size() * c->dim())

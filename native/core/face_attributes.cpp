@@ -6,7 +6,7 @@
 namespace facecheck {
 
 namespace {
-constexpr int kEye = 24, kPose = 224, kLive = 128, kPoseBins = 66;
+constexpr int kEye = 24, kLive = 128;
 constexpr float kLivenessScale = 2.7f;  // context around the face the liveness model was trained with
 
 void softmax(const float* logits, int n, float* out) {
@@ -15,25 +15,13 @@ void softmax(const float* logits, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] /= sum;
 }
 
-// Expected angle of a Hopenet-style 66-bin head (3 degree bins from -99 degrees).
-float binnedAngle(const float* logits) {
-  float p[kPoseBins];
-  softmax(logits, kPoseBins, p);
-  float expected = 0;
-  for (int i = 0; i < kPoseBins; ++i) expected += p[i] * i;
-  return expected * 3.0f - 99.0f;
-}
 }  // namespace
 
 Result FaceAttributes::load(const std::string& modelDir, const SessionConfig& eyeConfig,
-                            const SessionConfig& poseConfig, const SessionConfig& livenessConfig,
-                            std::unique_ptr<FaceAttributes>* out) {
+                            const SessionConfig& livenessConfig, std::unique_ptr<FaceAttributes>* out) {
   auto a = std::unique_ptr<FaceAttributes>(new FaceAttributes());
   Result r = OrtModel::load(modelDir + "/fr_eye.onnx", eyeConfig, {"input", {1, 1, kEye, kEye}},
                             {{"output", {1, 2}}}, &a->eye_);
-  if (r.ok())
-    r = OrtModel::load(modelDir + "/fr_pose.onnx", poseConfig, {"input", {1, 3, kPose, kPose}},
-                       {{"output", {1, kPoseBins}}, {"617", {1, kPoseBins}}, {"618", {1, kPoseBins}}}, &a->pose_);
   if (r.ok())
     r = OrtModel::load(modelDir + "/fr_liveness.onnx", livenessConfig, {"input", {1, 3, kLive, kLive}},
                        {{"output", {1, 3}}}, &a->liveness_);
@@ -44,10 +32,6 @@ Result FaceAttributes::load(const std::string& modelDir, const SessionConfig& ey
 void FaceAttributes::prepare(Workspace* ws) const {
   ws->eyeInput.resize(eye_->input().elements());
   ws->eyeOutput.resize(eye_->output(0).elements());
-  ws->poseInput.resize(pose_->input().elements());
-  ws->yaw.resize(kPoseBins);
-  ws->pitch.resize(kPoseBins);
-  ws->roll.resize(kPoseBins);
   ws->liveInput.resize(liveness_->input().elements());
   ws->liveOutput.resize(liveness_->output(0).elements());
 }
@@ -67,22 +51,6 @@ Result FaceAttributes::eyeOpenness(ImagePyramid& image, Workspace& ws, const Poi
   float p[2];
   softmax(ws.eyeOutput.data(), 2, p);
   *openness = p[1];
-  return {};
-}
-
-Result FaceAttributes::pose(ImagePyramid& image, Workspace& ws, FaceResult* face) const {
-  // The box grown by a quarter on every side, as the pose model was trained.
-  const FaceBox& b = face->box;
-  float grow = b.size / 4;
-  TensorNorm norm{ChannelOrder::RGB, {123.675f, 116.28f, 103.53f}, {58.395f, 57.12f, 57.375f}};
-  warpToTensor(image, rectToSize(b.x - grow, b.y - grow, b.size + 2 * grow, b.size + 2 * grow, kPose, kPose), kPose,
-               kPose, norm, ws.poseInput.data());
-  float* outputs[] = {ws.yaw.data(), ws.pitch.data(), ws.roll.data()};
-  Result r = pose_->run(ws.poseInput.data(), outputs);
-  if (!r.ok()) return r;
-  face->yaw = binnedAngle(ws.yaw.data());
-  face->pitch = binnedAngle(ws.pitch.data());
-  face->roll = binnedAngle(ws.roll.data());
   return {};
 }
 

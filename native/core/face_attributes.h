@@ -1,5 +1,5 @@
-// Per-face attribute models: eye state (fr_eye), head pose (fr_pose) and passive colour liveness
-// (fr_liveness). Each reads its own crop of the source image, as its model was trained.
+// Per-face attribute models: eye state (fr_eye) and passive colour liveness (fr_liveness). Each reads its
+// own crop of the source image, as its model was trained. (Head pose comes from the landmarks.)
 #pragma once
 
 #include <memory>
@@ -15,21 +15,20 @@ namespace facecheck {
 class FaceAttributes {
  public:
   struct Workspace {
-    std::vector<float> eyeInput, eyeOutput, poseInput, yaw, pitch, roll, liveInput, liveOutput;
+    std::vector<float> eyeInput, eyeOutput, liveInput, liveOutput;
   };
-  static Result load(const std::string& modelDir, const SessionConfig& eyeConfig, const SessionConfig& poseConfig,
-                     const SessionConfig& livenessConfig, std::unique_ptr<FaceAttributes>* out);
+  static Result load(const std::string& modelDir, const SessionConfig& eyeConfig, const SessionConfig& livenessConfig,
+                     std::unique_ptr<FaceAttributes>* out);
   void prepare(Workspace* ws) const;
   // Each fills its fields of `face` from the box and landmarks, using only its own workspace buffers,
-  // so the three may run on different threads for one face.
+  // so the two may run on different threads for one face.
   Result eyes(ImagePyramid& image, Workspace& ws, FaceResult* face) const;  // eyeLeft, eyeRight
-  Result pose(ImagePyramid& image, Workspace& ws, FaceResult* face) const;  // yaw, pitch, roll
   Result liveness(ImagePyramid& image, Workspace& ws, FaceResult* face) const;
 
  private:
   Result eyeOpenness(ImagePyramid& image, Workspace& ws, const PointF* pts, int first, float* openness) const;
 
-  std::unique_ptr<OrtModel> eye_, pose_, liveness_;
+  std::unique_ptr<OrtModel> eye_, liveness_;
 };
 
 }  // namespace facecheck

@@ -1,6 +1,7 @@
 #include "core/face_engine.h"
 
 #include "core/face_quality.h"
+#include "core/landmark_pose.h"
 
 #include <chrono>
 #include <thread>
@@ -30,7 +31,7 @@ Result FaceEngine::load(const EngineConfig& config, std::unique_ptr<FaceEngine>*
   SessionConfig all{1, ORT_ENABLE_ALL, ""};
   Result r = FaceDetector::load(config.modelDir, all, &engine->detector_);
   if (r.ok()) r = Landmarker::load(config.modelDir, all, &engine->landmarker_);
-  if (r.ok()) r = FaceAttributes::load(config.modelDir, all, all, all, &engine->attributes_);
+  if (r.ok()) r = FaceAttributes::load(config.modelDir, all, all, &engine->attributes_);
   if (r.ok()) r = FaceEmbedder::load(config.modelDir, all, config.flipAverage, &engine->embedder_);
   if (r.ok()) *out = std::move(engine);
   return r;
@@ -66,8 +67,8 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
                                StageTimings* timings) const {
   const Affine aligned = FaceEmbedder::alignment(*face);
   const bool mirrorPass = options.embed && embedder_->flipAverage();
-  // Lane B: the mirror-image embedding, head pose and eye state. Lane A (this thread): the crop's
-  // embedding, colour liveness and the quality measures. Lanes share only the read-only image.
+  // Lane B: the mirror-image embedding and eye state. Lane A (this thread): the crop's embedding, colour
+  // liveness and the quality measures. Lanes share only the read-only image.
   StageTimings laneB;
   Result resultB;
   auto runLaneB = [&] {
@@ -76,8 +77,6 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
       resultB = embedder_->embedPass(ws.pyramid, ws.embedder[1], aligned, true, ws.passOutput[1].data());
       watch.lap(&laneB.embed);
     }
-    if (resultB.ok()) resultB = attributes_->pose(ws.pyramid, ws.attributes, face);
-    watch.lap(&laneB.pose);
     if (resultB.ok()) resultB = attributes_->eyes(ws.pyramid, ws.attributes, face);
     watch.lap(&laneB.eyes);
   };
@@ -142,6 +141,7 @@ Result FaceEngine::analyze(const uint8_t* rgb, size_t bytes, int width, int heig
     FaceResult face;
     face.box = ws->boxes[i];
     r = landmarker_->locate(ws->pyramid, ws->landmarker, &face);
+    if (r.ok()) estimatePose(&face);
     watch.lap(&timings->landmarks);
     if (r.ok() && static_cast<int>(i) < options.maxFaces) r = analyzeFace(*ws, options, &face, timings);
     watch = Stopwatch();

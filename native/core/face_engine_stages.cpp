@@ -1,5 +1,7 @@
 #include "core/face_engine_stages.h"
 
+#include "core/landmark_pose.h"
+
 namespace facecheck {
 
 FrameStages::FrameStages(FaceEngine* engine) : engine_(engine) {
@@ -47,8 +49,9 @@ Result FrameStages::liveness(FaceResult* face) {
 }
 
 Result FrameStages::pose(FaceResult* face) {
-  if (!bound_) return Result::fail(Status::Internal, "no frame bound");
-  return engine_->attributes_->pose(ws_->pyramid, ws_->attributes, face);
+  // Head pose comes from the landmarks (see landmark_pose.h), no model run.
+  estimatePose(face);
+  return {};
 }
 
 void FrameStages::crop(const FaceBox& box, float grow, int size, uint8_t* out) {

@@ -33,9 +33,9 @@ struct FaceResult {
 // Wall time of each stage of one analyze call, milliseconds, summed over faces. With two threads some
 // stages overlap, so the stages may add up to more than the total.
 struct StageTimings {
-  double detect = 0, landmarks = 0, eyes = 0, pose = 0, liveness = 0, quality = 0, embed = 0, total = 0;
+  double detect = 0, landmarks = 0, eyes = 0, liveness = 0, quality = 0, embed = 0, total = 0;
   void add(const StageTimings& o) {
-    detect += o.detect; landmarks += o.landmarks; eyes += o.eyes; pose += o.pose;
+    detect += o.detect; landmarks += o.landmarks; eyes += o.eyes;
     liveness += o.liveness; quality += o.quality; embed += o.embed;
   }
 };

@@ -1,9 +1,9 @@
 // Image helpers for tests: decode files to RGB and make variants (mirror, darker, blurred, crops).
-import sharp from 'sharp';
+import sharp, { type Sharp } from 'sharp';
 
 import type { RgbImage } from '../../src/engine/types';
 
-async function toRgb(pipeline: sharp.Sharp): Promise<RgbImage> {
+async function toRgb(pipeline: Sharp): Promise<RgbImage> {
   const { data, info } = await pipeline.removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
   return { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height };
 }
@@ -11,7 +11,7 @@ async function toRgb(pipeline: sharp.Sharp): Promise<RgbImage> {
 export const loadRgb = (file: string | Buffer): Promise<RgbImage> => toRgb(sharp(file).rotate());
 
 /** Applies a sharp transformation to an RGB image and returns RGB again. */
-export function transform(image: RgbImage, fn: (s: sharp.Sharp) => sharp.Sharp): Promise<RgbImage> {
+export function transform(image: RgbImage, fn: (s: Sharp) => Sharp): Promise<RgbImage> {
   return toRgb(fn(sharp(Buffer.from(image.data), { raw: { width: image.width, height: image.height, channels: 3 } })));
 }
 

@@ -1,0 +1,497 @@
+// Benchmark of the SIMD similarity index (issue 4): `npm run bench:index` (node dist/bench/index.js).
+//
+// For each gallery size (10k, 100k, 1M templates of 512-d, clustered so that near-duplicates exist), in one
+// run: this index with every kernel the CPU has, usearch's exact search (float32 and int8, when the npm
+// package is installed), a plain TypeScript loop, and the memory-read bound (the time to stream the same
+// int8 code bytes once, measured in the same run); single queries and batches of 32, 1 and 2 threads.
+// Then recall@1 / recall@10 of the int8 scan + float32 re-rank against float32 exact search, memory per
+// template, and the bulk-load time of the largest gallery from LMDB. Prints tables and a final JSON line.
+//
+// Environment: INDEX_BENCH_SIZES=10000,100000,1000000   INDEX_BENCH_RECALL=2000 (queries)
+//              (1000 on galleries of 500k and more)   INDEX_BENCH_SECONDS=1 (time budget per measurement)   INDEX_BENCH_LMDB=0 (skip LMDB)
+//              FACE_CHECK_ADDON=path/to/face_check.node (an addon built elsewhere)
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { open as openLmdb } from 'lmdb';
+
+import { loadIndexBinding, SimilarityIndex, type IndexBinding, type KernelName, type SearchHit } from '../src/index/similarity-index';
+
+const DIM = 512;
+const K = 10;
+const BATCH = 32;
+const THREADS = [1, 2];
+const SIZES = (process.env.INDEX_BENCH_SIZES ?? '10000,100000,1000000').split(',').map(Number);
+const RECALL_QUERIES = Number(process.env.INDEX_BENCH_RECALL ?? 2000);
+const BUDGET_S = Number(process.env.INDEX_BENCH_SECONDS ?? 1);
+const WITH_LMDB = process.env.INDEX_BENCH_LMDB !== '0';
+
+type UsearchModule = typeof import('usearch');
+let usearch: UsearchModule | undefined;
+let usearchNote = '';
+try {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  usearch = require('usearch') as UsearchModule;
+} catch (err) {
+  usearchNote = `usearch not available (${(err as Error).message.split('\n')[0]}): skipped`;
+}
+
+function binding(): IndexBinding {
+  const file = process.env.FACE_CHECK_ADDON;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return file ? (require(file) as { index: IndexBinding }).index : loadIndexBinding();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Data: clustered "face templates". Identity centres have an isotropic part plus a shared low-rank part
+// (impostor cosines ~ N(0, 0.1) like real embeddings, not the ~N(0, 0.044) of random unit vectors); each
+// template is its centre plus noise (genuine cosines ~0.6); 20% of the templates are extra templates of an
+// already enrolled identity (near-duplicates in the gallery). Queries are fresh samples of enrolled
+// identities (90%) or of new identities (10%).
+
+const GAUSS = (() => {
+  const n = 1 << 20;
+  const t = new Float32Array(n);
+  let s = 12345;
+  const u = () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) + 0.5) / 4294967296;
+  for (let i = 0; i < n; i += 2) {
+    const r = Math.sqrt(-2 * Math.log(u()));
+    const a = 2 * Math.PI * u();
+    t[i] = r * Math.cos(a);
+    t[i + 1] = r * Math.sin(a);
+  }
+  return t;
+})();
+
+class Rng {
+  constructor(private s: number) {}
+  next(): number {
+    let x = this.s;
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    this.s = x >>> 0;
+    return this.s;
+  }
+  gauss(): number {
+    return GAUSS[this.next() >>> 12];
+  }
+  below(n: number): number {
+    return this.next() % n;
+  }
+}
+
+const RANK = 4;
+const LOW_RANK_WEIGHT = 0.5;
+const NOISE = 0.75;
+
+function basis(): Float32Array {
+  const r = new Rng(777);
+  const b = new Float32Array(RANK * DIM);
+  for (let i = 0; i < b.length; i++) b[i] = r.gauss() / Math.sqrt(DIM);
+  return b;
+}
+const BASIS = basis();
+
+function centre(out: Float32Array, off: number, r: Rng): void {
+  const z = new Float32Array(RANK);
+  for (let k = 0; k < RANK; k++) z[k] = (r.gauss() * LOW_RANK_WEIGHT) / Math.sqrt(RANK) * Math.sqrt(DIM);
+  let ss = 0;
+  for (let d = 0; d < DIM; d++) {
+    let v = r.gauss();
+    for (let k = 0; k < RANK; k++) v += z[k] * BASIS[k * DIM + d];
+    out[off + d] = v;
+    ss += v * v;
+  }
+  const inv = 1 / Math.sqrt(ss);
+  for (let d = 0; d < DIM; d++) out[off + d] *= inv;
+}
+
+function sample(out: Float32Array, off: number, centres: Float32Array, c: number, r: Rng): void {
+  const s = NOISE / Math.sqrt(DIM);
+  let ss = 0;
+  for (let d = 0; d < DIM; d++) {
+    const v = centres[c * DIM + d] + s * r.gauss();
+    out[off + d] = v;
+    ss += v * v;
+  }
+  const inv = 1 / Math.sqrt(ss);
+  for (let d = 0; d < DIM; d++) out[off + d] *= inv;
+}
+
+interface Gallery {
+  data: Float32Array;
+  keys: string[];
+  queries: Float32Array;
+}
+
+function makeGallery(n: number, nq: number, seed: number): Gallery {
+  const r = new Rng(seed);
+  const ids = Math.max(1, Math.round(n / 1.25));
+  const centres = new Float32Array(ids * DIM);
+  for (let i = 0; i < ids; i++) centre(centres, i * DIM, r);
+  const data = new Float32Array(n * DIM);
+  for (let i = 0; i < n; i++) sample(data, i * DIM, centres, i < ids ? i : r.below(ids), r);
+  const keys = Array.from({ length: n }, (_, i) => `person-${String(i).padStart(8, '0')}`);
+  const queries = new Float32Array(nq * DIM);
+  const fresh = new Float32Array(DIM);
+  for (let j = 0; j < nq; j++) {
+    if (j % 10 === 9) {
+      centre(fresh, 0, r);
+      sample(queries, j * DIM, fresh, 0, r);
+    } else {
+      sample(queries, j * DIM, centres, r.below(ids), r);
+    }
+  }
+  return { data, keys, queries };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Timing
+
+function median(v: number[]): number {
+  const s = [...v].sort((a, b) => a - b);
+  return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN;
+}
+
+/** Median seconds of fn over at least `min` runs and about BUDGET_S seconds (one warm-up run first). */
+async function timeIt(fn: () => unknown | Promise<unknown>, min = 3, max = 500): Promise<number> {
+  await fn();
+  const times: number[] = [];
+  const start = performance.now();
+  while (times.length < min || (times.length < max && performance.now() - start < BUDGET_S * 1000)) {
+    const t0 = performance.now();
+    await fn();
+    times.push((performance.now() - t0) / 1000);
+  }
+  return median(times);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Plain TypeScript brute force (float32 data, top-k by insertion into a small sorted array).
+
+function tsSearch(data: Float32Array, rows: number, q: Float32Array, k: number): number[] {
+  const bestS: number[] = [];
+  const bestI: number[] = [];
+  for (let i = 0; i < rows; i++) {
+    let s = 0;
+    const o = i * DIM;
+    for (let d = 0; d < DIM; d++) s += data[o + d] * q[d];
+    if (bestS.length < k || s > bestS[bestS.length - 1]) {
+      let p = bestS.length < k ? bestS.length : k - 1;
+      while (p > 0 && bestS[p - 1] < s) {
+        if (p < k) {
+          bestS[p] = bestS[p - 1];
+          bestI[p] = bestI[p - 1];
+        }
+        p--;
+      }
+      bestS[p] = s;
+      bestI[p] = i;
+    }
+  }
+  return bestI;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+interface Row {
+  n: number;
+  engine: string;
+  threads: number;
+  singleMs: number;
+  batchMs: number;
+  note?: string;
+}
+
+interface Recall {
+  n: number;
+  queries: number;
+  recall1: number;
+  recall10: number;
+  int8OnlyRecall1: number;
+  int8OnlyRecall10: number;
+}
+
+function fmt(v: number, digits = 2): string {
+  return Number.isFinite(v) ? v.toFixed(digits) : 'n/a';
+}
+
+function recallOf(got: SearchHit[][], want: SearchHit[][]): { r1: number; r10: number } {
+  let hit1 = 0;
+  let hit10 = 0;
+  let total10 = 0;
+  got.forEach((g, j) => {
+    const w = want[j];
+    // A different top-1 key with the same float32 score (an exact tie) counts as correct.
+    if (g[0] && w[0] && (g[0].key === w[0].key || Math.abs(g[0].score - w[0].score) < 1e-7)) hit1++;
+    const ws = new Set(w.map((h) => h.key));
+    hit10 += g.filter((h) => ws.has(h.key)).length;
+    total10 += w.length;
+  });
+  return { r1: hit1 / got.length, r10: hit10 / total10 };
+}
+
+async function benchSize(ix: SimilarityIndex, n: number, rows: Row[], recalls: Recall[], memory: Record<string, unknown>[]) {
+  const t0 = performance.now();
+  // The float32 reference costs n x queries x 512 FMAs: 1000 queries on the biggest galleries (99.9% = 1 miss).
+  const nRecall = Math.min(RECALL_QUERIES, n >= 500000 && !process.env.INDEX_BENCH_RECALL ? 1000 : RECALL_QUERIES, 20000);
+  const g = makeGallery(n, Math.max(nRecall, BATCH), 1000 + n);
+  console.log(`\n== ${n.toLocaleString('en-US')} templates x ${DIM}-d (data generated in ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  const name = `bench-${n}`;
+  ix.dropCollection(name);
+  const c = ix.createCollection(name, DIM);
+  const rss0 = process.memoryUsage().rss;
+  const tb = performance.now();
+  await c.bulkLoad(g.data, g.keys, { clear: true });
+  const bulkS = (performance.now() - tb) / 1000;
+  const rss1 = process.memoryUsage().rss;
+  const st = c.stats();
+  const mem = {
+    n,
+    bulkLoadFromMemoryS: bulkS,
+    bytesPerTemplateAllocated: (st.bytesAllocated + st.bytesKeys) / n,
+    bytesPerTemplateRss: (rss1 - rss0) / n,
+    int8BytesPerTemplate: st.codeStride,
+  };
+  memory.push(mem);
+  console.log(`bulk load from memory ${fmt(bulkS * 1000, 0)} ms; memory per template ${fmt(mem.bytesPerTemplateAllocated, 0)} B allocated, ${fmt(mem.bytesPerTemplateRss, 0)} B RSS growth (int8 codes ${st.codeStride} B + float32 ${DIM * 4} B + scale/sum 8 B + key)`);
+
+  const single = g.queries.subarray(0, DIM);
+  const batch = g.queries.subarray(0, BATCH * DIM);
+  let qi = 0;
+  const nextQuery = () => {
+    const j = qi++ % nRecall;
+    return g.queries.subarray(j * DIM, (j + 1) * DIM);
+  };
+
+  // Memory-read bound: stream the int8 codes once (native time of the read loop, median of 9 after 2 warm-ups).
+  for (const threads of THREADS) {
+    const times: number[] = [];
+    for (let i = 0; i < 11; i++) times.push((await ix.native.streamCodes(name, threads)).seconds);
+    const bound = median(times.slice(2));
+    rows.push({ n, engine: 'memory-read bound (int8 codes)', threads, singleMs: bound * 1000, batchMs: bound * 1000, note: `${fmt((n * st.codeStride) / bound / 1e9, 1)} GB/s` });
+  }
+
+  for (const kernel of ix.kernels as KernelName[]) {
+    for (const threads of THREADS) {
+      const s1 = await timeIt(() => c.search(nextQuery(), { k: K, threads, kernel }));
+      const sb = await timeIt(() => c.searchBatch(batch, { k: K, threads, kernel }), 2);
+      rows.push({ n, engine: `index ${kernel}`, threads, singleMs: s1 * 1000, batchMs: sb * 1000 });
+    }
+  }
+
+  if (usearch) {
+    const us = usearch;
+    const codes = ix.native.quantise(g.data, DIM).codes;
+    const qcodes = ix.native.quantise(batch, DIM).codes;
+    for (const threads of THREADS) {
+      const f1 = await timeIt(() => us.exactSearch(g.data, nextQuery(), DIM, K, us.MetricKind.IP, threads));
+      const fb = await timeIt(() => us.exactSearch(g.data, batch, DIM, K, us.MetricKind.IP, threads), 2);
+      rows.push({ n, engine: 'usearch exact f32', threads, singleMs: f1 * 1000, batchMs: fb * 1000 });
+    }
+    for (const threads of THREADS) {
+      const q1 = qcodes.subarray(0, DIM);
+      const i1 = await timeIt(() => us.exactSearch(codes, q1, DIM, K, us.MetricKind.IP, threads));
+      const ib = await timeIt(() => us.exactSearch(codes, qcodes, DIM, K, us.MetricKind.IP, threads), 2);
+      rows.push({ n, engine: 'usearch exact i8', threads, singleMs: i1 * 1000, batchMs: ib * 1000 });
+    }
+  }
+
+  // Plain TypeScript loop (1 thread). Big galleries: measured on a prefix and scaled (marked ~).
+  {
+    const rowsTs = Math.min(n, 200000);
+    const scale = n / rowsTs;
+    const s1 = await timeIt(() => tsSearch(g.data, rowsTs, single, K), 2) * scale;
+    const tsBatchRows = Math.min(n, 20000);
+    const sb = await timeIt(() => {
+      for (let j = 0; j < BATCH; j++) tsSearch(g.data, tsBatchRows, batch.subarray(j * DIM, (j + 1) * DIM), K);
+    }, 1) * (n / tsBatchRows);
+    rows.push({ n, engine: 'TypeScript loop f32', threads: 1, singleMs: s1 * 1000, batchMs: sb * 1000, note: scale > 1 || tsBatchRows < n ? `~ scaled from ${rowsTs}/${tsBatchRows} rows` : undefined });
+  }
+
+  // Recall of the default search (int8 scan + float32 re-rank) and of int8 ranking alone, vs float32 exact.
+  {
+    const queries = g.queries.subarray(0, nRecall * DIM);
+    const tr = performance.now();
+    const exact = await c.exactSearchBatch(queries, { k: K });
+    const tExact = (performance.now() - tr) / 1000;
+    const got = await c.searchBatch(queries, { k: K });
+    const int8Only = await c.searchBatch(queries, { k: K, rerank: K });
+    const a = recallOf(got, exact);
+    const b = recallOf(int8Only, exact);
+    recalls.push({ n, queries: nRecall, recall1: a.r1, recall10: a.r10, int8OnlyRecall1: b.r1, int8OnlyRecall10: b.r10 });
+    console.log(`recall over ${nRecall} queries (float32 reference in ${fmt(tExact, 1)} s): int8+re-rank @1 ${fmt(a.r1 * 100, 3)}% @10 ${fmt(a.r10 * 100, 3)}%; int8 only @1 ${fmt(b.r1 * 100, 3)}% @10 ${fmt(b.r10 * 100, 3)}%`);
+  }
+
+  printRows(rows.filter((r) => r.n === n));
+  ix.dropCollection(name);
+  return g;
+}
+
+function printRows(rs: Row[]): void {
+  const bound = new Map<number, number>();
+  for (const r of rs) if (r.engine.startsWith('memory-read')) bound.set(r.threads, r.singleMs);
+  const head = ['engine', 'thr', 'single ms', 'x bound', 'batch32 ms', 'ms/query', 'note'];
+  const lines = rs.map((r) => [
+    r.engine, String(r.threads), fmt(r.singleMs, 3), fmt(r.singleMs / (bound.get(r.threads) ?? NaN), 2),
+    fmt(r.batchMs, 2), fmt(r.batchMs / BATCH, 3), r.note ?? '',
+  ]);
+  const w = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === 6 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  ');
+  console.log(line(head));
+  for (const l of lines) console.log(line(l));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// LMDB: the service keeps persons as msgpack records {personId, created, updated, modelId, template bytes}
+// under [accountId, personId] (src/storage/persons.ts). The gallery is written that way into a temporary
+// environment (and, for comparison, as raw float32 values in a `templates` database), then read back by
+// worker threads (each a key range, straight into one shared Float32Array) and handed to one bulkLoad call.
+
+const READER = `
+const { parentPort, workerData: w } = require('node:worker_threads');
+const { open } = require(w.lmdb);
+const root = open({ path: w.dir, readOnly: true, compression: false });
+const db = w.binary ? root.openDB({ name: 'templates', encoding: 'binary' }) : root.openDB({ name: 'persons' });
+const out = new Uint8Array(w.sab);
+const keys = [];
+let i = w.first;
+for (const { key, value } of db.getRange({ start: [w.account], end: [w.account, '\\uffff'], offset: w.first, limit: w.count })) {
+  out.set(w.binary ? value : value.template, i * w.rowBytes);
+  keys.push(w.binary ? key[1] : value.personId);
+  i++;
+}
+root.close();
+parentPort.postMessage(keys);
+`;
+
+async function readParallel(dir: string, account: string, count: number, binary: boolean, workers: number): Promise<{ data: Float32Array; keys: string[] }> {
+  const { Worker } = await import('node:worker_threads');
+  const sab = new SharedArrayBuffer(count * DIM * 4);
+  const lmdb = require.resolve('lmdb');
+  const per = Math.ceil(count / workers);
+  const parts = await Promise.all(Array.from({ length: workers }, (_, w) => new Promise<string[]>((resolve, reject) => {
+    const first = w * per;
+    const worker = new Worker(READER, {
+      eval: true,
+      workerData: { lmdb, dir, account, binary, sab, first, count: Math.max(0, Math.min(per, count - first)), rowBytes: DIM * 4 },
+    });
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  })));
+  return { data: new Float32Array(sab), keys: parts.flat() };
+}
+
+async function benchLmdb(ix: SimilarityIndex, g: Gallery): Promise<Record<string, number>> {
+  const n = g.keys.length;
+  const account = 'acct-1';
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-index-bench-'));
+  try {
+    const tw = performance.now();
+    {
+      const root = openLmdb({ path: dir, noSync: true, compression: false });
+      const persons = root.openDB<Record<string, unknown>, [string, string]>({ name: 'persons' });
+      const templates = root.openDB<Uint8Array, [string, string]>({ name: 'templates', encoding: 'binary' });
+      const bytes = new Uint8Array(g.data.buffer, g.data.byteOffset, g.data.byteLength);
+      const now = new Date().toISOString();
+      for (let start = 0; start < n; start += 50000) {
+        root.transactionSync(() => {
+          for (let i = start; i < Math.min(n, start + 50000); i++) {
+            const template = bytes.subarray(i * DIM * 4, (i + 1) * DIM * 4);
+            persons.putSync([account, g.keys[i]], { personId: g.keys[i], created: now, updated: now, modelId: 'bench', template });
+            templates.putSync([account, g.keys[i]], template);
+          }
+        });
+      }
+      await root.close();
+    }
+    const writeS = (performance.now() - tw) / 1000;
+    const fileBytes = fs.readdirSync(dir).reduce((s, f) => s + fs.statSync(path.join(dir, f)).size, 0);
+    const res: Record<string, number> = { n, writeS, fileMB: fileBytes / 1e6 };
+    const workers = Math.max(1, Math.min(os.cpus().length, 4));
+    for (const [label, binary, threads] of [['records', false, workers], ['records1', false, 1], ['binary', true, workers]] as const) {
+      ix.dropCollection('bench-lmdb');
+      const c = ix.createCollection('bench-lmdb', DIM);
+      const t0 = performance.now();
+      const root = openLmdb({ path: dir, readOnly: true, compression: false });
+      const persons = root.openDB({ name: 'persons' });
+      const count = persons.getCount({ start: [account], end: [account, '\uffff'] });
+      await root.close();
+      const { data, keys } = await readParallel(dir, account, count, binary, threads);
+      const t1 = performance.now();
+      await c.bulkLoad(data, keys, { clear: true });
+      const t2 = performance.now();
+      if (c.size !== n) throw new Error(`bulk load gave ${c.size} templates, expected ${n}`);
+      res[`${label}ReadS`] = (t1 - t0) / 1000;
+      res[`${label}BulkLoadS`] = (t2 - t1) / 1000;
+      res[`${label}TotalS`] = (t2 - t0) / 1000;
+      console.log(`LMDB ${label === 'binary' ? 'raw float32 values' : 'person records (msgpack)'}, ${threads} reader thread(s): read ${fmt(res[`${label}ReadS`])} s + bulkLoad ${fmt(res[`${label}BulkLoadS`])} s = ${fmt(res[`${label}TotalS`])} s`);
+      ix.dropCollection('bench-lmdb');
+    }
+    res.totalS = res.recordsTotalS;
+    console.log(`(${n.toLocaleString('en-US')} persons, ${fmt(res.fileMB, 0)} MB environment written in ${fmt(writeS, 1)} s; page cache warm)`);
+    return res;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const ix = new SimilarityIndex(binding());
+  console.log(`similarity index benchmark: ${os.cpus()[0]?.model ?? 'cpu'} x ${os.cpus().length}, node ${process.version}`);
+  console.log(`kernels: ${ix.kernels.join(', ')} (active ${ix.kernel}); k=${K}, batch=${BATCH}; times are medians`);
+  if (usearchNote) console.log(usearchNote);
+  const rows: Row[] = [];
+  const recalls: Recall[] = [];
+  const memory: Record<string, unknown>[] = [];
+  let last: Gallery | undefined;
+  for (const n of SIZES) {
+    last = undefined; // let the previous gallery be collected
+    last = await benchSize(ix, n, rows, recalls, memory);
+  }
+  let lmdb: Record<string, number> | undefined;
+  if (WITH_LMDB && last) {
+    console.log(`\n== bulk load from LMDB`);
+    lmdb = await benchLmdb(ix, last);
+  }
+
+  // Targets, on the largest gallery.
+  const n = SIZES[SIZES.length - 1];
+  const at = (engine: string, threads: number) => rows.find((r) => r.n === n && r.engine === engine && r.threads === threads);
+  const best = `index ${ix.kernel}`;
+  const bound1 = at('memory-read bound (int8 codes)', 1)!.singleMs;
+  const ours1 = at(best, 1)!.singleMs;
+  const usF = at('usearch exact f32', 1);
+  const usI = at('usearch exact i8', 1);
+  const rec = recalls.find((r) => r.n === n)!;
+  const targets = {
+    n,
+    kernel: ix.kernel,
+    singleVsBound: ours1 / bound1,
+    singleVsBoundMet: ours1 / bound1 <= 1.3,
+    speedupVsUsearchF32: usF ? usF.singleMs / ours1 : null,
+    speedupVsUsearchF32Met: usF ? usF.singleMs / ours1 >= 2 : null,
+    speedupVsUsearchI8: usI ? usI.singleMs / ours1 : null,
+    notSlowerThanUsearchI8Met: usI ? ours1 <= usI.singleMs : null,
+    recall1: rec.recall1,
+    recall1Met: rec.recall1 >= 0.999,
+    lmdbBulkLoadS: lmdb?.totalS ?? null,
+    lmdbBulkLoadMet: lmdb ? lmdb.totalS <= 3 && lmdb.n >= 1000000 : null,
+  };
+  console.log(`\n== targets (${n.toLocaleString('en-US')} templates, 1 thread, single query top-${K}, kernel ${ix.kernel})`);
+  console.log(`within 1.3x of the memory-read bound: ${fmt(targets.singleVsBound)}x -> ${targets.singleVsBoundMet ? 'met' : 'NOT met'}`);
+  if (usF && usI) {
+    console.log(`>= 2x faster than usearch exact f32: ${fmt(targets.speedupVsUsearchF32!)}x -> ${targets.speedupVsUsearchF32Met ? 'met' : 'NOT met'}`);
+    console.log(`not slower than usearch exact i8: ${fmt(targets.speedupVsUsearchI8!)}x -> ${targets.notSlowerThanUsearchI8Met ? 'met' : 'NOT met'}`);
+  }
+  console.log(`recall@1 >= 99.9%: ${fmt(rec.recall1 * 100, 3)}% -> ${targets.recall1Met ? 'met' : 'NOT met'}`);
+  if (lmdb) console.log(`LMDB bulk load of 1M <= 3 s: ${fmt(lmdb.totalS)} s for ${lmdb.n.toLocaleString('en-US')} -> ${targets.lmdbBulkLoadMet ? 'met' : 'NOT met'}`);
+  console.log(JSON.stringify({ bench: 'index', dim: DIM, k: K, batch: BATCH, kernels: ix.kernels, usearch: usearch ? true : usearchNote, rows, recalls, memory, lmdb, targets }));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});

@@ -1,0 +1,158 @@
+// npm run bench:quality — the enrolment checks (F_001-F_011) on real photos of ../shared/data and on
+// variants generated from them (darker, overexposed, blurred, rotated, downscaled, two faces side by side).
+// For every check: the measured value's range on good and bad photos and how many of each pass and fail at
+// the default bounds ([quality] of the ini); then which code the whole ordered chain answers for each set.
+// Also compares the pose model with a landmark-based estimate on mirrored and rotated photos.
+import fs from 'node:fs';
+import path from 'node:path';
+import sharp, { type Sharp } from 'sharp';
+
+import { defaultConfig } from '../src/config/load';
+import { createEngine } from '../src/engine';
+import type { FaceAnalysis, FaceEngine, RgbImage } from '../src/engine/types';
+import { ENROLMENT_CHECKS, runEnrolmentChecks } from '../src/services/enrolment-checks';
+import { loadRgb, printJsonLine, requireSharedData } from './common';
+import { poseModel } from './pose-model';
+
+type Transform = (img: RgbImage, face: FaceAnalysis) => Promise<RgbImage>;
+
+const raw = (img: RgbImage) => sharp(Buffer.from(img.data), { raw: { width: img.width, height: img.height, channels: 3 } });
+async function toRgb(s: Sharp): Promise<RgbImage> {
+  const { data, info } = await s.removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height };
+}
+
+/** Variants of a good photo that must fail one check each; `face` is the photo's analysed face. */
+const VARIANTS: Record<string, { check: string; make: Transform }> = {
+  darker: { check: 'BadBrightness', make: (img) => toRgb(raw(img).linear(0.3, 0)) },
+  overexposed: { check: 'BadBrightness', make: (img) => toRgb(raw(img).linear(1.6, 90)) },
+  blurred: { check: 'BadSharpness', make: (img, f) => toRgb(raw(img).blur(Math.max(1, f.faceSize / 40))) },
+  rotated: { check: 'WrongFaceRoll', make: (img) => toRgb(raw(img).rotate(35, { background: '#808080' })) },
+  downscaled: {
+    check: 'WrongFaceSize',
+    make: (img, f) => { const k = 50 / f.faceSize; return toRgb(raw(img).resize(Math.max(8, Math.round(img.width * k)))); },
+  },
+  twoFaces: {
+    check: 'NotOneFace',
+    make: async (img) => toRgb(sharp({ create: { width: img.width * 2, height: img.height, channels: 3, background: '#808080' } })
+      .composite([{ input: await raw(img).png().toBuffer(), left: 0, top: 0 }, { input: await raw(img).flop().png().toBuffer(), left: img.width, top: 0 }])),
+  },
+};
+
+/** Rows of quality/index.csv that must fail one check. */
+const BAD_CONDITIONS: Record<string, string> = {
+  closed_eyes: 'EyesClosed', open_mouth: 'MouthOpen', sunglasses: 'SunglassesExist', dark_lowkey: 'BadBrightness',
+  pose_non_frontal: 'WrongFaceYaw', multi_face: 'NotOneFace', no_face: 'NoFace', low_resolution: 'WrongFaceSize',
+};
+
+interface Sample { set: string; expected: string; faces: FaceAnalysis[] }
+
+async function main() {
+  const data = requireSharedData('bench:quality');
+  const bounds = defaultConfig().quality;
+  const engine: FaceEngine = await createEngine();
+  const analyze = (img: RgbImage) => engine.analyze(img, { maxFaces: 4 });
+  const samples: Sample[] = [];
+
+  // Good photos: the single-person photos of identities/ (press and phone photos, not the tiny face-api crops).
+  const ids = fs.readFileSync(path.join(data, 'identities', 'identities.csv'), 'utf8').trim().split('\n').slice(1)
+    .map((l) => l.split(',')[0]).filter((p) => !p.startsWith('faceapi/'));
+  const goods: { img: RgbImage; face: FaceAnalysis }[] = [];
+  for (const p of ids) {
+    const img = await loadRgb(path.join(data, 'identities', p));
+    const faces = await analyze(img);
+    samples.push({ set: 'good photos', expected: 'pass', faces });
+    if (faces.length) goods.push({ img, face: faces[0] });
+  }
+  // Generated variants of every fourth good photo.
+  for (const [name, v] of Object.entries(VARIANTS)) {
+    for (let i = 0; i < goods.length; i += 4) {
+      samples.push({ set: `variant: ${name}`, expected: v.check, faces: await analyze(await v.make(goods[i].img, goods[i].face)) });
+    }
+  }
+  // Bad photos of quality/.
+  const rows = fs.readFileSync(path.join(data, 'quality', 'index.csv'), 'utf8').trim().split('\n').slice(1).map((l) => l.split(','));
+  for (const [condition, file] of rows) {
+    const expected = BAD_CONDITIONS[condition];
+    if (!expected || (condition === 'sunglasses' && file.includes('000_5'))) continue;
+    samples.push({ set: `photos: ${condition}`, expected, faces: await analyze(await loadRgb(path.join(data, 'quality', file))) });
+  }
+
+  // Per check: pass/fail counts of good photos and of the photos meant to fail it, checked alone.
+  console.log(`\n== each check alone at the default bounds (${JSON.stringify(bounds)}) ==`);
+  console.log('check            good pass/fail   bad pass/fail   bad sets');
+  const perCheck: Record<string, unknown> = {};
+  for (const check of ENROLMENT_CHECKS) {
+    if (check.error === 'FaceExists') continue;
+    const fails = async (s: Sample) => (s.faces.length === 0 ? check.error === 'NoFace'
+      : (await check.fault({ faces: s.faces, face: s.faces[0], bounds, findDuplicate: async () => undefined })) !== undefined);
+    const count = async (list: Sample[]) => (await Promise.all(list.map(fails))).filter(Boolean).length;
+    const good = samples.filter((s) => s.set === 'good photos');
+    const bad = samples.filter((s) => s.expected === check.error);
+    const gf = await count(good), bf = await count(bad);
+    perCheck[check.error] = { goodPass: good.length - gf, goodFail: gf, badPass: bad.length - bf, badFail: bf };
+    console.log(`${check.error.padEnd(16)} ${String(good.length - gf).padStart(5)}/${String(gf).padEnd(9)} ` +
+      `${String(bad.length - bf).padStart(5)}/${String(bf).padEnd(8)} ${[...new Set(bad.map((s) => s.set))].join(', ')}`);
+  }
+
+  // The whole ordered chain: which code each set gets.
+  console.log('\n== the ordered chain: codes answered per set ==');
+  const chain: Record<string, Record<string, number>> = {};
+  for (const s of samples) {
+    const out = await runEnrolmentChecks(s.faces, bounds, async () => undefined);
+    const code = out.ok ? 'pass' : out.error;
+    (chain[s.set] ??= {})[code] = (chain[s.set][code] ?? 0) + 1;
+  }
+  for (const [set, codes] of Object.entries(chain)) console.log(`${set.padEnd(28)} ${JSON.stringify(codes)}`);
+
+  // Value ranges per set, for choosing bounds.
+  console.log('\n== measured values (min / median / max) per set ==');
+  const metric: Record<string, (f: FaceAnalysis) => number> = {
+    faceSize: (f) => f.faceSize, yaw: (f) => Math.abs(f.pose.yaw), pitch: (f) => Math.abs(f.pose.pitch),
+    roll: (f) => Math.abs(f.pose.roll), brightness: (f) => f.brightness, sharpness: (f) => f.sharpness,
+    sunglasses: (f) => f.sunglasses, eyes: (f) => (f.eyes.left + f.eyes.right) / 2, mouth: (f) => f.mouthOpenness,
+  };
+  const ranges: Record<string, Record<string, number[]>> = {};
+  for (const set of Object.keys(chain)) {
+    const faces = samples.filter((s) => s.set === set && s.faces.length).map((s) => s.faces[0]);
+    if (!faces.length) continue;
+    ranges[set] = {};
+    const cells = Object.entries(metric).map(([k, fn]) => {
+      const v = faces.map(fn).sort((a, b) => a - b);
+      ranges[set][k] = [v[0], v[v.length >> 1], v[v.length - 1]].map((x) => +x.toFixed(2));
+      return `${k} ${ranges[set][k].join('/')}`;
+    });
+    console.log(`${set.padEnd(28)} ${cells.join('  ')}`);
+  }
+
+  // Pose: the model vs landmark geometry. Mirroring must negate yaw and roll; rotating by a degrees must add a to roll.
+  const poseCheck = { model: { mirrorYaw: [] as number[], mirrorRoll: [] as number[], rotateRoll: [] as number[] },
+    landmarks: { mirrorYaw: [] as number[], mirrorRoll: [] as number[], rotateRoll: [] as number[] } };
+  const model = await poseModel();
+  for (let i = 0; i < goods.length; i += 2) {
+    const { img, face } = goods[i];
+    const mirrored = await toRgb(raw(img).flop()), rotated = await toRgb(raw(img).rotate(15, { background: '#808080' }));
+    const [m] = await analyze(mirrored);
+    const [r] = await analyze(rotated);
+    if (!m || !r) continue;
+    const mp = await model.estimate(img, face), mm = await model.estimate(mirrored, m), mr = await model.estimate(rotated, r);
+    poseCheck.model.mirrorYaw.push(Math.abs(mp.yaw + mm.yaw));
+    poseCheck.model.mirrorRoll.push(Math.abs(mp.roll + mm.roll));
+    poseCheck.model.rotateRoll.push(Math.abs(mr.roll - mp.roll - 15));
+    // The engine's pose is the landmark geometry.
+    poseCheck.landmarks.mirrorYaw.push(Math.abs(face.pose.yaw + m.pose.yaw));
+    poseCheck.landmarks.mirrorRoll.push(Math.abs(face.pose.roll + m.pose.roll));
+    poseCheck.landmarks.rotateRoll.push(Math.abs(r.pose.roll - face.pose.roll - 15));
+  }
+  await model.close();
+  const med = (v: number[]) => +[...v].sort((a, b) => a - b)[v.length >> 1].toFixed(2);
+  const poseSummary = Object.fromEntries(Object.entries(poseCheck).map(([k, v]) =>
+    [k, Object.fromEntries(Object.entries(v).map(([m, e]) => [m, med(e)]))]));
+  console.log('\n== pose: median absolute error in degrees (mirror: yaw and roll must flip sign; rotate 15°: roll must change by 15) ==');
+  for (const [k, v] of Object.entries(poseSummary)) console.log(`${k.padEnd(10)} ${JSON.stringify(v)}`);
+
+  await engine.close();
+  printJsonLine({ bench: 'quality', bounds, perCheck, chain, ranges, pose: poseSummary });
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });

@@ -1,0 +1,202 @@
+// Exact (brute-force) cosine similarity index over L2-normalised float templates, one collection per account.
+//
+// Storage per template: int8 codes (per-vector scale = max|x| / 127, rows padded to 64 bytes), the code sum
+// (for the VNNI kernel), the normalised float32 template (for exact re-ranking) and the person key. A search scans the int8 codes with the run-time chosen SIMD kernel, keeps the best `rerank`
+// candidates per query, re-scores them in float32 and returns the top k, so the scores are float32 cosines.
+// Equal scores are ordered by key (UTF-8 byte order, i.e. code point order), in the int8 candidate selection
+// as well as in the final ranking, so results do not depend on slot layout or thread partitioning.
+//
+// Slots are dense: a remove moves the last row into the hole and zeroes the vacated row, so nothing of a
+// removed template stays in memory and the scan has no holes to skip.
+//
+// Concurrency: searches share the collection lock and run in parallel; writes take it exclusively and wait
+// for running searches; a waiting write stops new searches from starting (no writer starvation). A search
+// never sees a half-written row. A bulk load with `clear` builds the new rows outside the lock and swaps
+// them in, so searches go on meanwhile.
+//
+// Pure C++ (no Node-API); no exception leaves this API: every call returns an IndexResult.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error_table.h"
+#include "core/index/kernels.h"
+
+namespace facecheck::index {
+
+enum class IndexCode : int {
+  Ok,
+  BadArgument,
+  NoCollection,
+  DimMismatch,
+  KeyExists,
+  KeyNotFound,
+  OutOfMemory,
+  Internal,
+};
+
+// "ERR_INDEX_BAD_ARGUMENT", ... (stable names for the JS side).
+const char* indexCodeName(IndexCode code);
+// The service-level status for an index failure (error_table.h).
+Status toStatus(IndexCode code);
+
+struct IndexResult {
+  IndexCode code = IndexCode::Ok;
+  std::string detail;
+  bool ok() const { return code == IndexCode::Ok; }
+  static IndexResult fail(IndexCode c, std::string d) { return IndexResult{c, std::move(d)}; }
+  Result toResult() const { return ok() ? Result{} : Result::fail(toStatus(code), detail); }
+};
+
+enum class WriteMode { Insert, Replace, Upsert };
+
+struct SearchOptions {
+  size_t k = 10;
+  // Results with a float32 cosine below this are dropped.
+  float floor = -std::numeric_limits<float>::infinity();
+  // Scan threads: 0 = automatic (partitioned scan when the gallery is big), otherwise at most this many.
+  unsigned threads = 0;
+  // Candidates re-scored in float32 per query: 0 = automatic (max(64, 4k)); never fewer than k.
+  size_t rerank = 0;
+  // Kernel for this call (tests and benchmarks); nullptr = activeKernel().
+  const Kernel* kernel = nullptr;
+};
+
+struct Hit {
+  std::string key;
+  float score;
+};
+
+struct BulkStats {
+  size_t added = 0;
+  size_t replaced = 0;
+};
+
+struct CollectionStats {
+  size_t size = 0;
+  size_t dim = 0;
+  size_t codeStride = 0;     // bytes of int8 codes per row
+  size_t bytesAllocated = 0;  // chunk memory (codes, floats, scales, code sums)
+  size_t bytesKeys = 0;       // estimate of the key strings and the key map
+};
+
+// Shared/exclusive lock where a waiting writer holds the turnstile, so new readers queue behind it.
+class RwGate {
+ public:
+  void lock_shared() {
+    { std::lock_guard<std::mutex> g(turnstile_); }
+    rw_.lock_shared();
+  }
+  void unlock_shared() { rw_.unlock_shared(); }
+  void lock() {
+    std::lock_guard<std::mutex> g(turnstile_);
+    rw_.lock();
+  }
+  void unlock() { rw_.unlock(); }
+
+ private:
+  std::mutex turnstile_;
+  std::shared_mutex rw_;
+};
+
+struct Chunk;
+
+// Rows of one collection (everything a search reads), swappable as a whole.
+struct Storage {
+  Storage();
+  ~Storage();
+  Storage(Storage&&) noexcept;
+  Storage& operator=(Storage&&) noexcept;
+  using KeyMap = std::unordered_map<std::string, uint32_t>;
+  std::vector<std::unique_ptr<Chunk>> chunks;
+  KeyMap slots;                                // key -> slot
+  std::vector<KeyMap::value_type*> keys;       // slot -> its map entry (element pointers survive rehash)
+  size_t n = 0;
+  float maxScale = 0;  // largest per-row code scale (bounds the int8 error for the floor prefilter)
+  size_t keyBytes = 0;  // heap bytes of long keys (stats only)
+};
+
+class Collection {
+ public:
+  explicit Collection(size_t dim);
+  ~Collection();
+  Collection(const Collection&) = delete;
+  Collection& operator=(const Collection&) = delete;
+
+  size_t dim() const { return dim_; }
+  size_t size() const { return size_.load(std::memory_order_acquire); }
+  CollectionStats stats() const;
+
+  // One template (dim floats, normalised here; a zero vector stays zero and scores 0 with everything).
+  // Insert fails with KeyExists, Replace with KeyNotFound; *added tells which one Upsert did.
+  IndexResult write(std::string_view key, const float* v, WriteMode mode, bool* added = nullptr);
+  IndexResult remove(std::string_view key, bool* removed);
+  // n templates (n * dim floats, row-major) with their keys, upsert semantics (a key repeated within the
+  // batch: the last template wins, at the place of the first). clear = replace the whole content.
+  // Multi-threaded normalisation/quantisation when threads != 1 (0 = all cores).
+  IndexResult bulkLoad(const float* data, size_t n, const std::vector<std::string>& keys, bool clear,
+                       unsigned threads, BulkStats* stats);
+  IndexResult clear();
+
+  // nq queries (nq * dim floats). out->at(j) = hits of query j, best first.
+  IndexResult search(const float* queries, size_t nq, const SearchOptions& opts,
+                     std::vector<std::vector<Hit>>* out) const;
+  // Plain float32 brute force over the stored templates (reference for tests and recall), same tie rule.
+  IndexResult exactSearch(const float* queries, size_t nq, const SearchOptions& opts,
+                          std::vector<std::vector<Hit>>* out) const;
+  // The stored (normalised) template of key.
+  IndexResult get(std::string_view key, std::vector<float>* out) const;
+  // Float32 cosine between the query and each key's template (NaN for keys not in the collection).
+  IndexResult score(const float* query, const std::vector<std::string>& keys, std::vector<float>* out) const;
+  // Benchmark reference: reads every row's int8 codes once with `kernel`'s stream loop on `threads`
+  // threads; returns seconds and the bytes read.
+  IndexResult streamCodes(const Kernel* kernel, unsigned threads, double* seconds, size_t* bytes) const;
+
+ private:
+  struct Prepared;
+  IndexResult prepareQueries(const float* queries, size_t nq, const Kernel* k, Prepared* p) const;
+
+  const size_t dim_;
+  const size_t stride_;
+  mutable RwGate gate_;
+  Storage st_;
+  std::atomic<size_t> size_{0};
+  std::atomic<size_t> chunkCount_{0};
+  std::atomic<size_t> keyBytes_{0};
+  void publish();  // refresh the atomics above from st_ (under the exclusive lock)
+};
+
+// Named collections (one per account).
+class Registry {
+ public:
+  // Creates the collection, or finds it if it exists with the same dim (*created = false).
+  IndexResult create(const std::string& name, size_t dim, bool* created);
+  std::shared_ptr<Collection> find(const std::string& name) const;
+  bool drop(const std::string& name);
+  std::vector<std::string> names() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<Collection>> map_;
+};
+
+// The process-wide registry used by the addon.
+Registry& registry();
+
+// Normalises v (dim floats) into out; returns false when v has a NaN or infinity. Zero stays zero.
+bool normalise(const float* v, size_t dim, float* out);
+// Quantises a normalised vector into `stride` int8 codes (zero padded); returns the scale
+// (code * scale ~ value) and the code sum.
+float quantise(const float* v, size_t dim, size_t stride, int8_t* codes, int32_t* sum);
+
+}  // namespace facecheck::index

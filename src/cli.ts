@@ -1,0 +1,204 @@
+// The face-check command line:
+//   face-check serve   [--config <file.ini>]
+//   face-check keys create [--config <file.ini>] [--account <id>] [--role full|enrol|match] [--label <text>]
+//   face-check keys list   [--config <file.ini>]
+//   face-check keys revoke [--config <file.ini>] <keyId>
+//   face-check reindex [--config <file.ini>] [--all]
+//   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
+// Without --config the package's config/default.ini is used.
+import path from 'node:path';
+import { ConfigError, loadConfig } from './config/load';
+import type { Config } from './config/types';
+import { packageRoot } from './package-root';
+import { DEFAULT_ACCOUNT } from './services/auth';
+import { isRole, ROLES } from './services/permissions';
+import { reindex } from './services/reindex';
+import { loadEngine, startService, type RunningService } from './server';
+import { openStore } from './storage/store';
+
+export interface Io {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const stdio: Io = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+};
+
+export const USAGE = `usage:
+  face-check serve   [--config <file.ini>]
+  face-check keys create [--config <file.ini>] [--account <id>] [--role ${ROLES.join('|')}] [--label <text>]
+  face-check keys list   [--config <file.ini>]
+  face-check keys revoke [--config <file.ini>] <keyId>
+  face-check reindex [--config <file.ini>] [--all]
+  face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]`;
+
+class UsageError extends Error {}
+
+interface Args {
+  positional: string[];
+  flags: Map<string, string | true>;
+}
+
+const VALUE_FLAGS = new Set(['config', 'account', 'role', 'label', 'out', 'frames', 'seconds', 'format']);
+const BOOLEAN_FLAGS = new Set(['all', 'help']);
+
+export function parseArgs(argv: string[]): Args {
+  const args: Args = { positional: [], flags: new Map() };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (!a.startsWith('--')) {
+      args.positional.push(a);
+      continue;
+    }
+    const [name, inline] = a.slice(2).split(/=(.*)/s, 2);
+    if (BOOLEAN_FLAGS.has(name)) args.flags.set(name, true);
+    else if (VALUE_FLAGS.has(name)) {
+      const value = inline ?? argv[++i];
+      if (value === undefined) throw new UsageError(`--${name} needs a value`);
+      args.flags.set(name, value);
+    } else throw new UsageError(`unknown option --${name}`);
+  }
+  return args;
+}
+
+function configOf(args: Args): Config {
+  const file = args.flags.get('config');
+  return loadConfig(typeof file === 'string' ? file : path.join(packageRoot(), 'config', 'default.ini'));
+}
+
+const ACCOUNT_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+
+async function keysCommand(args: Args, io: Io): Promise<number> {
+  const [, sub, ...rest] = args.positional;
+  const config = configOf(args);
+  const store = openStore(config.storage.path);
+  try {
+    const now = new Date().toISOString();
+    switch (sub) {
+      case 'create': {
+        const account = String(args.flags.get('account') ?? DEFAULT_ACCOUNT);
+        const role = String(args.flags.get('role') ?? 'full');
+        if (!ACCOUNT_ID.test(account)) throw new UsageError('--account: 1-64 characters of A-Z a-z 0-9 _ . -');
+        if (!isRole(role)) throw new UsageError(`--role: one of ${ROLES.join(', ')}`);
+        const { key, record } = await store.apiKeys.create(account, role, String(args.flags.get('label') ?? ''), now);
+        io.out(`created key ${record.keyId} (account ${record.accountId}, role ${record.role})`);
+        io.out(`Api-Key: ${key}`);
+        io.out('the key is shown only this once');
+        return 0;
+      }
+      case 'list': {
+        io.out(['keyId', 'account', 'role', 'created', 'revoked', 'label'].join('\t'));
+        for (const k of store.apiKeys.list()) {
+          io.out([k.keyId, k.accountId, k.role, k.created, k.revoked ?? '-', k.label].join('\t'));
+        }
+        return 0;
+      }
+      case 'revoke': {
+        if (rest.length !== 1) throw new UsageError('keys revoke needs one keyId (see keys list)');
+        if (!(await store.apiKeys.revoke(rest[0], now))) {
+          io.err(`no key with id ${rest[0]}`);
+          return 1;
+        }
+        io.out(`revoked ${rest[0]}`);
+        return 0;
+      }
+      default:
+        throw new UsageError(`keys: unknown subcommand ${sub ?? '(none)'}`);
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+async function reindexCommand(args: Args, io: Io): Promise<number> {
+  const config = configOf(args);
+  const engine = await loadEngine();
+  const store = openStore(config.storage.path);
+  try {
+    const report = await reindex(config, store, engine, { all: args.flags.get('all') === true });
+    io.out(`reindex with model ${engine.modelId}: ${report.done} recomputed, ${report.skipped} already current, ${report.failed.length} failed`);
+    for (const f of report.failed) io.err(`  ${f.accountId}/${f.personId}: ${f.reason}`);
+    return report.failed.length ? 1 : 0;
+  } finally {
+    await store.close();
+    await engine.close();
+  }
+}
+
+/** Writes a recording of the configured camera ([camera] source) for the replay source or fakenect. */
+async function recordCommand(args: Args, io: Io): Promise<number> {
+  const config = configOf(args);
+  const { parseRecordArgs, recordCamera } = await import('./device/record');
+  const flags = [...args.flags].filter(([k]) => k !== 'config').flatMap(([k, v]) => [`--${k}`, String(v)]);
+  let options;
+  try {
+    options = parseRecordArgs(flags, config.camera.fps);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const status = await recordCamera(config, options);
+  io.out(`recorded ${status.framesRecorded} frames of the ${config.camera.source} camera into ${path.resolve(options.dir)} (${options.format})`);
+  return 0;
+}
+
+async function serveCommand(args: Args, io: Io): Promise<RunningService> {
+  const service = await startService(configOf(args), { print: io.out });
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    service.app.log.info({ signal }, 'stopping');
+    service.close().then(() => process.exit(0), (err) => {
+      io.err(`face-check: error while stopping: ${(err as Error).message}`);
+      process.exit(1);
+    });
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  return service;
+}
+
+/** Runs a command; resolves with the exit code (serve: once listening, the process then stays up). */
+export async function main(argv: string[], io: Io = stdio): Promise<number> {
+  try {
+    const args = parseArgs(argv);
+    const command = args.positional[0];
+    if (args.flags.get('help') || command === 'help' || command === undefined) {
+      io.out(USAGE);
+      return command === undefined && !args.flags.get('help') ? 2 : 0;
+    }
+    switch (command) {
+      case 'serve':
+        await serveCommand(args, io);
+        return 0;
+      case 'keys':
+        return await keysCommand(args, io);
+      case 'reindex':
+        return await reindexCommand(args, io);
+      case 'record':
+        return await recordCommand(args, io);
+      default:
+        throw new UsageError(`unknown command ${command}`);
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`face-check: ${err.message}`);
+      io.err(USAGE);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      io.err(`face-check: configuration error: ${err.message}`);
+      return 78; // EX_CONFIG
+    }
+    io.err(`face-check: ${(err as Error).message}`);
+    return 1;
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then((code) => {
+    if (code !== 0) process.exit(code);
+  });
+}

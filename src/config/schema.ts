@@ -1,0 +1,150 @@
+// Every ini key the program accepts: its default and how its text is checked. A key missing here is an
+// unknown key and stops start-up, so this table is the complete list (docs/api.md mirrors it).
+import type { Config } from './types';
+
+/** Turns the ini text of one key into its typed value or throws with a reason (the caller adds the key). */
+export type Parser<T> = (raw: string) => T;
+
+export type SectionSchema<S> = { [K in keyof S]: { default: S[K]; parse: Parser<S[K]> } };
+export type ConfigSchema = { [K in keyof Config]: SectionSchema<Config[K]> };
+
+export function integer(min: number, max: number): Parser<number> {
+  return (raw) => {
+    if (!/^-?\d+$/.test(raw)) throw new Error(`expected an integer, got "${raw}"`);
+    const n = Number(raw);
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw new Error(`expected an integer from ${min} to ${max}, got ${raw}`);
+    return n;
+  };
+}
+
+export function decimal(min: number, max: number): Parser<number> {
+  return (raw) => {
+    if (!/^-?(\d+(\.\d*)?|\.\d+)$/.test(raw)) throw new Error(`expected a number, got "${raw}"`);
+    const n = Number(raw);
+    if (n < min || n > max) throw new Error(`expected a number from ${min} to ${max}, got ${raw}`);
+    return n;
+  };
+}
+
+export function oneOf<T extends string>(...values: T[]): Parser<T> {
+  return (raw) => {
+    if (!(values as string[]).includes(raw)) throw new Error(`expected one of ${values.join('|')}, got "${raw}"`);
+    return raw as T;
+  };
+}
+
+export function text(opts: { allowEmpty: boolean }): Parser<string> {
+  return (raw) => {
+    if (!opts.allowEmpty && raw.length === 0) throw new Error('must not be empty');
+    return raw;
+  };
+}
+
+/** true | false (ini also accepts them unquoted). */
+export const flag: Parser<boolean> = (raw) => {
+  if (raw === 'true') return true;
+  if (raw === 'false') return false;
+  throw new Error(`expected true or false, got "${raw}"`);
+};
+
+const percent = decimal(0, 100);
+const MiB = 1024 * 1024;
+
+export const configSchema: ConfigSchema = {
+  server: {
+    mode: { default: 'cloud', parse: oneOf('device', 'cloud') },
+    host: { default: '127.0.0.1', parse: text({ allowEmpty: false }) },
+    port: { default: 8080, parse: integer(0, 65535) },
+    // Two base64 images of max_bytes each plus JSON framing fit (compare sends two).
+    body_limit_bytes: { default: 24 * MiB, parse: integer(1024, 1024 * MiB) },
+  },
+  storage: {
+    path: { default: './data', parse: text({ allowEmpty: false }) },
+  },
+  auth: {
+    bootstrap_key: {
+      default: '',
+      parse: (raw) => {
+        if (raw !== '' && raw.length < 16) throw new Error('must be empty or at least 16 characters');
+        return raw;
+      },
+    },
+  },
+  matching: {
+    identify_threshold: { default: 98, parse: percent },
+    verify_threshold: { default: 80, parse: percent },
+    compare_threshold: { default: 80, parse: percent },
+    duplicate_threshold: { default: 90, parse: percent },
+  },
+  image: {
+    max_bytes: { default: 8 * MiB, parse: integer(1, 256 * MiB) },
+    // 50 MP admits 7360x4912 camera photos; the decoder refuses larger ones before allocating.
+    max_pixels: { default: 50_000_000, parse: integer(1, 268_402_689) },
+  },
+  quality: {
+    min_face_size: { default: 80, parse: decimal(0, 100_000) },
+    max_yaw: { default: 25, parse: decimal(0, 180) },
+    max_pitch: { default: 25, parse: decimal(0, 180) },
+    max_roll: { default: 20, parse: decimal(0, 180) },
+    min_brightness: { default: 60, parse: decimal(0, 255) },
+    max_brightness: { default: 200, parse: decimal(0, 255) },
+    min_sharpness: { default: 10, parse: decimal(0, 1e9) },
+    min_eye_openness: { default: 0.5, parse: decimal(0, 1) },
+    max_mouth_openness: { default: 0.35, parse: decimal(0, 10) },
+    max_sunglasses: { default: 0.5, parse: decimal(0, 1) },
+    background_face_ratio: { default: 0.5, parse: decimal(0, 1) },
+  },
+  // [camera] and [liveness]: device mode (issue 6); docs/device.md documents every key.
+  camera: {
+    source: { default: 'none', parse: oneOf('synthetic', 'replay', 'freenect', 'none') },
+    scenario: { default: 'live', parse: text({ allowEmpty: true }) },
+    scenario_loop: { default: true, parse: flag },
+    seed: { default: 1, parse: integer(0, Number.MAX_SAFE_INTEGER) },
+    fps: { default: 30, parse: decimal(1, 120) },
+    realtime: { default: true, parse: flag },
+    photos: { default: '', parse: text({ allowEmpty: true }) },
+    replay_path: { default: '', parse: text({ allowEmpty: true }) },
+    replay_loop: { default: true, parse: flag },
+    freenect_library: { default: 'libfreenect.so.0.5', parse: text({ allowEmpty: false }) },
+    freenect_depth: { default: 'auto', parse: oneOf('auto', 'registered', 'raw') },
+    freenect_device: { default: 0, parse: integer(0, 16) },
+    fx: { default: 0, parse: decimal(0, 100_000) },
+    fy: { default: 0, parse: decimal(0, 100_000) },
+    cx: { default: 0, parse: decimal(0, 100_000) },
+    cy: { default: 0, parse: decimal(0, 100_000) },
+    workers: { default: 1, parse: integer(1, 8) },
+    reconnect_ms: { default: 1000, parse: integer(10, 600_000) },
+  },
+  liveness: {
+    min_face_px: { default: 60, parse: decimal(0, 10_000) },
+    max_distance_mm: { default: 1200, parse: decimal(0, 10_000) },
+    min_depth_coverage: { default: 0.6, parse: decimal(0, 1) },
+    min_face_width_mm: { default: 95, parse: decimal(0, 1000) },
+    max_face_width_mm: { default: 185, parse: decimal(0, 1000) },
+    min_plane_rms_mm: { default: 5, parse: decimal(0, 100) },
+    min_nose_relief_mm: { default: 6, parse: decimal(-100, 100) },
+    max_nose_relief_mm: { default: 45, parse: decimal(0, 200) },
+    max_eye_recess_mm: { default: 18, parse: decimal(0, 200) },
+    max_depth_step_share: { default: 0.01, parse: decimal(0, 1) },
+    max_nose_offset: { default: 0.8, parse: decimal(0, 100) },
+    max_yaw: { default: 35, parse: decimal(0, 90) },
+    max_pitch: { default: 30, parse: decimal(0, 90) },
+    window_frames: { default: 5, parse: integer(1, 300) },
+    min_pass_frames: { default: 4, parse: integer(1, 300) },
+    max_gap_ms: { default: 250, parse: integer(1, 60_000) },
+    min_micro_motion_mm: { default: 0, parse: decimal(0, 100) },
+    require_blink: { default: false, parse: flag },
+    blink_closed: { default: 0.3, parse: decimal(0, 1) },
+    blink_open: { default: 0.6, parse: decimal(0, 1) },
+    blink_window_ms: { default: 5000, parse: integer(100, 600_000) },
+    colour_min: { default: 0, parse: decimal(0, 1) },
+    allow_colour_only: { default: false, parse: flag },
+    colour_only_threshold: { default: 0.5, parse: decimal(0, 1) },
+    colour_every: { default: 1, parse: integer(0, 1000) },
+    recency_ms: { default: 1000, parse: integer(1, 60_000) },
+    face_key_ttl_s: { default: 60, parse: integer(1, 86_400) },
+  },
+  quota: {
+    requests_per_day: { default: 0, parse: integer(0, Number.MAX_SAFE_INTEGER) },
+  },
+};

@@ -1,0 +1,135 @@
+// The typed configuration. Property names are the ini keys verbatim, so the ini reference in docs/api.md,
+// the ini files and the code all use one vocabulary.
+
+export type ServiceMode = 'device' | 'cloud';
+export type CameraSource = 'synthetic' | 'replay' | 'freenect' | 'none';
+
+export interface ServerConfig {
+  mode: ServiceMode;
+  host: string;
+  port: number;
+  /** Largest accepted request body; a larger one is answered 413 R_002 before it is parsed. */
+  body_limit_bytes: number;
+}
+
+export interface StorageConfig {
+  /** LMDB directory, absolute (relative ini values are resolved against the ini file's folder). */
+  path: string;
+}
+
+export interface AuthConfig {
+  /** An API key accepted in addition to stored keys (account "default", role full). Empty: none. */
+  bootstrap_key: string;
+}
+
+export interface MatchingConfig {
+  /** Similarity percent (0..100) a 1:N identification needs. */
+  identify_threshold: number;
+  /** Similarity percent a 1:1 verification needs. */
+  verify_threshold: number;
+  /** Default similarity percent for compare when the request has no similarityThreshold. */
+  compare_threshold: number;
+  /** Similarity percent at which an enrolment photo counts as an already enrolled face (F_012). */
+  duplicate_threshold: number;
+}
+
+export interface ImageConfig {
+  /** Largest decoded (binary) image, in bytes. */
+  max_bytes: number;
+  /** Largest image in pixels (width x height), enforced by the decoder before it allocates. */
+  max_pixels: number;
+}
+
+/** Bounds of the enrolment checks (issue 5 tunes the numbers). Units as in src/engine/types.ts. */
+export interface QualityConfig {
+  min_face_size: number;
+  max_yaw: number;
+  max_pitch: number;
+  max_roll: number;
+  min_brightness: number;
+  max_brightness: number;
+  min_sharpness: number;
+  min_eye_openness: number;
+  max_mouth_openness: number;
+  max_sunglasses: number;
+  /** Faces smaller than this fraction of the largest face's size are background faces, not counted. */
+  background_face_ratio: number;
+}
+
+/** [camera] (device mode): the depth camera source and its options; docs/device.md. */
+export interface CameraConfig {
+  source: CameraSource;
+  /** synthetic: scenario list "kind[:seconds][xN], ...". */
+  scenario: string;
+  scenario_loop: boolean;
+  seed: number;
+  fps: number;
+  /** synthetic/replay: paced in real time (true) or as fast as analysed, every frame (false). */
+  realtime: boolean;
+  /** synthetic: face photos (files or folders, comma separated; absolute); empty = the npm demo photos. */
+  photos: string;
+  /** replay: recording folder (absolute), or a folder of colour images. */
+  replay_path: string;
+  replay_loop: boolean;
+  freenect_library: string;
+  freenect_depth: 'auto' | 'registered' | 'raw';
+  freenect_device: number;
+  /** Colour camera intrinsics in pixels; 0 = the source's own. */
+  fx: number;
+  fy: number;
+  cx: number;
+  cy: number;
+  /** Analysis threads of the capture pipeline. */
+  workers: number;
+  reconnect_ms: number;
+}
+
+/** [liveness] (device mode): thresholds of the liveness decision; docs/device.md explains each. */
+export interface LivenessConfig {
+  min_face_px: number;
+  max_distance_mm: number;
+  min_depth_coverage: number;
+  min_face_width_mm: number;
+  max_face_width_mm: number;
+  min_plane_rms_mm: number;
+  min_nose_relief_mm: number;
+  max_nose_relief_mm: number;
+  max_eye_recess_mm: number;
+  max_depth_step_share: number;
+  max_nose_offset: number;
+  max_yaw: number;
+  max_pitch: number;
+  window_frames: number;
+  min_pass_frames: number;
+  max_gap_ms: number;
+  min_micro_motion_mm: number;
+  require_blink: boolean;
+  blink_closed: number;
+  blink_open: number;
+  blink_window_ms: number;
+  colour_min: number;
+  allow_colour_only: boolean;
+  colour_only_threshold: number;
+  colour_every: number;
+  /** A live face is served for this long after it passed (spec 8: 1 second). */
+  recency_ms: number;
+  /** How long a faceKey stays valid. */
+  face_key_ttl_s: number;
+}
+
+export interface QuotaConfig {
+  /** Metered requests per account per UTC day; 0 = unlimited. */
+  requests_per_day: number;
+}
+
+export interface Config {
+  server: ServerConfig;
+  storage: StorageConfig;
+  auth: AuthConfig;
+  matching: MatchingConfig;
+  image: ImageConfig;
+  quality: QualityConfig;
+  camera: CameraConfig;
+  liveness: LivenessConfig;
+  quota: QuotaConfig;
+}

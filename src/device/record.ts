@@ -1,0 +1,59 @@
+// `face-check record`: writes a recording from any configured camera source (synthetic, replay,
+// freenect), in the face-check format the replay source plays, or in libfreenect's fakenect format.
+import fs from 'node:fs';
+import path from 'node:path';
+
+import type { Config } from '../config/types';
+import { cameraAddon, type CameraStatus } from './native-camera';
+import { nativeCameraOptions, type DeviceCameraOptions } from './camera';
+
+export interface RecordOptions {
+  /** Output folder (created; must not hold a recording yet). */
+  dir: string;
+  /** Frames to write. */
+  frames: number;
+  format?: 'face-check' | 'fakenect';
+  /** Give up after this long without finishing (default: frames / 5 fps + 60 s). */
+  timeoutMs?: number;
+}
+
+/** Records `frames` frames of the configured camera; resolves with the final status. */
+export async function recordCamera(config: Config, options: RecordOptions, deviceOptions: DeviceCameraOptions = {}): Promise<CameraStatus> {
+  if (!(options.frames > 0)) throw new Error('record: frames must be a positive number');
+  const parent = path.dirname(path.resolve(options.dir));
+  if (!fs.existsSync(parent)) throw new Error(`record: ${parent} does not exist`);
+  const nativeOptions = await nativeCameraOptions(config, deviceOptions);
+  nativeOptions.process = false;
+  nativeOptions.record = { dir: path.resolve(options.dir), format: options.format ?? 'face-check', frames: options.frames, stopAfter: true };
+  const handle = await cameraAddon.openCamera(nativeOptions);
+  handle.start();
+  const deadline = Date.now() + (options.timeoutMs ?? (options.frames / 5) * 1000 + 60_000);
+  try {
+    for (;;) {
+      const s = handle.status();
+      if (s.ended) {
+        if (s.framesRecorded < options.frames) throw new Error(`record: stopped after ${s.framesRecorded} frames: ${s.lastError || 'source ended'}`);
+        return s;
+      }
+      if (Date.now() > deadline) throw new Error(`record: timed out after ${s.framesRecorded} of ${options.frames} frames (${s.lastError || 'no error'})`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    await handle.stop();
+  }
+}
+
+/** Arguments of `face-check record --config <ini> --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]`. */
+export function parseRecordArgs(argv: string[], fps: number): RecordOptions & { config?: string } {
+  const get = (name: string) => {
+    const i = argv.indexOf(`--${name}`);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const dir = get('out');
+  if (!dir) throw new Error('record: --out <dir> is required');
+  const seconds = get('seconds');
+  const frames = get('frames') ? Number(get('frames')) : seconds ? Math.round(Number(seconds) * fps) : 90;
+  const format = (get('format') ?? 'face-check') as RecordOptions['format'];
+  if (format !== 'face-check' && format !== 'fakenect') throw new Error('record: --format must be face-check or fakenect');
+  return { dir, frames, format, config: get('config') };
+}

@@ -1,0 +1,25 @@
+// Type augmentation of fastify for what the plugins add.
+import type { Permission } from '../services/permissions';
+import type { Principal } from '../services/auth';
+import type { Services } from '../services';
+import type { Config } from '../config/types';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The permission the route needs; routes without one are public (docs, 404). */
+    permission?: Permission;
+    /** The route expects a JSON object body (POST/PUT). */
+    jsonBody?: boolean;
+    /** A stand-in that answers 404: not counted as an existing route for 405 answers. */
+    unlisted?: boolean;
+  }
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+  interface FastifyInstance {
+    services: Services;
+    serviceConfig: Config;
+  }
+}
+
+export {};

@@ -1,0 +1,17 @@
+// Api-Key authentication, first thing on every API route (before the body is even parsed), so an
+// unauthenticated caller learns nothing about its request.
+import { globalPlugin } from './global-plugin';
+import type { FastifyPluginAsync } from 'fastify';
+import type { Authenticator } from '../../services/auth';
+
+const auth: FastifyPluginAsync<{ authenticator: Authenticator }> = async (app, opts) => {
+  app.addHook('onRequest', async (request) => {
+    const permission = request.routeOptions.config?.permission;
+    if (!permission) return;
+    const header = request.headers['api-key'];
+    const key = Array.isArray(header) ? header[0] : header;
+    request.principal = opts.authenticator.authenticate(key?.trim() || undefined, permission);
+  });
+};
+
+export default globalPlugin(auth, 'auth');

@@ -1,0 +1,39 @@
+// Request bodies are JSON only. A missing body, an unparsable one, a body that is not a JSON object, or a
+// body sent with another Content-Type is R_002. Routes without a body (GET, DELETE) accept a request
+// with "Content-Type: application/json" and an empty body, since clients send that header everywhere.
+// Responses: JSON bodies go out as exactly "Content-Type: application/json" (JSON is UTF-8 by definition).
+import { globalPlugin } from './global-plugin';
+import type { FastifyPluginAsync } from 'fastify';
+import type { ErrorCatalog } from '../../errors';
+
+const jsonBody: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { errors }) => {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const textBody = body as string;
+    if (textBody.trim() === '') {
+      done(null, undefined);
+      return;
+    }
+    try {
+      done(null, JSON.parse(textBody));
+    } catch (err) {
+      done(errors.create('RequestBody', `unparsable JSON: ${(err as Error).message}`), undefined);
+    }
+  });
+
+  app.addHook('preValidation', async (request) => {
+    if (!request.routeOptions.config?.jsonBody) return;
+    const b = request.body;
+    if (typeof b !== 'object' || b === null || Array.isArray(b)) {
+      throw errors.create('RequestBody', b === undefined ? 'no JSON body' : 'the body is not a JSON object');
+    }
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const type = reply.getHeader('content-type');
+    if (typeof type === 'string' && type.startsWith('application/json')) reply.header('content-type', 'application/json');
+    return payload;
+  });
+};
+
+export default globalPlugin(jsonBody, 'json-body');

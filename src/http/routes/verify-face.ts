@@ -1,0 +1,30 @@
+// POST /person/verify-face/{person_id}: 1:1 verification.
+import type { FastifyPluginAsync } from 'fastify';
+import { callerOf } from './person-face';
+import {
+  apiKeySecurity, bodyErrors, commonErrors, errorResponses, faceImageBody, personIdParams, personResponse,
+} from '../schemas';
+
+const verifyFace: FastifyPluginAsync = async (app) => {
+  app.post<{ Params: { person_id: string }; Body: { faceImage: string } }>('/person/verify-face/:person_id', {
+    config: { permission: 'person:match', jsonBody: true },
+    schema: {
+      summary: 'Verify person [beta]',
+      description: 'Matches the photo against the enrolled person. 200 when the similarity reaches [matching] ' +
+        'verify_threshold (80%); a failed match (or no face) is 410 RF_001.',
+      tags: ['matching'],
+      security: apiKeySecurity,
+      params: personIdParams,
+      body: faceImageBody,
+      response: {
+        200: personResponse,
+        ...errorResponses({
+          400: ['R_002', 'R_003', 'CP_005'], 404: ['NF_001'], 410: ['RF_001'], 503: ['SERVICE_UNAVAILABLE'],
+          ...bodyErrors, ...commonErrors,
+        }),
+      },
+    },
+  }, async (request) => app.services.verifyPerson(callerOf(request), request.params.person_id, request.body.faceImage));
+};
+
+export default verifyFace;

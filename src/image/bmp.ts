@@ -1,0 +1,112 @@
+// A small Windows BMP decoder: sharp's libvips build has no BMP loader, and BMP is still what some kiosk
+// and scanner software saves. Supports uncompressed 1/4/8-bit palette, 24-bit and 32-bit (BI_RGB and
+// BI_BITFIELDS) images, bottom-up or top-down. Alpha is ignored (BMP alpha is rarely meaningful).
+import type { RgbImage } from '../engine/types';
+
+export function isBmp(bytes: Uint8Array): boolean {
+  return bytes.length >= 2 && bytes[0] === 0x42 && bytes[1] === 0x4d; // "BM"
+}
+
+const BI_RGB = 0;
+const BI_BITFIELDS = 3;
+const BI_ALPHABITFIELDS = 6;
+
+export function decodeBmp(bytes: Uint8Array, maxPixels: number): RgbImage {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const need = (n: number) => {
+    if (buf.length < n) throw new Error('BMP file is truncated');
+  };
+  need(26);
+  const dataOffset = buf.readUInt32LE(10);
+  const headerSize = buf.readUInt32LE(14);
+  let width: number;
+  let rawHeight: number;
+  let bitCount: number;
+  let compression = BI_RGB;
+  let colorsUsed = 0;
+  let paletteEntrySize = 4;
+  if (headerSize === 12) {
+    width = buf.readUInt16LE(18);
+    rawHeight = buf.readUInt16LE(20);
+    bitCount = buf.readUInt16LE(24);
+    paletteEntrySize = 3;
+  } else if (headerSize >= 40) {
+    need(54);
+    width = buf.readInt32LE(18);
+    rawHeight = buf.readInt32LE(22);
+    bitCount = buf.readUInt16LE(28);
+    compression = buf.readUInt32LE(30);
+    colorsUsed = buf.readUInt32LE(46);
+  } else {
+    throw new Error(`unsupported BMP header size ${headerSize}`);
+  }
+  const topDown = rawHeight < 0;
+  const height = Math.abs(rawHeight);
+  if (width <= 0 || height <= 0) throw new Error('BMP has no pixels');
+  if (width * height > maxPixels) throw new Error(`image has ${width * height} pixels, more than the limit ${maxPixels}`);
+
+  let masks: [number, number, number] | undefined;
+  if (compression === BI_BITFIELDS || compression === BI_ALPHABITFIELDS) {
+    if (bitCount !== 32) throw new Error(`unsupported BMP: bitfields with ${bitCount} bits`);
+    need(14 + 40 + 12);
+    masks = [buf.readUInt32LE(54), buf.readUInt32LE(58), buf.readUInt32LE(62)];
+  } else if (compression !== BI_RGB) {
+    throw new Error(`unsupported BMP compression ${compression}`);
+  }
+
+  let palette: Buffer | undefined;
+  if (bitCount <= 8) {
+    if (![1, 4, 8].includes(bitCount)) throw new Error(`unsupported BMP bit depth ${bitCount}`);
+    const entries = colorsUsed || 1 << bitCount;
+    const start = 14 + headerSize;
+    need(start + entries * paletteEntrySize);
+    palette = Buffer.alloc(256 * 3);
+    for (let i = 0; i < entries && i < 256; i++) {
+      const p = start + i * paletteEntrySize;
+      palette[i * 3] = buf[p + 2];
+      palette[i * 3 + 1] = buf[p + 1];
+      palette[i * 3 + 2] = buf[p];
+    }
+  } else if (bitCount !== 24 && bitCount !== 32) {
+    throw new Error(`unsupported BMP bit depth ${bitCount}`);
+  }
+
+  const stride = Math.floor((bitCount * width + 31) / 32) * 4;
+  need(dataOffset + stride * height);
+  const out = Buffer.alloc(width * height * 3);
+  const channel = masks?.map(maskReader);
+  for (let y = 0; y < height; y++) {
+    const row = dataOffset + (topDown ? y : height - 1 - y) * stride;
+    let o = y * width * 3;
+    for (let x = 0; x < width; x++, o += 3) {
+      if (palette) {
+        const bitPos = x * bitCount;
+        const byte = buf[row + (bitPos >> 3)];
+        const index = (byte >> (8 - bitCount - (bitPos & 7))) & ((1 << bitCount) - 1);
+        out[o] = palette[index * 3];
+        out[o + 1] = palette[index * 3 + 1];
+        out[o + 2] = palette[index * 3 + 2];
+      } else if (channel) {
+        const v = buf.readUInt32LE(row + x * 4);
+        out[o] = channel[0](v);
+        out[o + 1] = channel[1](v);
+        out[o + 2] = channel[2](v);
+      } else {
+        const p = row + x * (bitCount >> 3);
+        out[o] = buf[p + 2];
+        out[o + 1] = buf[p + 1];
+        out[o + 2] = buf[p];
+      }
+    }
+  }
+  return { data: out, width, height };
+}
+
+/** Extracts a masked channel scaled to 0..255. */
+function maskReader(mask: number): (v: number) => number {
+  if (mask === 0) return () => 0;
+  let shift = 0;
+  while (((mask >>> shift) & 1) === 0) shift++;
+  const max = mask >>> shift;
+  return (v) => Math.round((((v & mask) >>> shift) / max) * 255);
+}

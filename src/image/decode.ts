@@ -1,0 +1,72 @@
+// Image bytes -> interleaved 8-bit RGB for the engine, with explicit limits. EXIF orientation is applied
+// (phones store rotated pixels plus a tag); greyscale, alpha (flattened on white), 16-bit, palette and
+// CMYK all become 3-channel sRGB. Accepted containers: JPEG, PNG, WebP, GIF (first frame), TIFF, AVIF, BMP.
+import sharp from 'sharp';
+import type { RgbImage } from '../engine/types';
+import { decodeBmp, isBmp } from './bmp';
+import { decodeBase64Field } from './base64';
+
+export interface ImageLimits {
+  /** Largest decoded image file, in bytes ([image] max_bytes). */
+  maxBytes: number;
+  /** Largest width x height ([image] max_pixels). */
+  maxPixels: number;
+}
+
+/** The field could not become an image: the service answers R_003. `reason` goes to the log only. */
+export class ImageDecodeError extends Error {
+  constructor(readonly field: string, readonly reason: string) {
+    super(`${field}: ${reason}`);
+    this.name = 'ImageDecodeError';
+  }
+}
+
+/** Vector and raw inputs are refused: a face photo is a raster image file. */
+const ACCEPTED_FORMATS = new Set(['jpeg', 'png', 'webp', 'gif', 'tiff', 'heif']);
+
+export interface DecodedImage {
+  /** The original file bytes (kept as the reference image). */
+  bytes: Buffer;
+  rgb: RgbImage;
+}
+
+/** Decodes a base64 JSON field (strict; data URL accepted) into file bytes and RGB pixels. */
+export async function decodeImageField(field: string, value: string, limits: ImageLimits): Promise<DecodedImage> {
+  let bytes: Buffer;
+  try {
+    bytes = decodeBase64Field(value, limits.maxBytes);
+  } catch (err) {
+    throw new ImageDecodeError(field, `base64: ${(err as Error).message}`);
+  }
+  return { bytes, rgb: await decodeImageBytes(field, bytes, limits) };
+}
+
+export async function decodeImageBytes(field: string, bytes: Uint8Array, limits: ImageLimits): Promise<RgbImage> {
+  if (bytes.length > limits.maxBytes) {
+    throw new ImageDecodeError(field, `${bytes.length} bytes, more than [image] max_bytes=${limits.maxBytes}`);
+  }
+  if (isBmp(bytes)) {
+    try {
+      return decodeBmp(bytes, limits.maxPixels);
+    } catch (err) {
+      throw new ImageDecodeError(field, (err as Error).message);
+    }
+  }
+  try {
+    const input = sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: 'error', animated: false });
+    const meta = await input.metadata();
+    if (!meta.format || !ACCEPTED_FORMATS.has(meta.format)) {
+      throw new Error(`format ${meta.format ?? 'unknown'} is not accepted`);
+    }
+    const { data, info } = await input
+      .rotate()
+      .flatten({ background: '#ffffff' })
+      .toColourspace('srgb')
+      .raw({ depth: 'uchar' })
+      .toBuffer({ resolveWithObject: true });
+    if (info.channels !== 3) throw new Error(`decoder produced ${info.channels} channels`);
+    return { data, width: info.width, height: info.height };
+  } catch (err) {
+    throw new ImageDecodeError(field, (err as Error).message);
+  }
+}

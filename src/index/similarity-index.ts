@@ -1,0 +1,314 @@
+// Promise API over the native SIMD similarity index (native/core/index, issue 4).
+//
+// An exact cosine index per named collection (one per account): int8 codes scanned by the best SIMD
+// kernel of the CPU (AVX-512 VNNI / AVX-512 / AVX2 / NEON / scalar), the best candidates re-scored in
+// float32, so the returned scores are float32 cosines of the L2-normalised templates. Templates and
+// queries are normalised by the index. Equal scores are ordered by key (code point order).
+// Searches and writes run off the event loop; searches run in parallel with each other and a write
+// waits for the searches in flight. The index is a cache: rebuild it from LMDB at start with bulkLoad.
+import { native } from '../native';
+
+export type KernelName = 'scalar' | 'avx2' | 'avx512' | 'avx512vnni' | 'neon';
+
+export type IndexErrorCode =
+  | 'ERR_INDEX_BAD_ARGUMENT'
+  | 'ERR_INDEX_NO_COLLECTION'
+  | 'ERR_INDEX_DIM_MISMATCH'
+  | 'ERR_INDEX_KEY_EXISTS'
+  | 'ERR_INDEX_KEY_NOT_FOUND'
+  | 'ERR_INDEX_OUT_OF_MEMORY'
+  | 'ERR_INDEX_INTERNAL';
+
+/** A failure reported by the index: `code` says which, `status` is the error-table row name. */
+export class IndexError extends Error {
+  constructor(
+    readonly code: IndexErrorCode,
+    readonly status: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'IndexError';
+  }
+}
+
+export interface SearchHit {
+  key: string;
+  /** float32 cosine similarity in [-1, 1]. */
+  score: number;
+}
+
+export interface SearchOptions {
+  /** Results per query (>= 1); default 10. */
+  k?: number;
+  /** Drop hits whose cosine is below this; default none. */
+  floor?: number;
+  /** Scan threads: 0 (default) = automatic, partitioned scan on big galleries; 1 = single thread. */
+  threads?: number;
+  /** Candidates re-scored in float32 per query; default max(64, 4k). */
+  rerank?: number;
+  /** Force a kernel for this call (tests, benchmarks); default: the one chosen at load. */
+  kernel?: KernelName;
+}
+
+export interface BulkLoadOptions {
+  /** Replace the whole collection (default false: add/replace the given keys). */
+  clear?: boolean;
+  /** Threads for normalising/quantising; 0 (default) = all cores. */
+  threads?: number;
+}
+
+export interface BulkLoadResult {
+  added: number;
+  replaced: number;
+}
+
+export interface CollectionStats {
+  size: number;
+  dim: number;
+  /** Bytes of int8 codes per template (dim rounded up to 64). */
+  codeStride: number;
+  /** Bytes of row storage allocated (codes, float32 templates, scales). */
+  bytesAllocated: number;
+  /** Estimated bytes of the key strings and the key map. */
+  bytesKeys: number;
+}
+
+interface NativeHits {
+  keys: string[];
+  scores: Float32Array;
+}
+
+/** The addon's `index` export (native/addon/index_binding.cpp). */
+export interface IndexBinding {
+  kernels(): string[];
+  activeKernel(): string;
+  kernelNote(): string;
+  createCollection(name: string, dim: number): boolean;
+  dropCollection(name: string): boolean;
+  listCollections(): string[];
+  size(name: string): number;
+  stats(name: string): CollectionStats;
+  write(name: string, key: string, template: Float32Array, mode: 'insert' | 'replace' | 'upsert'): Promise<boolean>;
+  remove(name: string, key: string): Promise<boolean>;
+  clear(name: string): Promise<void>;
+  /** keys: one per template, or all of them joined by '\0'. */
+  bulkLoad(name: string, templates: Float32Array, keys: string[] | string, clear: boolean, threads: number): Promise<BulkLoadResult>;
+  search(name: string, queries: Float32Array, options?: SearchOptions): Promise<NativeHits[]>;
+  exactSearch(name: string, queries: Float32Array, options?: SearchOptions): Promise<NativeHits[]>;
+  get(name: string, key: string): Promise<Float32Array | null>;
+  score(name: string, query: Float32Array, keys: string[]): Promise<Float32Array>;
+  streamCodes(name: string, threads: number, kernel?: KernelName): Promise<{ seconds: number; bytes: number }>;
+  dotI8(kernel: KernelName | undefined, a: Int8Array, b: Int8Array): number;
+  dotF32(kernel: KernelName | undefined, a: Float32Array, b: Float32Array): number;
+  scanI8(kernel: KernelName | undefined, queries: Int8Array, rows: Int8Array, dim: number): Int32Array;
+  quantise(templates: Float32Array, dim: number): { codes: Int8Array; scales: Float32Array };
+}
+
+/** The index binding of the loaded addon. */
+export function loadIndexBinding(): IndexBinding {
+  const binding = native.index as IndexBinding | undefined;
+  if (!binding || typeof binding.createCollection !== 'function') {
+    throw new Error('the native addon has no similarity index (rebuild it: npm run build:native)');
+  }
+  return binding;
+}
+
+function toIndexError(err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (err instanceof Error && typeof code === 'string' && code.startsWith('ERR_INDEX_')) {
+    const status = (err as { status?: unknown }).status;
+    return new IndexError(code as IndexErrorCode, typeof status === 'string' ? status : 'Internal', err.message);
+  }
+  return err;
+}
+
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw toIndexError(err);
+  }
+}
+
+function asFloat32(v: Float32Array | readonly number[]): Float32Array {
+  return v instanceof Float32Array ? v : Float32Array.from(v);
+}
+
+function hits(h: NativeHits): SearchHit[] {
+  const out: SearchHit[] = new Array(h.keys.length);
+  for (let i = 0; i < h.keys.length; i++) out[i] = { key: h.keys[i], score: h.scores[i] };
+  return out;
+}
+
+/** One named collection. Handles are cheap; all state is in the native registry. */
+export class Collection {
+  constructor(
+    private readonly binding: IndexBinding,
+    readonly name: string,
+    readonly dim: number,
+  ) {}
+
+  /** Templates in the collection (0 once the collection is dropped). */
+  get size(): number {
+    try {
+      return this.binding.size(this.name);
+    } catch {
+      return 0;
+    }
+  }
+
+  stats(): CollectionStats {
+    try {
+      return this.binding.stats(this.name);
+    } catch (err) {
+      throw toIndexError(err);
+    }
+  }
+
+  /** Adds a template; rejects with ERR_INDEX_KEY_EXISTS if the key is present. */
+  add(key: string, template: Float32Array | readonly number[]): Promise<void> {
+    return call(async () => {
+      await this.binding.write(this.name, key, asFloat32(template), 'insert');
+    });
+  }
+
+  /** Replaces a key's template; rejects with ERR_INDEX_KEY_NOT_FOUND if the key is absent. */
+  update(key: string, template: Float32Array | readonly number[]): Promise<void> {
+    return call(async () => {
+      await this.binding.write(this.name, key, asFloat32(template), 'replace');
+    });
+  }
+
+  /** Adds or replaces; resolves true when the key was added. */
+  upsert(key: string, template: Float32Array | readonly number[]): Promise<boolean> {
+    return call(() => this.binding.write(this.name, key, asFloat32(template), 'upsert'));
+  }
+
+  /** Removes the key (its row is zeroed and its slot reused); resolves false when it was absent. */
+  remove(key: string): Promise<boolean> {
+    return call(() => this.binding.remove(this.name, key));
+  }
+
+  clear(): Promise<void> {
+    return call(() => this.binding.clear(this.name));
+  }
+
+  /** The stored (normalised) template, or undefined. */
+  get(key: string): Promise<Float32Array | undefined> {
+    return call(async () => (await this.binding.get(this.name, key)) ?? undefined);
+  }
+
+  /** Top-k hits for one query, best first. */
+  search(query: Float32Array | readonly number[], options: SearchOptions = {}): Promise<SearchHit[]> {
+    return call(async () => hits((await this.binding.search(this.name, asFloat32(query), options))[0]));
+  }
+
+  /** Top-k hits for many queries in one pass over the gallery (a Float32Array of n * dim, or n arrays). */
+  searchBatch(queries: Float32Array | readonly Float32Array[], options: SearchOptions = {}): Promise<SearchHit[][]> {
+    return call(async () => {
+      const flat = queries instanceof Float32Array ? queries : concat(queries, this.dim);
+      if (flat.length === 0) return [];
+      return (await this.binding.search(this.name, flat, options)).map(hits);
+    });
+  }
+
+  /** The same answer from a plain float32 brute force (reference for tests and recall measurements). */
+  exactSearchBatch(queries: Float32Array | readonly Float32Array[], options: SearchOptions = {}): Promise<SearchHit[][]> {
+    return call(async () => {
+      const flat = queries instanceof Float32Array ? queries : concat(queries, this.dim);
+      if (flat.length === 0) return [];
+      return (await this.binding.exactSearch(this.name, flat, options)).map(hits);
+    });
+  }
+
+  /** Float32 cosine between the query and each key's template (undefined for absent keys): 1:1 verify. */
+  score(query: Float32Array | readonly number[], keys: readonly string[]): Promise<(number | undefined)[]> {
+    return call(async () => {
+      const s = await this.binding.score(this.name, asFloat32(query), [...keys]);
+      return Array.from(s, (v) => (Number.isNaN(v) ? undefined : v));
+    });
+  }
+
+  /**
+   * Loads many templates in one native call (e.g. the whole collection from LMDB at start):
+   * `templates` holds keys.length * dim floats, row i for keys[i]. A key repeated in the batch keeps the
+   * last template. The array is read in place: leave it unchanged until the promise settles.
+   */
+  bulkLoad(templates: Float32Array, keys: readonly string[], options: BulkLoadOptions = {}): Promise<BulkLoadResult> {
+    return call(() => {
+      // One joined string crosses into the addon much faster than a million small ones.
+      const joined = keys.length > 1000 && !keys.some((k) => k.includes('\0')) ? keys.join('\0') : undefined;
+      return this.binding.bulkLoad(this.name, templates, joined ?? (keys as string[]), options.clear ?? false, options.threads ?? 0);
+    });
+  }
+}
+
+function concat(rows: readonly Float32Array[], dim: number): Float32Array {
+  const out = new Float32Array(rows.length * dim);
+  rows.forEach((r, i) => {
+    if (r.length !== dim) throw new IndexError('ERR_INDEX_BAD_ARGUMENT', 'FieldsValidation', `query ${i} has ${r.length} values, expected ${dim}`);
+    out.set(r, i * dim);
+  });
+  return out;
+}
+
+/** The process-wide index: named collections of templates. */
+export class SimilarityIndex {
+  constructor(private readonly binding: IndexBinding = loadIndexBinding()) {}
+
+  /** The kernel chosen at load (FACE_CHECK_SIMD=scalar|avx2|avx512|avx512vnni|neon forces one). */
+  get kernel(): KernelName {
+    return this.binding.activeKernel() as KernelName;
+  }
+
+  /** Kernels this CPU can run, best last. */
+  get kernels(): KernelName[] {
+    return this.binding.kernels() as KernelName[];
+  }
+
+  /** Why FACE_CHECK_SIMD was ignored ('' when honoured or unset). */
+  get kernelNote(): string {
+    return this.binding.kernelNote();
+  }
+
+  /** Creates the collection, or returns the existing one (ERR_INDEX_DIM_MISMATCH if its dim differs). */
+  createCollection(name: string, dim = 512): Collection {
+    try {
+      this.binding.createCollection(name, dim);
+    } catch (err) {
+      throw toIndexError(err);
+    }
+    return new Collection(this.binding, name, dim);
+  }
+
+  /** The existing collection, or undefined. */
+  collection(name: string): Collection | undefined {
+    try {
+      return new Collection(this.binding, name, this.binding.stats(name).dim);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Drops the collection and frees its memory (after searches in flight finish). */
+  dropCollection(name: string): boolean {
+    return this.binding.dropCollection(name);
+  }
+
+  collectionNames(): string[] {
+    return this.binding.listCollections();
+  }
+
+  /** Low-level hooks for tests and benchmarks. */
+  get native(): IndexBinding {
+    return this.binding;
+  }
+}
+
+let shared: SimilarityIndex | undefined;
+
+/** The shared SimilarityIndex of the process (collections live in the addon, so there is one registry). */
+export function similarityIndex(): SimilarityIndex {
+  shared ??= new SimilarityIndex();
+  return shared;
+}

@@ -1,0 +1,93 @@
+// Starting and stopping the service: error table, engine, store, galleries, first API key, HTTP listener.
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { Config } from './config/types';
+import type { EngineOptions, FaceEngine } from './engine/types';
+import { loadErrorCatalog, type ErrorCatalog } from './errors';
+import { buildApp } from './http/app';
+import { Galleries } from './matching/galleries';
+import { DEFAULT_ACCOUNT } from './services/auth';
+import type { LiveFaceSource } from './services/live-face';
+import { DeviceCamera } from './device/camera';
+import { openStore, type Store } from './storage/store';
+
+export interface RunningService {
+  app: FastifyInstance;
+  store: Store;
+  engine: FaceEngine;
+  /** The address the server listens on, e.g. http://127.0.0.1:8080. */
+  address: string;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  engine?: FaceEngine;
+  errors?: ErrorCatalog;
+  camera?: LiveFaceSource;
+  logger?: FastifyServerOptions['logger'];
+  /** Where the one-time messages go (the first API key). */
+  print?: (line: string) => void;
+}
+
+/** The native engine (src/engine/index.ts, issue 2). */
+export async function loadEngine(options: EngineOptions = {}): Promise<FaceEngine> {
+  let mod: { createEngine?: (o: EngineOptions) => Promise<FaceEngine> };
+  try {
+    mod = require('./engine/index');
+  } catch (err) {
+    throw new Error(`the face engine is not available (src/engine/index): ${(err as Error).message}`);
+  }
+  if (typeof mod.createEngine !== 'function') throw new Error('src/engine/index does not export createEngine');
+  return mod.createEngine(options);
+}
+
+/** On first start (no key ever stored) creates a full-access key of account "default" and prints it once. */
+export async function ensureFirstKey(store: Store, print: (line: string) => void, now = new Date()): Promise<string | undefined> {
+  if (!store.apiKeys.isEmpty()) return undefined;
+  const { key, record } = await store.apiKeys.create(DEFAULT_ACCOUNT, 'full', 'first start', now.toISOString());
+  print(`face-check: first start - created API key ${record.keyId} (account ${record.accountId}, role ${record.role}).`);
+  print(`face-check: Api-Key: ${key}`);
+  print('face-check: it is shown only this once; store it now (face-check keys create makes more).');
+  return key;
+}
+
+export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
+  const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const errors = opts.errors ?? loadErrorCatalog();
+  const engine = opts.engine ?? (await loadEngine());
+  let store: Store | undefined;
+  // Device mode: the configured camera's capture pipeline (src/device), unless the caller brings one.
+  let ownCamera: DeviceCamera | undefined;
+  try {
+    if (!opts.camera && config.server.mode === 'device' && config.camera.source !== 'none') {
+      ownCamera = await DeviceCamera.open(config);
+    }
+    store = openStore(config.storage.path);
+    const galleries = new Galleries();
+    const { loaded, stale } = await galleries.rebuild(store.persons, engine.modelId);
+    if (stale > 0) {
+      print(`face-check: ${stale} person(s) have templates of another model and cannot match until "face-check reindex" runs`);
+    }
+    await ensureFirstKey(store, print);
+    const app = await buildApp({
+      config, engine, store, errors, galleries, camera: opts.camera ?? ownCamera,
+      logger: opts.logger ?? { level: 'info' },
+    });
+    const address = await app.listen({ host: config.server.host, port: config.server.port });
+    app.log.info({ mode: config.server.mode, persons: loaded, storage: config.storage.path }, 'face-check ready');
+    const openStoreRef = store;
+    return {
+      app, store, engine, address,
+      close: async () => {
+        await app.close(); // waits for in-flight requests
+        await ownCamera?.close();
+        await engine.close();
+        await openStoreRef.close();
+      },
+    };
+  } catch (err) {
+    await ownCamera?.close();
+    await store?.close();
+    if (!opts.engine) await engine.close().catch(() => undefined);
+    throw err;
+  }
+}

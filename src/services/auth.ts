@@ -1,0 +1,52 @@
+// API key -> caller. Missing or unknown key: 401. Known but revoked, or its role lacks the operation's
+// permission: 403. The [auth] bootstrap_key acts as a key of account "default" with role full.
+import crypto from 'node:crypto';
+import type { ErrorCatalog } from '../errors';
+import type { ApiKeyRepository } from '../storage/api-keys';
+import { hashKey } from '../storage/api-keys';
+import { roleAllows, type Permission, type Role } from './permissions';
+
+export const DEFAULT_ACCOUNT = 'default';
+
+export interface Principal {
+  accountId: string;
+  role: Role;
+  keyId: string;
+}
+
+export class Authenticator {
+  private readonly bootstrapHash?: Buffer;
+
+  constructor(
+    private readonly keys: ApiKeyRepository,
+    private readonly errors: ErrorCatalog,
+    bootstrapKey: string,
+  ) {
+    if (bootstrapKey) this.bootstrapHash = Buffer.from(hashKey(bootstrapKey), 'hex');
+  }
+
+  /** The principal for `key`, or throws the 401/403 ApiError. */
+  authenticate(key: string | undefined, permission: Permission): Principal {
+    if (!key) throw this.errors.create('Unauthorized', 'no Api-Key header');
+    const principal = this.resolve(key);
+    if (!principal) throw this.errors.create('Unauthorized', 'unknown API key');
+    if (principal === 'revoked') throw this.errors.create('Forbidden', 'revoked API key');
+    if (!roleAllows(principal.role, permission)) {
+      throw this.errors.create('Forbidden', `role ${principal.role} lacks ${permission}`);
+    }
+    return principal;
+  }
+
+  private resolve(key: string): Principal | 'revoked' | undefined {
+    if (this.bootstrapHash) {
+      const given = Buffer.from(hashKey(key), 'hex');
+      if (crypto.timingSafeEqual(given, this.bootstrapHash)) {
+        return { accountId: DEFAULT_ACCOUNT, role: 'full', keyId: 'bootstrap' };
+      }
+    }
+    const record = this.keys.lookup(key);
+    if (!record) return undefined;
+    if (record.revoked !== null) return 'revoked';
+    return { accountId: record.accountId, role: record.role, keyId: record.keyId };
+  }
+}

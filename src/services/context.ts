@@ -1,0 +1,32 @@
+// What every service operation works with. Routes hold none of this: they call services, which call the
+// engine, the galleries and the store.
+import type { Config } from '../config/types';
+import type { FaceEngine, FaceAnalysis, RgbImage } from '../engine/types';
+import type { ErrorCatalog } from '../errors';
+import type { Galleries } from '../matching/galleries';
+import type { SimilarityScale } from '../matching/similarity-scale';
+import type { Store } from '../storage/store';
+
+export interface ServiceContext {
+  config: Config;
+  engine: FaceEngine;
+  store: Store;
+  galleries: Galleries;
+  scale: SimilarityScale;
+  errors: ErrorCatalog;
+  /** Injectable for tests (timestamps, quota days). */
+  now(): Date;
+}
+
+/** The caller, as resolved by authentication. */
+export interface Caller {
+  accountId: string;
+}
+
+/**
+ * Every face of an image, largest first (the engine's order). Only the first `maxFaces` are analysed
+ * (embedding, pose, ...); the others carry their box and size, enough to count faces.
+ */
+export async function analyse(ctx: ServiceContext, image: RgbImage, maxFaces: number): Promise<FaceAnalysis[]> {
+  return ctx.engine.analyze(image, { embed: true, maxFaces });
+}

@@ -1,0 +1,114 @@
+// Every check an enrolment photo must pass (create and update), in one fixed order: the first failing
+// check's code is the answer. The order goes from "is there a usable face at all" to finer criteria, so a
+// photo is rejected for its most basic fault:
+//   1 F_002 no face        2 F_001 more than one face   3 F_011 face too small
+//   4 F_010 yaw            5 F_009 pitch                6 F_008 roll
+//   7 F_006 brightness     8 F_007 sharpness            9 F_005 sunglasses
+//  10 F_003 eyes closed   11 F_004 mouth open          12 F_012 face already enrolled
+// Why: size and pose come first because the later measures are unreliable on tiny or turned faces;
+// sunglasses come before closed eyes because dark glasses make eyes read as closed; the duplicate
+// search comes last because it is the only check that needs the gallery.
+import type { FaceAnalysis } from '../engine/types';
+import type { QualityConfig } from '../config/types';
+import type { ErrorName } from '../errors';
+
+export interface CheckContext {
+  /** Every face the engine returned, largest first. */
+  faces: readonly FaceAnalysis[];
+  /** The enrolment face (the largest); checks after F_002 may rely on it. */
+  face: FaceAnalysis;
+  bounds: QualityConfig;
+  /** Person id of an already enrolled face matching this one, else undefined (a gallery search). */
+  findDuplicate(face: FaceAnalysis): Promise<string | undefined>;
+}
+
+export interface EnrolmentCheck {
+  error: ErrorName;
+  /** Undefined when the photo passes; otherwise a reason for the log (never sent to the client). */
+  fault(ctx: CheckContext): string | undefined | Promise<string | undefined>;
+}
+
+const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(2));
+const above = (what: string, value: number, max: number) =>
+  Math.abs(value) > max ? `${what} ${fmt(value)} beyond ±${fmt(max)}` : undefined;
+
+/** Faces at least background_face_ratio x the largest face's size: the faces that count. */
+export function countedFaces(faces: readonly FaceAnalysis[], ratio: number): FaceAnalysis[] {
+  if (faces.length === 0) return [];
+  const largest = Math.max(...faces.map((f) => f.faceSize));
+  return faces.filter((f) => f.faceSize >= ratio * largest);
+}
+
+export const ENROLMENT_CHECKS: readonly EnrolmentCheck[] = Object.freeze([
+  { error: 'NoFace', fault: (c) => (c.faces.length === 0 ? 'no face detected' : undefined) },
+  {
+    error: 'NotOneFace',
+    fault: (c) => {
+      const n = countedFaces(c.faces, c.bounds.background_face_ratio).length;
+      return n > 1 ? `${n} faces of comparable size` : undefined;
+    },
+  },
+  {
+    error: 'WrongFaceSize',
+    fault: (c) => (c.face.faceSize < c.bounds.min_face_size
+      ? `face ${fmt(c.face.faceSize)} px, below ${fmt(c.bounds.min_face_size)} px` : undefined),
+  },
+  { error: 'WrongFaceYaw', fault: (c) => above('yaw', c.face.pose.yaw, c.bounds.max_yaw) },
+  { error: 'WrongFacePitch', fault: (c) => above('pitch', c.face.pose.pitch, c.bounds.max_pitch) },
+  { error: 'WrongFaceRoll', fault: (c) => above('roll', c.face.pose.roll, c.bounds.max_roll) },
+  {
+    error: 'BadBrightness',
+    fault: (c) => {
+      const b = c.face.brightness;
+      return b < c.bounds.min_brightness || b > c.bounds.max_brightness
+        ? `brightness ${fmt(b)} outside ${fmt(c.bounds.min_brightness)}..${fmt(c.bounds.max_brightness)}` : undefined;
+    },
+  },
+  {
+    error: 'BadSharpness',
+    fault: (c) => (c.face.sharpness < c.bounds.min_sharpness
+      ? `sharpness ${fmt(c.face.sharpness)} below ${fmt(c.bounds.min_sharpness)}` : undefined),
+  },
+  {
+    error: 'SunglassesExist',
+    fault: (c) => (c.face.sunglasses > c.bounds.max_sunglasses
+      ? `sunglasses ${fmt(c.face.sunglasses)} above ${fmt(c.bounds.max_sunglasses)}` : undefined),
+  },
+  {
+    // Both eyes must be open (as for ID photos): the less open eye decides.
+    error: 'EyesClosed',
+    fault: (c) => {
+      const e = Math.min(c.face.eyes.left, c.face.eyes.right);
+      return e < c.bounds.min_eye_openness ? `eye openness ${fmt(e)} below ${fmt(c.bounds.min_eye_openness)}` : undefined;
+    },
+  },
+  {
+    error: 'MouthOpen',
+    fault: (c) => (c.face.mouthOpenness > c.bounds.max_mouth_openness
+      ? `mouth openness ${fmt(c.face.mouthOpenness)} above ${fmt(c.bounds.max_mouth_openness)}` : undefined),
+  },
+  {
+    error: 'FaceExists',
+    fault: async (c) => {
+      const other = await c.findDuplicate(c.face);
+      return other !== undefined ? `matches enrolled person ${other}` : undefined;
+    },
+  },
+] satisfies EnrolmentCheck[]);
+
+export type CheckOutcome = { ok: true; face: FaceAnalysis } | { ok: false; error: ErrorName; reason: string };
+
+/** Runs the checks in order, stopping at the first fault; faces must be sorted largest first. */
+export async function runEnrolmentChecks(
+  faces: readonly FaceAnalysis[],
+  bounds: QualityConfig,
+  findDuplicate: (face: FaceAnalysis) => Promise<string | undefined>,
+  checks: readonly EnrolmentCheck[] = ENROLMENT_CHECKS,
+): Promise<CheckOutcome> {
+  const ctx: CheckContext = { faces, face: faces[0], bounds, findDuplicate };
+  for (const check of checks) {
+    const reason = await check.fault(ctx);
+    if (reason !== undefined) return { ok: false, error: check.error, reason };
+  }
+  return { ok: true, face: faces[0] };
+}

@@ -1,0 +1,38 @@
+// The service operations, bound to one context: what the HTTP routes call.
+import type { Caller, ServiceContext } from './context';
+import { comparePersons, type CompareInput, type CompareResult } from './compare';
+import { identifyPerson } from './identify';
+import { getLiveFace, type LiveFace, type LiveFaceSource } from './live-face';
+import { createPerson, getPerson, removePerson, updatePerson } from './persons';
+import type { PersonView } from './person-view';
+import { verifyPerson } from './verify';
+
+export interface Services {
+  readonly context: ServiceContext;
+  createPerson(caller: Caller, personId: string, faceImage: string): Promise<PersonView>;
+  updatePerson(caller: Caller, personId: string, faceImage: string): Promise<PersonView>;
+  removePerson(caller: Caller, personId: string): Promise<PersonView>;
+  getPerson(caller: Caller, personId: string): Promise<PersonView>;
+  identifyPerson(caller: Caller, faceImage: string): Promise<PersonView>;
+  verifyPerson(caller: Caller, personId: string, faceImage: string): Promise<PersonView>;
+  comparePersons(caller: Caller, input: CompareInput): Promise<CompareResult>;
+  getLiveFace(): Promise<LiveFace>;
+}
+
+export function createServices(ctx: ServiceContext, camera?: LiveFaceSource): Services {
+  return {
+    context: ctx,
+    createPerson: (c, id, img) => createPerson(ctx, c, id, img),
+    updatePerson: (c, id, img) => updatePerson(ctx, c, id, img),
+    removePerson: (c, id) => removePerson(ctx, c, id),
+    getPerson: (c, id) => getPerson(ctx, c, id),
+    identifyPerson: (c, img) => identifyPerson(ctx, c, img),
+    verifyPerson: (c, id, img) => verifyPerson(ctx, c, id, img),
+    comparePersons: (c, input) => comparePersons(ctx, c, input),
+    getLiveFace: () => getLiveFace(ctx, camera),
+  };
+}
+
+export type { Caller, ServiceContext } from './context';
+export type { PersonView } from './person-view';
+export type { LiveFace, LiveFaceSource } from './live-face';

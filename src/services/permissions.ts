@@ -1,0 +1,26 @@
+// What an API key may do. A key has one role; a role is a fixed set of permissions, checked per route.
+
+export type Permission = 'person:read' | 'person:write' | 'person:match' | 'live:read';
+export const ROLES = ['full', 'enrol', 'match'] as const;
+export type Role = (typeof ROLES)[number];
+
+const rolePermissions: Record<Role, readonly Permission[]> = {
+  // Everything the API offers.
+  full: ['person:read', 'person:write', 'person:match', 'live:read'],
+  // Back-office enrolment: create, update, remove and look up persons; no matching.
+  enrol: ['person:read', 'person:write'],
+  // Gates and kiosks: identify, verify, compare, look up, live face; cannot change the gallery.
+  match: ['person:read', 'person:match', 'live:read'],
+};
+
+export function isRole(value: string): value is Role {
+  return (ROLES as readonly string[]).includes(value);
+}
+
+export function roleAllows(role: string, permission: Permission): boolean {
+  return isRole(role) && rolePermissions[role].includes(permission);
+}
+
+export function permissionsOf(role: Role): readonly Permission[] {
+  return rolePermissions[role];
+}

@@ -1,0 +1,126 @@
+// [issue 3] The program: face-check keys create|list|revoke, reindex, and serve (first start creates and
+// prints one API key, later starts do not).
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import t from 'tap';
+import { main, parseArgs } from '../src/cli';
+import { defaultConfig } from '../src/config/load';
+import { startService } from '../src/server';
+import { reindex } from '../src/services/reindex';
+import { openStore } from '../src/storage/store';
+import { FakeEngine, fakePhotoB64 } from './helpers/fake-engine';
+import { testErrorCatalog, repoRoot } from './helpers/errors';
+import { startTestApp, tempDir } from './helpers/app';
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
+}
+
+function iniIn(dir: string, extra = ''): string {
+  const file = path.join(dir, 'test.ini');
+  fs.writeFileSync(file, `[server]\nport = 0\n[storage]\npath = ./db\n${extra}`);
+  return file;
+}
+
+t.test('keys create | list | revoke', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const ini = iniIn(dir);
+  const c = capture();
+  t.equal(await main(['keys', 'create', '--config', ini, '--account', 'acme', '--role', 'match', '--label', 'gate 1'], c.io), 0);
+  const key = c.out.find((l) => l.startsWith('Api-Key: '))!.slice(9);
+  t.match(key, /^fc_/);
+  const keyId = /created key ([0-9a-f]{12})/.exec(c.out[0])![1];
+
+  const l = capture();
+  t.equal(await main(['keys', 'list', `--config=${ini}`], l.io), 0);
+  t.equal(l.out.length, 2);
+  t.match(l.out[1], new RegExp(`^${keyId}\tacme\tmatch\t\\S+\t-\tgate 1$`));
+  t.notMatch(l.out.join('\n'), key, 'the key itself is never listed');
+
+  const r = capture();
+  t.equal(await main(['keys', 'revoke', '--config', ini, keyId], r.io), 0);
+  const l2 = capture();
+  await main(['keys', 'list', '--config', ini], l2.io);
+  t.notMatch(l2.out[1], /\t-\t/, 'revocation time listed');
+  const missing = capture();
+  t.equal(await main(['keys', 'revoke', '--config', ini, 'ffffffffffff'], missing.io), 1);
+
+  const bad = capture();
+  t.equal(await main(['keys', 'create', '--config', ini, '--role', 'root'], bad.io), 2);
+  t.match(bad.err[0], /--role/);
+});
+
+t.test('usage and configuration errors', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const u = capture();
+  t.equal(await main([], u.io), 2);
+  t.match(u.out[0], /usage/);
+  t.equal(await main(['frobnicate'], capture().io), 2);
+  t.equal(await main(['serve', '--colour'], capture().io), 2);
+  const ini = iniIn(dir, '[matching]\nidentify_treshold = 98\n');
+  const c = capture();
+  t.equal(await main(['keys', 'list', '--config', ini], c.io), 78);
+  t.match(c.err[0], /\[matching\] identify_treshold: unknown key/);
+  t.same(parseArgs(['serve', '--config', 'a.ini', '--all']).flags, new Map<string, string | true>([['config', 'a.ini'], ['all', true]]));
+});
+
+t.test('serve: first start creates and prints one API key; it works over HTTP; later starts print none', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const config = defaultConfig(dir);
+  config.server.port = 0;
+  const printed: string[] = [];
+  const opts = { engine: new FakeEngine(), errors: testErrorCatalog(), logger: false as const, print: (l: string) => printed.push(l) };
+  const s1 = await startService(config, opts);
+  const key = printed.find((l) => l.includes('Api-Key: '))!.split('Api-Key: ')[1];
+  t.match(key, /^fc_/);
+  const faceImage = await fakePhotoB64({ identity: 1 });
+  const res = await fetch(`${s1.address}/person/face/p1`, {
+    method: 'POST', headers: { 'Api-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify({ faceImage }),
+  });
+  t.equal(res.status, 200);
+  t.equal(res.headers.get('content-type'), 'application/json');
+  t.ok(res.headers.get('request-id'));
+  await s1.close();
+
+  printed.length = 0;
+  const s2 = await startService(config, { ...opts, engine: new FakeEngine() });
+  t.same(printed, [], 'no new key on later starts');
+  const again = await fetch(`${s2.address}/person/face/p1`, { headers: { 'Api-Key': key } });
+  t.equal(again.status, 200, 'the person and the key persisted');
+  await s2.close();
+});
+
+t.test('reindex recomputes templates of another model from the stored images; created/updated stay', async (t) => {
+  const dir = tempDir();
+  const a = await startTestApp({ dir, engine: new FakeEngine('model-a') });
+  const before = (await a.call({ method: 'POST', url: '/person/face/alice', payload: { faceImage: await fakePhotoB64({ identity: 1 }) } })).json();
+  await a.stop();
+
+  const store = openStore(a.config.storage.path);
+  const progress: string[] = [];
+  const report = await reindex(a.config, store, new FakeEngine('model-b'), { progress: (l) => progress.push(l) });
+  t.same([report.done, report.skipped, report.failed], [1, 0, []]);
+  t.same(progress, ['reindexed default/alice']);
+  const again = await reindex(a.config, store, new FakeEngine('model-b'));
+  t.same([again.done, again.skipped], [0, 1], 'current templates are skipped');
+  t.same((await reindex(a.config, store, new FakeEngine('model-b'), { all: true })).done, 1, '--all recomputes');
+  t.equal(store.persons.get('default', 'alice')!.modelId, 'model-b');
+  await store.close();
+
+  const b = await startTestApp({ dir, engine: new FakeEngine('model-b') });
+  t.teardown(() => b.close());
+  const res = await b.call({ method: 'POST', url: '/person/recognize-face', payload: { faceImage: await fakePhotoB64({ identity: 1 }) } });
+  t.same(res.json(), before, 'identify works again with the same created/updated');
+});
+
+t.test('bin/face-check.js runs the compiled CLI', { skip: fs.existsSync(path.join(repoRoot, 'dist', 'src', 'cli.js')) ? false : 'dist/ not built (npm run build:ts)' }, async (t) => {
+  const r = spawnSync(process.execPath, [path.join(repoRoot, 'bin', 'face-check.js'), '--help'], { encoding: 'utf8' });
+  t.equal(r.status, 0);
+  t.match(r.stdout, /face-check serve/);
+});

@@ -1,0 +1,112 @@
+// [issue 3] ini loading: every key with its default, unknown sections/keys and bad values stop start-up
+// with a message naming the key, relative paths follow the ini file.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { ConfigError, defaultConfig, loadConfig, parseConfig } from '../src/config/load';
+import { configSchema } from '../src/config/schema';
+
+const root = path.resolve(__dirname, '..');
+// The sections of the person API (issue 3); [camera] and [liveness] belong to device mode (docs/device.md).
+const PERSON_API_SECTIONS = ['server', 'storage', 'auth', 'matching', 'image', 'quality', 'quota'] as const;
+
+t.test('defaults', async (t) => {
+  const c = defaultConfig('/srv');
+  t.same(c.server, { mode: 'cloud', host: '127.0.0.1', port: 8080, body_limit_bytes: 24 * 1024 * 1024 });
+  t.equal(c.storage.path, '/srv/data');
+  t.equal(c.auth.bootstrap_key, '');
+  t.same(c.matching, { identify_threshold: 98, verify_threshold: 80, compare_threshold: 80, duplicate_threshold: 90 });
+  t.same(c.image, { max_bytes: 8 * 1024 * 1024, max_pixels: 50_000_000 });
+  t.equal(c.quality.min_face_size, 80);
+  t.equal(c.quality.max_yaw, 25);
+  t.equal(c.quality.max_pitch, 25);
+  t.equal(c.quality.max_roll, 20);
+  t.equal(c.quality.min_brightness, 60);
+  t.equal(c.quality.max_brightness, 200);
+  t.equal(c.quality.min_eye_openness, 0.5);
+  t.equal(c.quality.max_mouth_openness, 0.35);
+  t.equal(c.quality.max_sunglasses, 0.5);
+  t.equal(c.quality.background_face_ratio, 0.5);
+  t.equal(c.camera.source, 'none');
+  t.equal(c.quota.requests_per_day, 0);
+});
+
+t.test('config/default.ini: cloud mode, 127.0.0.1:8080, storage in the repository data/ folder', async (t) => {
+  const c = loadConfig(path.join(root, 'config', 'default.ini'));
+  t.equal(c.server.mode, 'cloud');
+  t.equal(c.server.host, '127.0.0.1');
+  t.equal(c.server.port, 8080);
+  t.equal(c.storage.path, path.join(root, 'data'));
+  // The file spells out the person-API keys with their built-in defaults.
+  const d = defaultConfig(path.join(root, 'config'));
+  for (const section of PERSON_API_SECTIONS) if (section !== 'storage') t.same(c[section], d[section], `[${section}]`);
+});
+
+t.test('config/default.ini lists every person-API key', async (t) => {
+  const text = fs.readFileSync(path.join(root, 'config', 'default.ini'), 'utf8');
+  for (const section of PERSON_API_SECTIONS) {
+    const keys = configSchema[section];
+    t.match(text, new RegExp(`^\\[${section}\\]`, 'm'), `[${section}]`);
+    for (const key of Object.keys(keys)) t.match(text, new RegExp(`^${key} =`, 'm'), `[${section}] ${key}`);
+  }
+});
+
+t.test('values are parsed and typed', async (t) => {
+  const c = parseConfig(
+    '[server]\nmode = device\nport = 0\n[matching]\nidentify_threshold = 97.5\n[quota]\nrequests_per_day = 10\n' +
+    '[camera]\nsource = synthetic\n[storage]\npath = /abs/db\n[auth]\nbootstrap_key = 0123456789abcdef\n',
+    '/x',
+  );
+  t.equal(c.server.mode, 'device');
+  t.equal(c.server.port, 0);
+  t.equal(c.matching.identify_threshold, 97.5);
+  t.equal(c.quota.requests_per_day, 10);
+  t.equal(c.camera.source, 'synthetic');
+  t.equal(c.storage.path, '/abs/db');
+  t.equal(c.auth.bootstrap_key, '0123456789abcdef');
+});
+
+t.test('relative storage path resolves against the ini file folder', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fc-conf-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'my.ini');
+  fs.writeFileSync(file, '[storage]\npath = ./db\n');
+  t.equal(loadConfig(file).storage.path, path.join(dir, 'db'));
+});
+
+const bad: [string, string][] = [
+  ['[server]\nmode = edge\n', '[server] mode'],
+  ['[server]\nport = 70000\n', '[server] port'],
+  ['[server]\nport = 80.5\n', '[server] port'],
+  ['[server]\nport = abc\n', '[server] port'],
+  ['[server]\nhost =\n', '[server] host'],
+  ['[server]\nbody_limit_bytes = 10\n', '[server] body_limit_bytes'],
+  ['[server]\nprot = 8080\n', '[server] prot'],
+  ['[servr]\nport = 8080\n', '[servr]'],
+  ['port = 8080\n', 'port'],
+  ['[matching]\nidentify_threshold = 101\n', '[matching] identify_threshold'],
+  ['[matching]\nverify_threshold = high\n', '[matching] verify_threshold'],
+  ['[image]\nmax_bytes = 0\n', '[image] max_bytes'],
+  ['[image]\nmax_pixels = -5\n', '[image] max_pixels'],
+  ['[quality]\nmin_eye_openness = 2\n', '[quality] min_eye_openness'],
+  ['[quality]\nmin_brightness = 210\n', '[quality] min_brightness'],
+  ['[quality]\nsmile = 1\n', '[quality] smile'],
+  ['[camera]\nsource = webcam\n', '[camera] source'],
+  ['[quota]\nrequests_per_day = -1\n', '[quota] requests_per_day'],
+  ['[auth]\nbootstrap_key = short\n', '[auth] bootstrap_key'],
+  ['[server]\nport[] = 1\n', '[server] port'],
+  ['[server.tls]\ncert = x\n', '[server.tls]'],
+];
+for (const [text, key] of bad) {
+  t.test(`bad: ${JSON.stringify(text)} names ${key}`, async (t) => {
+    const err = t.throws(() => parseConfig(text, '/x', 'f.ini')) as ConfigError;
+    t.type(err, ConfigError);
+    t.equal(err.key, key);
+    t.match(err.message, `f.ini: ${key}`);
+  });
+}
+
+t.test('a missing file is a ConfigError', async (t) => {
+  t.throws(() => loadConfig('/nonexistent/face-check.ini'), ConfigError);
+});

@@ -1,0 +1,135 @@
+// GET /person/face/ in device mode over the real-time synthetic camera: a live face with its faceKey and
+// a 120x120 JPEG, the 1-second recency, R_404 with no face, R_400 on disconnect (and the reconnection),
+// and the faceKey's full-resolution capture.
+import sharp from 'sharp';
+import t from 'tap';
+
+import type { Config } from '../src/config/types';
+import { DeviceCamera } from '../src/device/camera';
+import type { CameraEvent } from '../src/device/native-camera';
+import { startTestApp, type TestApp } from './helpers/app';
+import { demoPhotos, deviceConfig } from './helpers/device';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+async function deviceApp(scenario: string, tune: (c: Config) => void = () => {}): Promise<{ app: TestApp; camera: DeviceCamera; events: CameraEvent[] }> {
+  const config = deviceConfig({ camera: { source: 'synthetic', scenario, scenario_loop: false, seed: 4243001, reconnect_ms: 100 } });
+  tune(config);
+  const events: CameraEvent[] = [];
+  const camera = await DeviceCamera.open(config, { photos: await demoPhotos(), onEvent: (e) => events.push(e) });
+  const app = await startTestApp({ tune: (c) => { c.server.mode = 'device'; c.camera = config.camera; c.liveness = config.liveness; }, deps: { camera } });
+  return { app, camera, events };
+}
+
+t.test('a live face: faceKey and a 120x120 JPEG, then the 1-second recency', async (t) => {
+  const { app, camera, events } = await deviceApp('live:2.5,none:30');
+  t.teardown(async () => { await app.close(); await camera.close(); });
+
+  const first = await until('a live face', async () => {
+    const res = await app.call({ method: 'GET', url: '/person/face/' });
+    return res.statusCode === 200 ? res : undefined;
+  });
+  const body = first.json() as { faceKey: string; faceImage: string };
+  t.same(Object.keys(body).sort(), ['faceImage', 'faceKey'], 'body: faceKey and faceImage only');
+  t.match(body.faceKey, /^lf_[0-9a-z]+_[A-Za-z0-9_-]{16}$/, 'faceKey is an opaque handle');
+  const jpeg = Buffer.from(body.faceImage, 'base64');
+  const meta = await sharp(jpeg).metadata();
+  t.equal(meta.format, 'jpeg', 'faceImage is a JPEG');
+  t.equal(meta.width, 120, '120 pixels wide');
+  t.equal(meta.height, 120, '120 pixels high');
+
+  const capture = camera.resolveKey(body.faceKey);
+  t.ok(capture, 'the faceKey resolves to its capture');
+  t.equal(capture!.image.width, 640, 'full-resolution frame');
+  t.equal(capture!.image.height, 480);
+  t.equal(capture!.image.data.length, 640 * 480 * 3);
+  t.ok((await sharp(await capture!.jpeg()).metadata()).width === 640, 'the capture encodes as a JPEG');
+  t.equal(camera.resolveKey('lf_0_AAAAAAAAAAAAAAAA'), undefined, 'an unknown key resolves to nothing');
+
+  // The live segment ends; the face stays available for less than 1 s after its last live frame.
+  const lastLive = await until('the scene to empty', () => {
+    const frames = events.filter((e) => e.type === 'frame');
+    const last = frames[frames.length - 1];
+    return last && last.type === 'frame' && last.truth.kind === 'none' ? Date.now() : undefined;
+  });
+  const liveFrames = events.filter((e) => e.type === 'frame' && e.liveId > 0);
+  t.ok(liveFrames.length > 10, 'many live frames while the person was there');
+  const stillThere = await app.call({ method: 'GET', url: '/person/face/' });
+  t.equal(stillThere.statusCode, 200, 'just after the person left: the face of <1 s ago is served');
+  const gone = await until('R_404', async () => {
+    const res = await app.call({ method: 'GET', url: '/person/face/' });
+    return res.statusCode === 400 ? { res, at: Date.now() } : undefined;
+  }, 5000);
+  t.same(gone.res.json(), { code: 'R_404', message: 'Face not found, or did not pass the liveness check' });
+  const servedFor = gone.at - lastLive;
+  t.ok(servedFor > 700 && servedFor < 1400, `served for about 1 s after the last live frame (${servedFor} ms)`);
+  t.ok(camera.resolveKey(body.faceKey), 'the faceKey outlives the 1 s recency (valid face_key_ttl_s)');
+  const again = await app.call({ method: 'GET', url: '/person/face/' });
+  t.equal(again.statusCode, 400, 'still R_404 (no new capture)');
+});
+
+t.test('R_404 when no face is in front of the camera', async (t) => {
+  const { app, camera } = await deviceApp('none:30');
+  t.teardown(async () => { await app.close(); await camera.close(); });
+  await until('frames', () => camera.status().framesAnalysed > 10);
+  const res = await app.call({ method: 'GET', url: '/person/face/' });
+  t.equal(res.statusCode, 400);
+  t.same(res.json(), { code: 'R_404', message: 'Face not found, or did not pass the liveness check' });
+});
+
+t.test('R_404 for a printed photo in front of the camera', async (t) => {
+  const { app, camera } = await deviceApp('print:30');
+  t.teardown(async () => { await app.close(); await camera.close(); });
+  await until('frames', () => camera.status().framesAnalysed > 20);
+  const res = await app.call({ method: 'GET', url: '/person/face/' });
+  t.equal(res.json().code, 'R_404');
+  t.equal(camera.status().liveCaptures, 0, 'no frame passed');
+});
+
+t.test('R_400 while the camera is unplugged, then it reconnects', async (t) => {
+  const { app, camera, events } = await deviceApp('live:1.5,unplug:2,live:30');
+  t.teardown(async () => { await app.close(); await camera.close(); });
+  await until('a live face', async () => (await app.call({ method: 'GET', url: '/person/face/' })).statusCode === 200);
+  await until('the disconnect', () => !camera.connected());
+  const res = await app.call({ method: 'GET', url: '/person/face/' });
+  t.equal(res.statusCode, 400);
+  t.same(res.json(), { code: 'R_400', message: 'Camera is not connected' });
+  t.ok(events.some((e) => e.type === 'status' && !e.connected && /unplugged/.test(e.lastError)), 'the disconnect was reported');
+  await until('the reconnection', () => camera.connected(), 10_000);
+  t.ok(camera.status().reconnects >= 1, 'reconnection counted');
+  await until('a live face again', async () => (await app.call({ method: 'GET', url: '/person/face/' })).statusCode === 200);
+});
+
+t.test('R_400 without a camera; cloud mode does not offer the route', async (t) => {
+  const device = await startTestApp({ tune: (c) => { c.server.mode = 'device'; } });
+  t.teardown(() => device.close());
+  t.same((await device.call({ method: 'GET', url: '/person/face/' })).json(), { code: 'R_400', message: 'Camera is not connected' });
+  const cloud = await startTestApp();
+  t.teardown(() => cloud.close());
+  const res = await cloud.call({ method: 'GET', url: '/person/face/' });
+  t.equal(res.statusCode, 404, 'cloud: 404');
+  t.equal(res.json().code, 'NOT_FOUND');
+});
+
+t.test('status counts frames, drops and the last decision', async (t) => {
+  const { app, camera } = await deviceApp('live:30');
+  t.teardown(async () => { await app.close(); await camera.close(); });
+  await until('live', () => camera.status().liveCaptures > 5);
+  const s = camera.status();
+  t.ok(s.connected);
+  t.equal(s.source, 'synthetic');
+  t.ok(s.framesCaptured >= s.framesAnalysed, 'captured >= analysed');
+  t.ok(s.framesCaptured - s.framesAnalysed - s.framesDropped <= 2, 'at most the frames in flight are unaccounted');
+  t.ok(s.lastDecision, 'last decision reported');
+  t.ok(camera.recentFrames().length > 0);
+});

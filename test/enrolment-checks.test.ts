@@ -1,0 +1,96 @@
+// [issue 3] The enrolment checks run in one fixed, documented order; the first failing check answers.
+import t from 'tap';
+import { defaultConfig } from '../src/config/load';
+import type { FaceAnalysis } from '../src/engine/types';
+import { ENROLMENT_CHECKS, countedFaces, runEnrolmentChecks } from '../src/services/enrolment-checks';
+
+const bounds = defaultConfig().quality;
+const good = (over: Partial<FaceAnalysis> = {}): FaceAnalysis => ({
+  box: { x: 0, y: 0, width: 200, height: 200, score: 0.99 },
+  analyzed: true,
+  landmarks: [],
+  points5: [],
+  pose: { yaw: 0, pitch: 0, roll: 0 },
+  eyes: { left: 1, right: 1 },
+  mouthOpenness: 0.05,
+  sunglasses: 0,
+  brightness: 128,
+  sharpness: 500,
+  faceSize: 200,
+  eyeDistance: 80,
+  liveness: 1,
+  embedding: new Float32Array(4),
+  ...over,
+});
+const none = async () => undefined;
+
+t.test('the documented order', async (t) => {
+  t.same(ENROLMENT_CHECKS.map((c) => c.error), [
+    'NoFace', 'NotOneFace', 'WrongFaceSize', 'WrongFaceYaw', 'WrongFacePitch', 'WrongFaceRoll',
+    'BadBrightness', 'BadSharpness', 'SunglassesExist', 'EyesClosed', 'MouthOpen', 'FaceExists',
+  ]);
+});
+
+t.test('a good face passes and is returned', async (t) => {
+  const f = good();
+  t.same(await runEnrolmentChecks([f], bounds, none), { ok: true, face: f });
+});
+
+t.test('each criterion alone', async (t) => {
+  const cases: [string, FaceAnalysis[], string][] = [
+    ['no face', [], 'NoFace'],
+    ['two comparable faces', [good(), good({ faceSize: 150 })], 'NotOneFace'],
+    ['small', [good({ faceSize: 79 })], 'WrongFaceSize'],
+    ['yaw', [good({ pose: { yaw: -26, pitch: 0, roll: 0 } })], 'WrongFaceYaw'],
+    ['pitch', [good({ pose: { yaw: 0, pitch: 26, roll: 0 } })], 'WrongFacePitch'],
+    ['roll', [good({ pose: { yaw: 0, pitch: 0, roll: -21 } })], 'WrongFaceRoll'],
+    ['dark', [good({ brightness: 59 })], 'BadBrightness'],
+    ['bright', [good({ brightness: 201 })], 'BadBrightness'],
+    ['blurred', [good({ sharpness: 9 })], 'BadSharpness'],
+    ['sunglasses', [good({ sunglasses: 0.51 })], 'SunglassesExist'],
+    ['one eye closed', [good({ eyes: { left: 1, right: 0.49 } })], 'EyesClosed'],
+    ['mouth', [good({ mouthOpenness: 0.36 })], 'MouthOpen'],
+  ];
+  for (const [name, faces, error] of cases) {
+    const out = await runEnrolmentChecks(faces, bounds, none);
+    t.equal(out.ok ? 'ok' : out.error, error, name);
+  }
+  const dup = await runEnrolmentChecks([good()], bounds, async () => 'someone');
+  t.same(dup.ok ? 'ok' : [dup.error, dup.reason], ['FaceExists', 'matches enrolled person someone']);
+});
+
+t.test('bounds are inclusive', async (t) => {
+  const edge = good({ faceSize: 80, pose: { yaw: 25, pitch: -25, roll: 20 }, brightness: 60, sharpness: 10, sunglasses: 0.5, eyes: { left: 0.5, right: 0.5 }, mouthOpenness: 0.35 });
+  t.ok((await runEnrolmentChecks([edge], bounds, none)).ok);
+});
+
+t.test('background faces smaller than background_face_ratio x the largest do not count', async (t) => {
+  t.equal(countedFaces([good(), good({ faceSize: 99 })], 0.5).length, 1);
+  t.equal(countedFaces([good(), good({ faceSize: 100 })], 0.5).length, 2);
+  t.ok((await runEnrolmentChecks([good(), good({ faceSize: 60, analyzed: false })], bounds, none)).ok);
+});
+
+t.test('precedence: the earlier criterion wins', async (t) => {
+  const bad = good({ faceSize: 50, pose: { yaw: 40, pitch: 40, roll: 40 }, brightness: 10, sunglasses: 1, eyes: { left: 0, right: 0 }, mouthOpenness: 1 });
+  const order = ['WrongFaceSize', 'WrongFaceYaw', 'WrongFacePitch', 'WrongFaceRoll', 'BadBrightness', 'SunglassesExist', 'EyesClosed', 'MouthOpen'];
+  let face = bad;
+  for (const expected of order) {
+    const out = await runEnrolmentChecks([face], bounds, none);
+    t.equal(out.ok ? 'ok' : out.error, expected);
+    // Fix the reported fault and check the next one comes out.
+    face = { ...face, ...fixes[expected] };
+  }
+  t.ok((await runEnrolmentChecks([face], bounds, none)).ok);
+  t.equal(((await runEnrolmentChecks([bad, bad], bounds, none)) as { error: string }).error, 'NotOneFace');
+});
+
+const fixes: Record<string, Partial<FaceAnalysis>> = {
+  WrongFaceSize: { faceSize: 200 },
+  WrongFaceYaw: { pose: { yaw: 0, pitch: 40, roll: 40 } },
+  WrongFacePitch: { pose: { yaw: 0, pitch: 0, roll: 40 } },
+  WrongFaceRoll: { pose: { yaw: 0, pitch: 0, roll: 0 } },
+  BadBrightness: { brightness: 128 },
+  SunglassesExist: { sunglasses: 0 },
+  EyesClosed: { eyes: { left: 1, right: 1 } },
+  MouthOpen: { mouthOpenness: 0 },
+};

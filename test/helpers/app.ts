@@ -1,0 +1,71 @@
+// Builds the application on a temporary LMDB folder with a known bootstrap key, for app.inject tests.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildApp, type AppDeps } from '../../src/http/app';
+import { defaultConfig } from '../../src/config/load';
+import type { Config } from '../../src/config/types';
+import type { FaceEngine } from '../../src/engine/types';
+import { openStore, type Store } from '../../src/storage/store';
+import { FakeEngine } from './fake-engine';
+import { testErrorCatalog } from './errors';
+
+export const BOOTSTRAP_KEY = 'test-bootstrap-key-0123456789';
+
+export interface TestApp {
+  app: FastifyInstance;
+  store: Store;
+  engine: FaceEngine;
+  config: Config;
+  dir: string;
+  /** inject with the bootstrap Api-Key and JSON content type unless overridden. */
+  call(opts: InjectOptions & { key?: string | null }): Promise<LightMyRequestResponse>;
+  /** Closes the app and the store (not the engine), keeping the folder. */
+  stop(): Promise<void>;
+  /** stop() and delete the folder. */
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  engine?: FaceEngine;
+  dir?: string;
+  tune?: (c: Config) => void;
+  deps?: Partial<AppDeps>;
+}
+
+export function tempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-test-'));
+}
+
+export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
+  const dir = opts.dir ?? tempDir();
+  const config = defaultConfig(dir);
+  config.storage.path = path.join(dir, 'db');
+  config.auth.bootstrap_key = BOOTSTRAP_KEY;
+  opts.tune?.(config);
+  const store = openStore(config.storage.path);
+  const engine = opts.engine ?? new FakeEngine();
+  const app = await buildApp({ config, engine, store, errors: testErrorCatalog(), ...opts.deps });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await app.close();
+    await store.close();
+  };
+  return {
+    app, store, engine, config, dir,
+    call: ({ key, headers, ...rest }) => {
+      const h: Record<string, string> = {};
+      if (key !== null) h['api-key'] = key ?? BOOTSTRAP_KEY;
+      if (rest.payload !== undefined && typeof rest.payload === 'object') h['content-type'] = 'application/json';
+      return app.inject({ ...rest, headers: { ...h, ...(headers as Record<string, string> | undefined) } });
+    },
+    stop,
+    close: async () => {
+      await stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,39 @@
+// The error table for tests: from the built addon when it loads (as in production), else parsed from
+// native/core/error_table.h (the same rows) so API tests run before the addon is built.
+import fs from 'node:fs';
+import path from 'node:path';
+import { ErrorCatalog, loadNativeErrorTable, type ErrorRow } from '../../src/errors';
+
+export const repoRoot = path.resolve(__dirname, '..', '..');
+export const errorHeader = path.join(repoRoot, 'native', 'core', 'error_table.h');
+
+/** Rows of the X-macro in error_table.h, numbered like the native enum. */
+export function parseErrorHeader(file: string = errorHeader): ErrorRow[] {
+  const text = fs.readFileSync(file, 'utf8');
+  const rows: ErrorRow[] = [];
+  const re = /X\((\w+),\s*"([^"]*)",\s*(\d+),\s*"([^"]*)"\)/g;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    rows.push({ status: rows.length, name: m[1], code: m[2], http: Number(m[3]), message: m[4] });
+  }
+  return rows;
+}
+
+let source: 'addon' | 'header' | undefined;
+
+export function nativeTable(): ErrorRow[] | undefined {
+  try {
+    return loadNativeErrorTable(repoRoot);
+  } catch {
+    return undefined;
+  }
+}
+
+export function testErrorCatalog(): ErrorCatalog {
+  const native = nativeTable();
+  source = native ? 'addon' : 'header';
+  return new ErrorCatalog(native ?? parseErrorHeader());
+}
+
+export function errorTableSource(): string | undefined {
+  return source;
+}

@@ -1,0 +1,54 @@
+// [issue 3] One monotonic cosine -> percent mapping, piecewise-linear through exported anchors.
+import t from 'tap';
+import { SIMILARITY_ANCHORS, SimilarityScale, roundSimilarity } from '../src/matching/similarity-scale';
+
+const scale = new SimilarityScale();
+
+t.test('initial anchors', async (t) => {
+  t.same(SIMILARITY_ANCHORS, [
+    { cosine: 0, similarity: 0 }, { cosine: 0.3, similarity: 80 }, { cosine: 0.45, similarity: 98 }, { cosine: 1, similarity: 100 },
+  ]);
+  for (const a of SIMILARITY_ANCHORS) t.equal(roundSimilarity(scale.toSimilarity(a.cosine)), a.similarity);
+});
+
+t.test('clamps and interpolates', async (t) => {
+  t.equal(scale.toSimilarity(-1), 0);
+  t.equal(scale.toSimilarity(-0.2), 0);
+  t.equal(scale.toSimilarity(Number.NaN), 0);
+  t.equal(scale.toSimilarity(1.2), 100);
+  t.equal(roundSimilarity(scale.toSimilarity(0.15)), 40);
+  t.equal(roundSimilarity(scale.toSimilarity(0.375)), 89);
+  t.equal(roundSimilarity(scale.toSimilarity(0.725)), 99);
+});
+
+t.test('monotonic over [-1, 1]', async (t) => {
+  let prev = -1;
+  for (let c = -1; c <= 1.0001; c += 0.001) {
+    const s = scale.toSimilarity(c);
+    if (s < prev) t.fail(`decreases at ${c}`);
+    prev = s;
+  }
+  t.pass('non-decreasing');
+});
+
+t.test('cosine floor is the inverse', async (t) => {
+  t.equal(scale.toCosineFloor(0), -1);
+  t.equal(scale.toCosineFloor(101), Number.POSITIVE_INFINITY);
+  for (const p of [1, 40, 80, 85, 90, 98, 99, 100]) {
+    const c = scale.toCosineFloor(p);
+    t.ok(Math.abs(scale.toSimilarity(c) - p) < 1e-9, `similarity(floor(${p})) = ${p}`);
+    t.ok(scale.toSimilarity(c - 1e-4) < p, `just below floor(${p}) is below`);
+  }
+});
+
+t.test('bad anchors are refused', async (t) => {
+  t.throws(() => new SimilarityScale([{ cosine: 0, similarity: 0 }]));
+  t.throws(() => new SimilarityScale([{ cosine: 0, similarity: 0 }, { cosine: 0, similarity: 100 }]));
+  t.throws(() => new SimilarityScale([{ cosine: 0, similarity: 0 }, { cosine: 0.5, similarity: 90 }, { cosine: 1, similarity: 80 }]));
+  t.throws(() => new SimilarityScale([{ cosine: 0, similarity: 5 }, { cosine: 1, similarity: 100 }]));
+});
+
+t.test('rounding to two decimals', async (t) => {
+  t.equal(roundSimilarity(79.996), 80);
+  t.equal(roundSimilarity(79.994), 79.99);
+});
