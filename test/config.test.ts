@@ -32,15 +32,19 @@ t.test('defaults', async (t) => {
   t.equal(c.quota.requests_per_day, 0);
 });
 
-t.test('config/default.ini: cloud mode, 127.0.0.1:8080, storage in the repository data/ folder', async (t) => {
+t.test('config/default.ini: device mode with the synthetic camera, 127.0.0.1:8080, storage in the repository data/ folder', async (t) => {
   const c = loadConfig(path.join(root, 'config', 'default.ini'));
-  t.equal(c.server.mode, 'cloud');
+  t.equal(c.server.mode, 'device');
+  t.equal(c.camera.source, 'synthetic');
   t.equal(c.server.host, '127.0.0.1');
   t.equal(c.server.port, 8080);
   t.equal(c.storage.path, path.join(root, 'data'));
   // The file spells out the person-API keys with their built-in defaults.
   const d = defaultConfig(path.join(root, 'config'));
-  for (const section of PERSON_API_SECTIONS) if (section !== 'storage') t.same(c[section], d[section], `[${section}]`);
+  // ... except [server] mode: the file runs device mode (the schema default is cloud).
+  for (const section of PERSON_API_SECTIONS) {
+    if (section !== 'storage') t.same(section === 'server' ? { ...c.server, mode: d.server.mode } : c[section], d[section], `[${section}]`);
+  }
 });
 
 t.test('config/default.ini lists every person-API key', async (t) => {

@@ -4,21 +4,25 @@ import { SIMILARITY_ANCHORS, SimilarityScale, roundSimilarity } from '../src/mat
 
 const scale = new SimilarityScale();
 
-t.test('initial anchors', async (t) => {
-  t.same(SIMILARITY_ANCHORS, [
-    { cosine: 0, similarity: 0 }, { cosine: 0.3, similarity: 80 }, { cosine: 0.45, similarity: 98 }, { cosine: 1, similarity: 100 },
-  ]);
+t.test('calibrated anchors: FMR 1e-k at 80 + 9(k-4) percent, from -1 -> 0 to 1 -> 100', async (t) => {
+  t.same(SIMILARITY_ANCHORS.map((a) => a.similarity), [0, 53, 62, 71, 80, 89, 98, 100]);
+  t.equal(SIMILARITY_ANCHORS[0].cosine, -1);
+  t.equal(SIMILARITY_ANCHORS[SIMILARITY_ANCHORS.length - 1].cosine, 1);
   for (const a of SIMILARITY_ANCHORS) t.equal(roundSimilarity(scale.toSimilarity(a.cosine)), a.similarity);
+  // The anchors the service's defaults rest on, as measured on LFW (bench:calibration).
+  const at = (pct: number) => SIMILARITY_ANCHORS.find((a) => a.similarity === pct)!.cosine;
+  t.ok(at(80) > 0.35 && at(80) < 0.5, `80 % at cosine ${at(80)}`);
+  t.ok(at(98) > at(80) + 0.05 && at(98) < 0.9, `98 % at cosine ${at(98)}`);
 });
 
 t.test('clamps and interpolates', async (t) => {
   t.equal(scale.toSimilarity(-1), 0);
-  t.equal(scale.toSimilarity(-0.2), 0);
+  t.equal(scale.toSimilarity(-2), 0);
   t.equal(scale.toSimilarity(Number.NaN), 0);
   t.equal(scale.toSimilarity(1.2), 100);
-  t.equal(roundSimilarity(scale.toSimilarity(0.15)), 40);
-  t.equal(roundSimilarity(scale.toSimilarity(0.375)), 89);
-  t.equal(roundSimilarity(scale.toSimilarity(0.725)), 99);
+  const [lo, hi] = [SIMILARITY_ANCHORS[4], SIMILARITY_ANCHORS[5]];
+  t.equal(roundSimilarity(scale.toSimilarity((lo.cosine + hi.cosine) / 2)), (lo.similarity + hi.similarity) / 2, 'midway between anchors');
+  t.equal(roundSimilarity(scale.toSimilarity(0)), roundSimilarity(53 * (1 / (1 + SIMILARITY_ANCHORS[1].cosine))), 'linear from -1');
 });
 
 t.test('monotonic over [-1, 1]', async (t) => {

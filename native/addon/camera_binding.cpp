@@ -5,6 +5,7 @@
 // frame) is read synchronously with liveFace().
 #include <napi.h>
 
+#include <cmath>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -339,6 +340,25 @@ Napi::Value CameraHandle::Stop(const Napi::CallbackInfo& info) {
 
 Napi::FunctionReference* gCameraConstructor = nullptr;
 
+// Roughly frontal (yaw within about 25 degrees, roll within 20) and both eyes open, from the landmarks' geometry alone: the nose tip
+// lies near the middle of the eyes, the eye line is level, the nose sits at a usual depth below the
+// eyes, and each eye's aspect ratio (opening / width) is that of an open eye.
+bool LooksFrontalWithOpenEyes(const FaceResult& f) {
+  const PointF* p = f.landmarks;
+  PointF l = f.points5[0], r = f.points5[1];
+  float ex = r.x - l.x, ey = r.y - l.y, iod = std::hypot(ex, ey);
+  if (iod < 1) return false;
+  float along = ((p[30].x - l.x) * ex + (p[30].y - l.y) * ey) / (iod * iod);
+  float below = (-(p[30].x - l.x) * ey + (p[30].y - l.y) * ex) / (iod * iod);
+  float roll = std::fabs(std::atan2(ey, ex)) * 57.3f;
+  auto ear = [p](int a) {
+    float w = std::hypot(p[a + 3].x - p[a].x, p[a + 3].y - p[a].y);
+    float h = std::hypot(p[a + 1].x - p[a + 5].x, p[a + 1].y - p[a + 5].y) + std::hypot(p[a + 2].x - p[a + 4].x, p[a + 2].y - p[a + 4].y);
+    return w > 0 ? h / (2 * w) : 0.0f;
+  };
+  return along > 0.3f && along < 0.7f && below > 0.45f && below < 0.95f && roll < 20 && ear(36) > 0.2f && ear(42) > 0.2f;
+}
+
 // Crops each usable face of a photo (eyes at least 30 px apart, near frontal, eyes open) into a texture.
 void FindFaceTextures(FaceEngine& engine, const FaceTexture& photo, std::vector<std::shared_ptr<const FaceTexture>>* out) {
   std::vector<FaceResult> faces;
@@ -348,8 +368,7 @@ void FindFaceTextures(FaceEngine& engine, const FaceTexture& photo, std::vector<
   options.maxFaces = 16;
   if (!engine.analyze(photo.rgb.data(), photo.rgb.size(), photo.width, photo.height, options, &faces, &timings).ok()) return;
   for (const FaceResult& f : faces) {
-    if (!f.analyzed || f.eyeDistance < 30 || std::fabs(f.yaw) > 20 || std::fabs(f.pitch) > 20 || std::fabs(f.roll) > 20) continue;
-    if (f.eyeLeft < 0.5f || f.eyeRight < 0.5f || f.sunglasses > 0.5f) continue;
+    if (!f.analyzed || f.eyeDistance < 30 || f.sunglasses > 0.5f || !LooksFrontalWithOpenEyes(f)) continue;
     float side = f.box.size * 3.2f;
     int x0 = std::max(0, static_cast<int>(f.box.x + f.box.size / 2 - side / 2));
     int y0 = std::max(0, static_cast<int>(f.box.y + f.box.size * 0.45f - side / 2));

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -117,6 +118,26 @@ int main() {
           CHECK(gi[i] == wi[i] && gs[i] == ws[i], "%s select entry %zu", ks[k]->name, i);
       }
     }
+  }
+
+  // encode() (AVX2 clone on x86-64) is bit-identical to normalise() + quantise() (baseline build).
+  for (size_t dim : {1, 7, 8, 100, 512, 513}) {
+    for (int t = 0; t < 200; ++t) {
+      std::vector<float> v(dim), n1(dim), n2(dim);
+      for (auto& x : v) x = gauss(rng) * (t % 3 == 0 ? 1e-30f : (t % 3 == 1 ? 1.0f : 1e30f));
+      if (t == 5) std::fill(v.begin(), v.end(), 0.0f);
+      size_t stride = (dim + 63) / 64 * 64;
+      std::vector<int8_t> c1(stride), c2(stride);
+      int32_t s1 = 0, s2 = 0;
+      float sc1 = 0, sc2 = 0;
+      bool ok1 = normalise(v.data(), dim, n1.data());
+      sc1 = quantise(n1.data(), dim, stride, c1.data(), &s1);
+      bool ok2 = encode(v.data(), dim, stride, n2.data(), c2.data(), &sc2, &s2);
+      CHECK(ok1 && ok2 && n1 == n2 && c1 == c2 && s1 == s2 && sc1 == sc2, "encode != normalise+quantise dim=%zu t=%d", dim, t);
+    }
+    std::vector<float> v(dim, 1.0f), out(dim);
+    v[dim / 2] = std::numeric_limits<float>::quiet_NaN();
+    CHECK(!normalise(v.data(), dim, out.data()), "NaN rejected");
   }
 
   // Index vs float32 brute force, every kernel, random gallery with duplicates, dims 512 and 100.

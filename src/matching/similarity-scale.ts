@@ -1,6 +1,12 @@
 // The one mapping from template cosine similarity to the similarity percent (0..100) every threshold and
 // response uses. Piecewise-linear through anchor points, monotonic non-decreasing, so a percent threshold
-// has an equivalent cosine floor for the index. The anchors are calibrated on LFW (issue 5).
+// has an equivalent cosine floor for the index. The anchors come from models/similarity-scale.json,
+// written by `npm run bench:calibration -- --write` from LFW: a false-match rate of 1e-k sits at
+// 80 + 9(k - 4) percent, so 80 % means FMR 1e-4 and 98 % means FMR 1e-6.
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { packageRoot } from '../package-root';
 
 export interface Anchor {
   cosine: number;
@@ -8,12 +14,10 @@ export interface Anchor {
 }
 
 /** Strictly increasing cosine; non-decreasing similarity from 0 to 100. Below the first anchor: 0. */
-export const SIMILARITY_ANCHORS: readonly Anchor[] = Object.freeze([
-  { cosine: 0, similarity: 0 },
-  { cosine: 0.3, similarity: 80 },
-  { cosine: 0.45, similarity: 98 },
-  { cosine: 1, similarity: 100 },
-]);
+export const SIMILARITY_ANCHORS: readonly Anchor[] = Object.freeze(
+  (JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'similarity-scale.json'), 'utf8')).anchors as Anchor[])
+    .map((a) => Object.freeze({ cosine: a.cosine, similarity: a.similarity })),
+);
 
 export class SimilarityScale {
   readonly anchors: readonly Anchor[];

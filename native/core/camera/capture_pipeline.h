@@ -132,7 +132,6 @@ class CapturePipeline {
   std::deque<Item> queue_;
   uint64_t nextOrder_ = 0;
   bool captureDone_ = false;
-  int busyWorkers_ = 0;
 
   // Ordered fusion.
   std::mutex fusionMutex_;

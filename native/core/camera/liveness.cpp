@@ -391,8 +391,8 @@ FrameDecision LivenessTracker::update(int64_t t, const FaceResult& face, const D
     }
   }
   if (config_.requireBlink && !d.blinkSeen) failed |= kBlink;
-  // The current frame must itself pass (so a live face is never served from an attack's frame).
-  if (hasDepth && depth.failed) failed |= depth.failed;
+  // With depth, the current frame's own checks are part of the decision (failed |= depth.failed above):
+  // a live face is never served from a frame that did not pass itself.
   d.failed = failed;
   d.live = failed == 0;
   return d;

@@ -198,5 +198,7 @@ bool normalise(const float* v, size_t dim, float* out);
 // Quantises a normalised vector into `stride` int8 codes (zero padded); returns the scale
 // (code * scale ~ value) and the code sum.
 float quantise(const float* v, size_t dim, size_t stride, int8_t* codes, int32_t* sum);
+// normalise() then quantise() in one call (bit-identical results); false when v is not finite.
+bool encode(const float* v, size_t dim, size_t stride, float* vec, int8_t* codes, float* scale, int32_t* sum);
 
 }  // namespace facecheck::index

@@ -1,0 +1,62 @@
+// The service under load for bench:api, in its own process: a temporary LMDB store pre-filled with N
+// persons (random unit templates of the engine's model, written straight to the store), then the real
+// service on 127.0.0.1 and, on a second port of the same process, a fastify route returning a constant
+// (the HTTP ceiling). Prints one JSON line with both ports, then serves until killed.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Fastify from 'fastify';
+
+import { defaultConfig } from '../src/config/load';
+import { createEngine } from '../src/engine';
+import { startService } from '../src/server';
+import { openStore } from '../src/storage/store';
+
+export const BENCH_KEY = 'bench-api-key-0123456789abcdef';
+
+function randomUnit(dim: number): Float32Array {
+  const v = new Float32Array(dim);
+  let n = 0;
+  for (let i = 0; i < dim; i++) {
+    // Box-Muller: isotropic directions, like unrelated faces' templates.
+    const g = Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random());
+    v[i] = g;
+    n += g * g;
+  }
+  const inv = 1 / Math.sqrt(n);
+  for (let i = 0; i < dim; i++) v[i] *= inv;
+  return v;
+}
+
+async function main() {
+  const persons = Number(process.argv[2] ?? 10000);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-bench-api-'));
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  const config = defaultConfig(dir);
+  config.storage.path = path.join(dir, 'db');
+  config.server.port = 0;
+  config.auth.bootstrap_key = BENCH_KEY;
+  const engine = await createEngine();
+
+  const store = openStore(config.storage.path);
+  const image = crypto.randomBytes(64);
+  const now = new Date().toISOString();
+  const writes: Promise<unknown>[] = [];
+  for (let i = 0; i < persons; i++) {
+    writes.push(store.persons.create('default', `synthetic-${i}`, { modelId: engine.modelId, template: randomUnit(512), referenceImage: image }, now));
+  }
+  await Promise.all(writes);
+  await store.close();
+
+  const service = await startService(config, { engine, logger: false, print: () => undefined });
+  const ceiling = Fastify({ logger: false });
+  ceiling.get('/constant', async () => ({ ok: true }));
+  const ceilingAddress = await ceiling.listen({ host: '127.0.0.1', port: 0 });
+  console.log(JSON.stringify({ service: service.address, ceiling: ceilingAddress, persons }));
+  const stop = async () => { await ceiling.close(); await service.close(); process.exit(0); };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });

@@ -1,0 +1,96 @@
+// npm run bench:api — identify and verify over HTTP at 10 concurrent clients against a service holding
+// 10,000 enrolled persons, with a fastify route returning a constant measured in the same run as the
+// ceiling. The service runs in a child process (bench/api-server.ts); autocannon drives it from here.
+// Targets (issue 3): identify >= 40 requests/s on the 2-core machine, p99 <= 3x p50.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import sharp from 'sharp';
+
+import { createEngine } from '../src/engine';
+import { packageRoot } from '../src/package-root';
+import { loadRgb, printJsonLine } from './common';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const autocannon = require('autocannon');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { packTarball, extractEntries, cacheDir } = require('../../scripts/npm-tarball');
+
+const PERSONS = Number(process.env.BENCH_API_PERSONS ?? 10000);
+const SECONDS = Number(process.env.BENCH_API_SECONDS ?? 15);
+const CONNECTIONS = 10;
+const KEY = 'bench-api-key-0123456789abcdef';
+
+/** A JPEG of one face (about 480 px), cut from a face-api demo photo: what a gate camera would send. */
+async function facePhoto(): Promise<Buffer> {
+  const [file] = extractEntries(packTarball('@vladmandic/face-api@1.7.15'), ['package/demo/sample3.jpg'], path.join(cacheDir(), 'face-api-demo'));
+  const engine = await createEngine();
+  const image = await loadRgb(file);
+  const [face] = await engine.analyze(image, { embed: false });
+  await engine.close();
+  const side = Math.round(face.box.width * 2);
+  const left = Math.max(0, Math.round(face.box.x + face.box.width / 2 - side / 2));
+  const top = Math.max(0, Math.round(face.box.y + face.box.height / 2 - side / 2));
+  return sharp(file).extract({ left, top, width: Math.min(side, image.width - left), height: Math.min(side, image.height - top) })
+    .resize(480).jpeg({ quality: 90 }).toBuffer();
+}
+
+interface Run { requestsPerSecond: number; p50: number; p99: number; requests: number; non2xx: number; errors: number }
+
+async function load(url: string, method: 'GET' | 'POST', body?: string): Promise<Run> {
+  const result = await autocannon({
+    url, method, body, connections: CONNECTIONS, duration: SECONDS,
+    headers: { 'Api-Key': KEY, 'Content-Type': 'application/json' },
+  });
+  return {
+    requestsPerSecond: +(result.requests.total / SECONDS).toFixed(1), p50: result.latency.p50, p99: result.latency.p99,
+    requests: result.requests.total, non2xx: result.non2xx, errors: result.errors,
+  };
+}
+
+async function main() {
+  const jpeg = await facePhoto();
+  const server = spawn(process.execPath, [path.join(packageRoot(), 'dist', 'bench', 'api-server.js'), String(PERSONS)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const started = Date.now();
+  const ready = await new Promise<{ service: string; ceiling: string }>((resolve, reject) => {
+    readline.createInterface({ input: server.stdout }).once('line', (line) => resolve(JSON.parse(line)));
+    server.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+  });
+  console.log(`service with ${PERSONS} persons ready in ${((Date.now() - started) / 1000).toFixed(1)} s at ${ready.service}`);
+  try {
+    const faceImage = jpeg.toString('base64');
+    const enrol = await fetch(`${ready.service}/person/face/gate-user`, {
+      method: 'POST', headers: { 'Api-Key': KEY, 'Content-Type': 'application/json' }, body: JSON.stringify({ faceImage }),
+    });
+    if (enrol.status !== 200) throw new Error(`enrolment failed: ${enrol.status} ${await enrol.text()}`);
+    const body = JSON.stringify({ faceImage });
+    const identify = await fetch(`${ready.service}/person/recognize-face`, { method: 'POST', headers: { 'Api-Key': KEY, 'Content-Type': 'application/json' }, body });
+    const who = (await identify.json()) as { personId?: string };
+    if (who.personId !== 'gate-user') throw new Error(`identify did not find the enrolled person: ${JSON.stringify(who)}`);
+
+    // Interleaved blocks, ceiling first and last, so machine noise falls on all alike.
+    const runs = {
+      constant: await load(`${ready.ceiling}/constant`, 'GET'),
+      identify: await load(`${ready.service}/person/recognize-face`, 'POST', body),
+      verify: await load(`${ready.service}/person/verify-face/gate-user`, 'POST', body),
+    };
+    console.log(`\n${CONNECTIONS} connections, ${SECONDS} s each, ${PERSONS + 1} enrolled persons, ${jpeg.length}-byte JPEG`);
+    console.log('route                      req/s     p50 ms   p99 ms   p99/p50   non-2xx');
+    for (const [name, r] of Object.entries(runs)) {
+      console.log(`${name.padEnd(24)} ${String(r.requestsPerSecond).padStart(8)} ${String(r.p50).padStart(9)} ${String(r.p99).padStart(8)} ` +
+        `${(r.p99 / Math.max(1, r.p50)).toFixed(2).padStart(8)} ${String(r.non2xx).padStart(8)}`);
+    }
+    const targets = {
+      identifyAtLeast40: runs.identify.requestsPerSecond >= 40,
+      identifyP99Within3xP50: runs.identify.p99 <= 3 * runs.identify.p50,
+    };
+    console.log(`targets: identify >= 40 req/s ${targets.identifyAtLeast40 ? 'MET' : 'NOT MET'}, p99 <= 3x p50 ${targets.identifyP99Within3xP50 ? 'MET' : 'NOT MET'}`);
+    printJsonLine({ bench: 'api', persons: PERSONS + 1, connections: CONNECTIONS, seconds: SECONDS, jpegBytes: jpeg.length, runs, targets });
+  } finally {
+    server.kill('SIGTERM');
+  }
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
