@@ -78,6 +78,11 @@ async function main() {
     samples.push({ set: `photos: ${condition}`, expected, faces: await analyze(await loadRgb(path.join(data, 'quality', file))) });
   }
 
+  // No photo of quality/ is pitched: three LFW photos that are (checked by eye), looking up or down.
+  for (const p of ['Chris_Cornell/Chris_Cornell_0001.jpg', 'Ernie_Stewart/Ernie_Stewart_0001.jpg', 'Bill_OReilly/Bill_OReilly_0001.jpg']) {
+    samples.push({ set: 'photos: pitched (LFW)', expected: 'WrongFacePitch', faces: await analyze(await loadRgb(path.join(data, 'lfw-view1', 'images', p))) });
+  }
+
   // Per check: pass/fail counts of good photos and of the photos meant to fail it, checked alone.
   console.log(`\n== each check alone at the default bounds (${JSON.stringify(bounds)}) ==`);
   console.log('check            good pass/fail   bad pass/fail   bad sets');

@@ -7,9 +7,16 @@ const path = require('node:path');
 const { Parser } = require('tap-parser');
 
 const root = path.resolve(__dirname, '..');
+// Type errors fail the run before any test does (the sources, the benchmarks and the tests themselves).
 const tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
-execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
-execFileSync(process.execPath, [tsc, '-p', 'test/tsconfig.json'], { cwd: root, stdio: 'inherit' });
+for (const project of ['tsconfig.json', 'test/tsconfig.json']) {
+  try {
+    execFileSync(process.execPath, [tsc, '-p', project], { cwd: root, stdio: 'inherit' });
+  } catch {
+    console.log(`\ntype check of ${project} failed\n0 passed, 1 failed, 0 skipped`);
+    process.exit(1);
+  }
+}
 
 const files = process.argv.slice(2);
 const tap = spawn(process.execPath, [require.resolve('tap/bin/run.js', { paths: [root] }), '--reporter=tap', ...files], {

@@ -44,7 +44,7 @@ export interface NativeFace {
 
 export interface NativeEngineHandle {
   analyze(pixels: Uint8Array, width: number, height: number,
-    options?: { embed?: boolean; crop?: boolean; maxFaces?: number }): Promise<{ faces: NativeFace[]; timings: StageTimings }>;
+    options?: { embed?: boolean; crop?: boolean; maxFaces?: number; eyes?: boolean; liveness?: boolean }): Promise<{ faces: NativeFace[]; timings: StageTimings }>;
   close(): Promise<void>;
   readonly pending: number;
 }

@@ -50,6 +50,22 @@ export async function ensureFirstKey(store: Store, print: (line: string) => void
   return key;
 }
 
+/**
+ * Closes the engine once its last analysis has finished: a client that hung up leaves its analysis
+ * running after the HTTP server has closed, and the engine refuses to close under it. Bounded (30 s).
+ */
+async function closeWhenIdle(engine: FaceEngine): Promise<void> {
+  for (let waited = 0; ; waited += 50) {
+    try {
+      await engine.close();
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SERVICE_UNAVAILABLE' || waited >= 30_000) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const errors = opts.errors ?? loadErrorCatalog();
@@ -80,7 +96,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       close: async () => {
         await app.close(); // waits for in-flight requests
         await ownCamera?.close();
-        await engine.close();
+        await closeWhenIdle(engine);
         await openStoreRef.close();
       },
     };

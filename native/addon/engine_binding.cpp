@@ -206,6 +206,8 @@ Napi::Value EngineHandle::Analyze(const Napi::CallbackInfo& info) {
     Napi::Object o = info[3].As<Napi::Object>();
     options.embed = BoolOption(o, "embed", options.embed);
     options.crop = BoolOption(o, "crop", options.crop);
+    options.eyes = BoolOption(o, "eyes", options.eyes);
+    options.liveness = BoolOption(o, "liveness", options.liveness);
     options.maxFaces = IntOption(o, "maxFaces", options.maxFaces);
   }
   double w = info[1].As<Napi::Number>().DoubleValue(), h = info[2].As<Napi::Number>().DoubleValue();

@@ -77,7 +77,7 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
       resultB = embedder_->embedPass(ws.pyramid, ws.embedder[1], aligned, true, ws.passOutput[1].data());
       watch.lap(&laneB.embed);
     }
-    if (resultB.ok()) resultB = attributes_->eyes(ws.pyramid, ws.attributes, face);
+    if (resultB.ok() && options.eyes) resultB = attributes_->eyes(ws.pyramid, ws.attributes, face);
     watch.lap(&laneB.eyes);
   };
   std::thread worker;
@@ -90,7 +90,7 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
     r = embedder_->embedPass(ws.pyramid, ws.embedder[0], aligned, false, ws.passOutput[0].data());
     watch.lap(&laneA.embed);
   }
-  if (r.ok()) r = attributes_->liveness(ws.pyramid, ws.attributes, face);
+  if (r.ok() && options.liveness) r = attributes_->liveness(ws.pyramid, ws.attributes, face);
   watch.lap(&laneA.liveness);
   if (r.ok()) {
     warpToRgb(ws.pyramid, aligned, kAlignedSize, kAlignedSize, ws.aligned.data());

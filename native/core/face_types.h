@@ -42,6 +42,8 @@ struct StageTimings {
 
 struct AnalyzeOptions {
   bool embed = true;
+  bool eyes = true;      // the eye-state model (enrolment needs it; matching does not)
+  bool liveness = true;  // the passive colour liveness model
   bool crop = false;
   int maxFaces = 64;
 };

@@ -66,6 +66,10 @@ export interface AnalyzeOptions {
   embed?: boolean;
   /** Return the aligned 112x112 crop (default false). */
   crop?: boolean;
+  /** Run the eye-state model (default true); without it `eyes` reads 0. */
+  eyes?: boolean;
+  /** Run the passive colour liveness model (default true); without it `liveness` reads 0. */
+  liveness?: boolean;
   /** Analyse at most this many faces, largest first (default: all, up to 64). Counting still sees all. */
   maxFaces?: number;
 }

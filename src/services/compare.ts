@@ -27,7 +27,7 @@ export async function comparePersons(ctx: ServiceContext, caller: Caller, input:
   const target = await decodeField(ctx, 'targetImage', input.targetImage);
   const source = await decodeField(ctx, 'sourceImage', input.sourceImage);
   await consumeQuota(ctx, caller.accountId);
-  const [targetFaces, sourceFaces] = await Promise.all([analyse(ctx, target.rgb, 1), analyse(ctx, source.rgb, 1)]);
+  const [targetFaces, sourceFaces] = await Promise.all([analyse(ctx, target.rgb, 1, 'match'), analyse(ctx, source.rgb, 1, 'match')]);
   const [a, b] = [sourceFaces[0], targetFaces[0]];
   if (!a || !b) return { similarity: 0, facesMatched: 0 };
   const similarity = pairSimilarity(ctx, a, b);

@@ -25,8 +25,11 @@ export interface Caller {
 
 /**
  * Every face of an image, largest first (the engine's order). Only the first `maxFaces` are analysed
- * (embedding, pose, ...); the others carry their box and size, enough to count faces.
+ * (embedding, pose, ...); the others carry their box and size, enough to count faces. `purpose` picks the
+ * models: enrolment needs the eye-state model for its checks, matching needs only the template; the
+ * passive colour liveness model serves the device's camera, not photos sent to the API.
  */
-export async function analyse(ctx: ServiceContext, image: RgbImage, maxFaces: number): Promise<FaceAnalysis[]> {
-  return ctx.engine.analyze(image, { embed: true, maxFaces });
+export async function analyse(ctx: ServiceContext, image: RgbImage, maxFaces: number,
+  purpose: 'enrol' | 'match'): Promise<FaceAnalysis[]> {
+  return ctx.engine.analyze(image, { embed: true, maxFaces, eyes: purpose === 'enrol', liveness: false });
 }

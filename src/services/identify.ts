@@ -10,7 +10,7 @@ import { consumeQuota } from './quota';
 export async function identifyPerson(ctx: ServiceContext, caller: Caller, faceImage: string): Promise<PersonView> {
   const image = await decodeField(ctx, 'faceImage', faceImage);
   await consumeQuota(ctx, caller.accountId);
-  const [face] = await analyse(ctx, image.rgb, 1);
+  const [face] = await analyse(ctx, image.rgb, 1, 'match');
   if (!face) throw ctx.errors.create('NoPersonMatched', 'no face in the probe image');
   const minSize = ctx.config.quality.min_face_size;
   if (face.faceSize < minSize) throw ctx.errors.create('WrongFaceSize', `face ${face.faceSize} px < ${minSize} px`);

@@ -65,7 +65,7 @@ export async function getPerson(ctx: ServiceContext, caller: Caller, personId: s
 async function enrolmentFace(
   ctx: ServiceContext, caller: Caller, personId: string, rgb: Parameters<typeof analyse>[1], isUpdate: boolean,
 ): Promise<FaceAnalysis> {
-  const faces = await analyse(ctx, rgb, ENROL_MAX_FACES);
+  const faces = await analyse(ctx, rgb, ENROL_MAX_FACES, 'enrol');
   const gallery = ctx.galleries.of(caller.accountId);
   const threshold = ctx.config.matching.duplicate_threshold;
   const findDuplicate = async (face: FaceAnalysis): Promise<string | undefined> => {

@@ -29,7 +29,7 @@ export async function reindex(
       const bytes = store.persons.referenceImage(p.accountId, p.personId);
       if (!bytes) throw new Error('no reference image stored');
       const rgb = await decodeImageBytes('referenceImage', bytes, limits);
-      const faces = await engine.analyze(rgb, { embed: true, maxFaces: 1 });
+      const faces = await engine.analyze(rgb, { embed: true, maxFaces: 1, eyes: false, liveness: false });
       if (faces.length === 0) throw new Error('the engine finds no face in the reference image');
       await store.persons.setTemplate(p.accountId, p.personId, engine.modelId, faces[0].embedding);
       report.done++;

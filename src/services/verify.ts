@@ -18,7 +18,7 @@ export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId
     // Templates of another model are not comparable; `face-check reindex` recomputes them.
     throw ctx.errors.create('ServiceUnavailable', `person ${personId} has a ${person.modelId} template: run reindex`);
   }
-  const [face] = await analyse(ctx, image.rgb, 1);
+  const [face] = await analyse(ctx, image.rgb, 1, 'match');
   if (!face) throw ctx.errors.create('NoPersonMatched', 'no face in the probe image');
   const threshold = ctx.config.matching.verify_threshold;
   const similarity = roundSimilarity(ctx.scale.toSimilarity(dot(face.embedding, person.template)));

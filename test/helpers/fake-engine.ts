@@ -90,7 +90,7 @@ export class FakeEngine implements FaceEngine {
 
   async profile(image: RgbImage, options: AnalyzeOptions = {}): Promise<{ faces: FaceAnalysis[]; timings: StageTimings }> {
     const faces = await this.analyze(image, options);
-    return { faces, timings: { detect: 0, landmarks: 0, eyes: 0, pose: 0, liveness: 0, quality: 0, embed: 0, total: 0 } };
+    return { faces, timings: { detect: 0, landmarks: 0, eyes: 0, liveness: 0, quality: 0, embed: 0, total: 0 } };
   }
 
   async close(): Promise<void> {
