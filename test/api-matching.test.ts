@@ -1,12 +1,23 @@
 // [issue 3] Spec 4.6 identify, 4.7 verify, 4.8 compare (cloud and device answers), over app.inject with
 // the fake engine, whose photos carry an exact cosine to their identity's template.
 import t from 'tap';
-import { fakePhotoB64, type FakePhoto } from './helpers/fake-engine';
+import { dot } from '../src/matching/gallery';
+import { SimilarityScale, roundSimilarity } from '../src/matching/similarity-scale';
+import { fakePhotoB64, percentAtStep, stepReaching, templateFor, type FakePhoto } from './helpers/fake-engine';
 import { startTestApp, type TestApp } from './helpers/app';
 
+// Cosine steps k (cosine k/255) and their percents come from the similarity scale, so every boundary test
+// stays "just at the threshold passes, one step below fails" through a recalibration.
+const scale = new SimilarityScale();
+
 type Teardown = { teardown(fn: () => unknown): void };
-async function setup(t: Teardown, mode: 'cloud' | 'device' = 'cloud', duplicateThreshold = 90): Promise<TestApp> {
-  const a = await startTestApp({ tune: (c) => { c.server.mode = mode; c.matching.duplicate_threshold = duplicateThreshold; } });
+async function setup(t: Teardown, mode: 'cloud' | 'device' = 'cloud', duplicateThreshold?: number): Promise<TestApp> {
+  const a = await startTestApp({
+    tune: (c) => {
+      c.server.mode = mode;
+      if (duplicateThreshold !== undefined) c.matching.duplicate_threshold = duplicateThreshold;
+    },
+  });
   t.teardown(() => a.close());
   return a;
 }
@@ -39,11 +50,14 @@ t.test('4.6 identify: the best of several candidates above the threshold wins', 
 
 t.test('4.6 identify: a match needs 98% (identify_threshold)', async (t) => {
   const a = await setup(t);
+  const threshold = a.config.matching.identify_threshold;
+  t.equal(threshold, 98);
   await enrol(a, 'alice', { identity: 1 });
-  // cosine 115/255 = 0.451 -> 98.04%; 114/255 = 0.447 -> 97.65%
-  t.equal((await post(a, '/person/recognize-face', { faceImage: await probe(1, 115) })).statusCode, 200, '98.04% matches');
-  const res = await post(a, '/person/recognize-face', { faceImage: await probe(1, 114) });
-  t.equal(res.statusCode, 410, '97.65% does not');
+  const k = stepReaching(threshold, scale);
+  t.equal((await post(a, '/person/recognize-face', { faceImage: await probe(1, k) })).statusCode, 200,
+    `${k}/255 -> ${percentAtStep(k, scale)}% matches`);
+  const res = await post(a, '/person/recognize-face', { faceImage: await probe(1, k - 1) });
+  t.equal(res.statusCode, 410, `${k - 1}/255 -> ${percentAtStep(k - 1, scale)}% does not`);
   t.same(res.json(), { code: 'RF_001', message: 'No person matched' });
 });
 
@@ -70,13 +84,15 @@ t.test('4.6 identify: 400 F_011 when the face is smaller than min_face_size; gro
 
 t.test('4.7 verify: 200 personId, created, updated when similarity reaches 80%', async (t) => {
   const a = await setup(t);
+  const threshold = a.config.matching.verify_threshold;
+  t.equal(threshold, 80);
   const alice = await enrol(a, 'alice', { identity: 1 });
-  // 77/255 = 0.302 -> 80.24%; 76/255 = 0.298 -> 79.53%
-  const ok = await post(a, '/person/verify-face/alice', { faceImage: await probe(1, 77) });
-  t.equal(ok.statusCode, 200);
+  const k = stepReaching(threshold, scale);
+  const ok = await post(a, '/person/verify-face/alice', { faceImage: await probe(1, k) });
+  t.equal(ok.statusCode, 200, `${k}/255 -> ${percentAtStep(k, scale)}% matches`);
   t.same(ok.json(), alice);
-  const fail = await post(a, '/person/verify-face/alice', { faceImage: await probe(1, 76) });
-  t.equal(fail.statusCode, 410, 'a failed match is 410 RF_001');
+  const fail = await post(a, '/person/verify-face/alice', { faceImage: await probe(1, k - 1) });
+  t.equal(fail.statusCode, 410, `${k - 1}/255 -> ${percentAtStep(k - 1, scale)}%: a failed match is 410 RF_001`);
   t.same(fail.json(), { code: 'RF_001', message: 'No person matched' });
 });
 
@@ -93,24 +109,32 @@ t.test('4.7 verify: another person, no face -> 410 RF_001; absent person_id -> 4
 
 t.test('4.8 compare (cloud): facesMatched 1 at or above 80% by default, else 0', async (t) => {
   const a = await setup(t, 'cloud');
+  const threshold = a.config.matching.compare_threshold;
+  t.equal(threshold, 80);
   const source = await fakePhotoB64({ identity: 1 });
   const cmp = async (target: string, extra: Record<string, unknown> = {}) =>
     post(a, '/person/compare-face', { targetImage: target, sourceImage: source, ...extra });
-  const same = await cmp(await probe(1, 77));
+  const k = stepReaching(threshold, scale);
+  const same = await cmp(await probe(1, k));
   t.equal(same.statusCode, 200);
-  t.same(same.json(), { facesMatched: 1 });
-  t.same((await cmp(await probe(1, 76))).json(), { facesMatched: 0 });
+  t.same(same.json(), { facesMatched: 1 }, `${k}/255 -> ${percentAtStep(k, scale)}%`);
+  t.same((await cmp(await probe(1, k - 1))).json(), { facesMatched: 0 }, `${k - 1}/255 -> ${percentAtStep(k - 1, scale)}%`);
   t.same((await cmp(await fakePhotoB64({ identity: 2 }))).json(), { facesMatched: 0 });
 });
 
 t.test('4.8 compare (cloud): similarityThreshold is a percent; 98 example; limits', async (t) => {
   const a = await setup(t, 'cloud');
   const source = await fakePhotoB64({ identity: 1 });
-  const target = await probe(1, 100); // 0.392 -> 91.06%
+  // A target between the default 80% and the 98% example: the step reaching the midway percent.
+  const k = stepReaching((a.config.matching.compare_threshold + 98) / 2, scale);
+  const pct = percentAtStep(k, scale);
+  t.ok(pct >= a.config.matching.compare_threshold && pct < 98, `target ${k}/255 -> ${pct}%`);
+  const target = await probe(1, k);
   const cmp = (extra: Record<string, unknown>) => post(a, '/person/compare-face', { targetImage: target, sourceImage: source, ...extra });
   t.same((await cmp({})).json(), { facesMatched: 1 }, 'default 80');
   t.same((await cmp({ similarityThreshold: 98 })).json(), { facesMatched: 0 }, '98%');
-  t.same((await cmp({ similarityThreshold: 91 })).json(), { facesMatched: 1 });
+  t.same((await cmp({ similarityThreshold: Math.floor(pct) })).json(), { facesMatched: 1 }, `${Math.floor(pct)}%`);
+  t.same((await cmp({ similarityThreshold: Math.floor(pct) + 1 })).json(), { facesMatched: 0 }, `${Math.floor(pct) + 1}%`);
   t.same((await cmp({ similarityThreshold: 0 })).json(), { facesMatched: 1 });
   t.same((await cmp({ similarityThreshold: 100 })).json(), { facesMatched: 0 });
   for (const bad of [-1, 100.5, '80', null, true]) {
@@ -135,16 +159,24 @@ t.test('4.8 compare: the source is compared with the LARGEST face of targetImage
 t.test('4.8 compare (device): similarity in percent, two decimals, threshold does not change it', async (t) => {
   const a = await setup(t, 'device');
   const source = await fakePhotoB64({ identity: 1 });
-  const target = await probe(1, 100);
+  const k = stepReaching((a.config.matching.compare_threshold + 98) / 2, scale);
+  const target = await probe(1, k);
   const res = await post(a, '/person/compare-face', { targetImage: target, sourceImage: source });
   t.equal(res.statusCode, 200);
   const body = res.json();
   t.same(Object.keys(body), ['similarity']);
-  t.ok(Math.abs(body.similarity - 91.06) < 0.02, `similarity ${body.similarity}`);
+  // float32 templates: the cosine is k/255 to about 1e-7
+  t.ok(Math.abs(body.similarity - percentAtStep(k, scale)) < 0.02, `similarity ${body.similarity} ~ ${percentAtStep(k, scale)} (${k}/255)`);
   t.equal(Math.round(body.similarity * 100) / 100, body.similarity, 'two decimals');
   const withThreshold = await post(a, '/person/compare-face', { targetImage: target, sourceImage: source, similarityThreshold: 98 });
   t.same(withThreshold.json(), body);
   t.same((await post(a, '/person/compare-face', { targetImage: source, sourceImage: source })).json(), { similarity: 100 });
-  t.same((await post(a, '/person/compare-face', { targetImage: await fakePhotoB64({ identity: 2 }), sourceImage: source })).json().similarity < 30, true);
+  // A stranger: the scale's percent of the two identities' (near-orthogonal) template cosine, far below a match.
+  const strangerCosine = dot(templateFor(2, 0, 1), templateFor(1, 0, 1));
+  const strangerPct = roundSimilarity(scale.toSimilarity(strangerCosine));
+  const stranger = (await post(a, '/person/compare-face', { targetImage: await fakePhotoB64({ identity: 2 }), sourceImage: source })).json().similarity;
+  t.ok(Math.abs(strangerCosine) < 0.2, `stranger cosine ${strangerCosine}`);
+  t.ok(Math.abs(stranger - strangerPct) < 0.02, `stranger ${stranger} ~ ${strangerPct}`);
+  t.ok(stranger < a.config.matching.compare_threshold, 'below the compare threshold');
   t.same((await post(a, '/person/compare-face', { targetImage: await fakePhotoB64({ identity: 1, faces: 0 }), sourceImage: source })).json(), { similarity: 0 });
 });

@@ -1,7 +1,8 @@
 // [issue 3] Spec section 3 (states and transitions) and 4.2-4.5 (create, update, remove, get), one test
 // per table row, over app.inject with the fake engine.
 import t from 'tap';
-import { fakePhotoB64, type FakePhoto } from './helpers/fake-engine';
+import { defaultConfig } from '../src/config/load';
+import { fakePhotoB64, percentAtStep, stepReaching, type FakePhoto } from './helpers/fake-engine';
 import { startTestApp, type TestApp } from './helpers/app';
 
 const ISO_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -100,6 +101,11 @@ t.test('4.5 get person: 200 personId, created, updated; 404 NF_001', async (t) =
   t.same((await a.call({ method: 'GET', url: '/person/face/P.1_X-Y' })).json().code, 'NF_001', 'ids are case-sensitive');
 });
 
+// F_012: the cosine step k (cosine k/255 to an enrolled template) just at duplicate_threshold, from the
+// similarity scale; one step below is no duplicate.
+const DUPLICATE_THRESHOLD = defaultConfig().matching.duplicate_threshold;
+const DUP_STEP = stepReaching(DUPLICATE_THRESHOLD);
+
 // 4.2/4.3: F_001..F_012 for create and update (F_011 also for identify, in api-matching).
 const faults: [string, FakePhoto][] = [
   ['F_001', { identity: 5, faces: 2 }],
@@ -113,7 +119,7 @@ const faults: [string, FakePhoto][] = [
   ['F_009', { identity: 5, fault: 9 }],
   ['F_010', { identity: 5, fault: 10 }],
   ['F_011', { identity: 5, faceSize: 60 }],
-  ['F_012', { identity: 1, variant: 3, cosine: 0.95 }],
+  ['F_012', { identity: 1, variant: 3, cosine: DUP_STEP / 255 }],
 ];
 const messages: Record<string, string> = {
   F_001: 'Should be one face', F_002: 'Most likely no face exists', F_003: 'Eyes are closed', F_004: 'Mouth is open',
@@ -137,7 +143,7 @@ t.test('4.3 update: each enrolment criterion gives its F_ code, the old referenc
   const alice = (await enrol(a, 'alice', { identity: 1 })).json();
   await enrol(a, 'bob', { identity: 2 });
   for (const [code, p] of faults) {
-    const res = await enrol(a, 'bob', code === 'F_012' ? { identity: 1, variant: 4, cosine: 0.95 } : p, 'PUT');
+    const res = await enrol(a, 'bob', code === 'F_012' ? { identity: 1, variant: 4, cosine: DUP_STEP / 255 } : p, 'PUT');
     t.same(res.json(), { code, message: messages[code] }, code);
   }
   t.equal((await identify(a, { identity: 2 })).json().personId, 'bob', 'bob unchanged');
@@ -150,6 +156,20 @@ t.test('enrolment rules: background faces are ignored; updating with a new photo
   t.equal((await enrol(a, 'bob', { identity: 2, faces: 2, secondFacePercent: 50 })).json().code, 'F_001', 'at the ratio counts');
   t.equal((await enrol(a, 'alice', { identity: 1, variant: 7, cosine: 0.97 }, 'PUT')).statusCode, 200);
   t.equal((await enrol(a, 'carol', { identity: 1, variant: 8, cosine: 0.2 })).statusCode, 200, 'below duplicate_threshold');
+});
+
+t.test('F_012 at duplicate_threshold (98%); a face one step below it enrols, on create and update', async (t) => {
+  const a = await setup(t);
+  t.equal(a.config.matching.duplicate_threshold, 98);
+  t.equal(a.config.matching.duplicate_threshold, DUPLICATE_THRESHOLD);
+  await enrol(a, 'alice', { identity: 1 });
+  const at = `${DUP_STEP}/255 -> ${percentAtStep(DUP_STEP)}%`;
+  const below = `${DUP_STEP - 1}/255 -> ${percentAtStep(DUP_STEP - 1)}%`;
+  t.equal((await enrol(a, 'bob', { identity: 1, variant: 3, cosine: DUP_STEP / 255 })).json().code, 'F_012', `create at ${at}`);
+  t.equal((await enrol(a, 'bob', { identity: 1, variant: 3, cosine: (DUP_STEP - 1) / 255 })).statusCode, 200, `create below: ${below}`);
+  t.equal((await enrol(a, 'carol', { identity: 2 })).statusCode, 200);
+  t.equal((await enrol(a, 'carol', { identity: 1, variant: 4, cosine: DUP_STEP / 255 }, 'PUT')).json().code, 'F_012', `update at ${at}`);
+  t.equal((await enrol(a, 'carol', { identity: 1, variant: 4, cosine: (DUP_STEP - 1) / 255 }, 'PUT')).statusCode, 200, `update below: ${below}`);
 });
 
 t.test('enrolment: concurrent creates of one id -> one 200, the rest CP_002', async (t) => {

@@ -16,16 +16,17 @@ t.test('defaults', async (t) => {
   t.same(c.server, { mode: 'cloud', host: '127.0.0.1', port: 8080, body_limit_bytes: 24 * 1024 * 1024 });
   t.equal(c.storage.path, '/srv/data');
   t.equal(c.auth.bootstrap_key, '');
-  t.same(c.matching, { identify_threshold: 98, verify_threshold: 80, compare_threshold: 80, duplicate_threshold: 90 });
+  t.same(c.matching, { identify_threshold: 98, verify_threshold: 80, compare_threshold: 80, duplicate_threshold: 98 });
   t.same(c.image, { max_bytes: 8 * 1024 * 1024, max_pixels: 50_000_000 });
   t.equal(c.quality.min_face_size, 80);
-  t.equal(c.quality.max_yaw, 25);
-  t.equal(c.quality.max_pitch, 25);
+  t.equal(c.quality.max_yaw, 30);
+  t.equal(c.quality.max_pitch, 30);
   t.equal(c.quality.max_roll, 20);
   t.equal(c.quality.min_brightness, 60);
   t.equal(c.quality.max_brightness, 200);
-  t.equal(c.quality.min_eye_openness, 0.5);
-  t.equal(c.quality.max_mouth_openness, 0.35);
+  t.equal(c.quality.min_sharpness, 40);
+  t.equal(c.quality.min_eye_openness, 0.3); // the mean of both eyes
+  t.equal(c.quality.max_mouth_openness, 0.2);
   t.equal(c.quality.max_sunglasses, 0.5);
   t.equal(c.quality.background_face_ratio, 0.5);
   t.equal(c.camera.source, 'none');

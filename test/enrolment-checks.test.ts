@@ -37,19 +37,23 @@ t.test('a good face passes and is returned', async (t) => {
 });
 
 t.test('each criterion alone', async (t) => {
+  // Just beyond each default bound (config.test.ts pins the values).
+  const b = bounds;
   const cases: [string, FaceAnalysis[], string][] = [
     ['no face', [], 'NoFace'],
     ['two comparable faces', [good(), good({ faceSize: 150 })], 'NotOneFace'],
-    ['small', [good({ faceSize: 79 })], 'WrongFaceSize'],
-    ['yaw', [good({ pose: { yaw: -26, pitch: 0, roll: 0 } })], 'WrongFaceYaw'],
-    ['pitch', [good({ pose: { yaw: 0, pitch: 26, roll: 0 } })], 'WrongFacePitch'],
-    ['roll', [good({ pose: { yaw: 0, pitch: 0, roll: -21 } })], 'WrongFaceRoll'],
-    ['dark', [good({ brightness: 59 })], 'BadBrightness'],
-    ['bright', [good({ brightness: 201 })], 'BadBrightness'],
-    ['blurred', [good({ sharpness: 9 })], 'BadSharpness'],
-    ['sunglasses', [good({ sunglasses: 0.51 })], 'SunglassesExist'],
-    ['one eye closed', [good({ eyes: { left: 1, right: 0.49 } })], 'EyesClosed'],
-    ['mouth', [good({ mouthOpenness: 0.36 })], 'MouthOpen'],
+    ['small', [good({ faceSize: b.min_face_size - 1 })], 'WrongFaceSize'],
+    ['yaw', [good({ pose: { yaw: -(b.max_yaw + 1), pitch: 0, roll: 0 } })], 'WrongFaceYaw'],
+    ['pitch', [good({ pose: { yaw: 0, pitch: b.max_pitch + 1, roll: 0 } })], 'WrongFacePitch'],
+    ['roll', [good({ pose: { yaw: 0, pitch: 0, roll: -(b.max_roll + 1) } })], 'WrongFaceRoll'],
+    ['dark', [good({ brightness: b.min_brightness - 1 })], 'BadBrightness'],
+    ['bright', [good({ brightness: b.max_brightness + 1 })], 'BadBrightness'],
+    ['blurred', [good({ sharpness: b.min_sharpness - 1 })], 'BadSharpness'],
+    ['sunglasses', [good({ sunglasses: b.max_sunglasses + 0.01 })], 'SunglassesExist'],
+    ['both eyes closed', [good({ eyes: { left: 0, right: 0 } })], 'EyesClosed'],
+    // min_eye_openness bounds the MEAN of both eyes.
+    ['mean eye openness just below', [good({ eyes: { left: b.min_eye_openness + 0.01, right: b.min_eye_openness - 0.03 } })], 'EyesClosed'],
+    ['mouth', [good({ mouthOpenness: b.max_mouth_openness + 0.01 })], 'MouthOpen'],
   ];
   for (const [name, faces, error] of cases) {
     const out = await runEnrolmentChecks(faces, bounds, none);
@@ -59,9 +63,22 @@ t.test('each criterion alone', async (t) => {
   t.same(dup.ok ? 'ok' : [dup.error, dup.reason], ['FaceExists', 'matches enrolled person someone']);
 });
 
+t.test('eye openness is the mean of both eyes: one misread eye does not reject an open-eyed face', async (t) => {
+  t.ok(bounds.min_eye_openness <= 0.5, 'premise: one open eye (1) and one read as closed (0) average 0.5');
+  t.ok((await runEnrolmentChecks([good({ eyes: { left: 1, right: 0 } })], bounds, none)).ok, 'right eye misread');
+  t.ok((await runEnrolmentChecks([good({ eyes: { left: 0, right: 1 } })], bounds, none)).ok, 'left eye misread');
+});
+
 t.test('bounds are inclusive', async (t) => {
-  const edge = good({ faceSize: 80, pose: { yaw: 25, pitch: -25, roll: 20 }, brightness: 60, sharpness: 10, sunglasses: 0.5, eyes: { left: 0.5, right: 0.5 }, mouthOpenness: 0.35 });
-  t.ok((await runEnrolmentChecks([edge], bounds, none)).ok);
+  const b = bounds;
+  const at = (over: Partial<FaceAnalysis>) => good({
+    faceSize: b.min_face_size, pose: { yaw: b.max_yaw, pitch: -b.max_pitch, roll: b.max_roll }, brightness: b.min_brightness,
+    sharpness: b.min_sharpness, sunglasses: b.max_sunglasses, eyes: { left: b.min_eye_openness, right: b.min_eye_openness },
+    mouthOpenness: b.max_mouth_openness, ...over,
+  });
+  t.ok((await runEnrolmentChecks([at({})], bounds, none)).ok, 'every lower/upper bound at once');
+  t.ok((await runEnrolmentChecks([at({ pose: { yaw: -b.max_yaw, pitch: b.max_pitch, roll: -b.max_roll }, brightness: b.max_brightness })], bounds, none)).ok,
+    'the other signs and the upper brightness bound');
 });
 
 t.test('background faces smaller than background_face_ratio x the largest do not count', async (t) => {

@@ -161,11 +161,15 @@ export class DeviceCamera implements LiveFaceSource {
   /** The face that passed liveness now or less than recency_ms ago, with a new faceKey; null: none. */
   async latest(): Promise<LiveFace | null> {
     if (this.closed) return null;
-    const live = this.handle.liveFace(this.config.liveness.recency_ms, true);
-    if (!live || !live.frame) return null;
+    const recency = this.config.liveness.recency_ms;
+    const current = this.handle.liveFace(recency, false);
+    if (!current) return null;
     // The same capture asked for again (within the 1 s, or between frames) keeps its key.
-    const known = this.byCapture.get(live.id);
+    const known = this.byCapture.get(current.id);
     if (known && this.resolveKey(known.faceKey)) return known;
+    // A new capture: fetch it with its full frame (it may be a newer one by now).
+    const live = this.handle.liveFace(recency, true);
+    if (!live || !live.frame) return null;
     const jpeg = await sharp(Buffer.from(live.crop.buffer, live.crop.byteOffset, live.crop.byteLength), {
       raw: { width: live.cropSize, height: live.cropSize, channels: 3 },
     }).jpeg({ quality: 92 }).toBuffer();

@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import sharp from 'sharp';
 import type { AnalyzeOptions, FaceAnalysis, FaceEngine, RgbImage } from '../../src/engine/types';
 import type { StageTimings } from '../../src/native';
+import { SimilarityScale, roundSimilarity } from '../../src/matching/similarity-scale';
 
 export const FAKE_MODEL_ID = 'fake-embedder-v1';
 export const DIM = 512;
@@ -46,6 +47,22 @@ export async function fakePhoto(p: FakePhoto): Promise<Buffer> {
   px(3, [p.fault ?? 0, 0, 0]);
   px(4, [p.secondFacePercent ?? 100, 0, 0]);
   return sharp(data, { raw: { width, height, channels: 3 } }).png().toBuffer();
+}
+
+/** The similarity percent (two decimals, as the service reports it) of the fake cosine k/255. */
+export function percentAtStep(k: number, scale = new SimilarityScale()): number {
+  return roundSimilarity(scale.toSimilarity(k / 255));
+}
+
+/**
+ * The smallest k (0..255) whose fake cosine k/255 reaches `percent` on the similarity scale, so that a photo
+ * with cosine k/255 is just at a threshold and (k-1)/255 just below it, whatever the scale's calibration.
+ */
+export function stepReaching(percent: number, scale = new SimilarityScale()): number {
+  let k = Math.max(0, Math.floor(scale.toCosineFloor(percent) * 255) - 1);
+  while (k <= 255 && percentAtStep(k, scale) < percent) k++;
+  if (k > 255 || k === 0) throw new Error(`no fake cosine step is just at ${percent} %`);
+  return k;
 }
 
 export async function fakePhotoB64(p: FakePhoto): Promise<string> {
@@ -105,7 +122,8 @@ function face(size: number, fault: Fault, embedding: Float32Array, analyzed: boo
     landmarks: [],
     points5: [],
     pose: { yaw: fault === 10 ? 40 : 2, pitch: fault === 9 ? 40 : -3, roll: fault === 8 ? 30 : 1 },
-    eyes: { left: 0.95, right: fault === 3 ? 0.05 : 0.9 },
+    // F_003 bounds the mean of both eyes, so the fault closes both.
+    eyes: fault === 3 ? { left: 0.05, right: 0.1 } : { left: 0.95, right: 0.9 },
     mouthOpenness: fault === 4 ? 0.8 : 0.05,
     sunglasses: fault === 5 ? 0.95 : 0.02,
     brightness: fault === 6 ? 20 : 128,
