@@ -2,7 +2,8 @@
 # Reads the same source list as CMakeLists.txt: native/sources.json.
 {
   "variables": {
-    "ort_include%": "deps/onnxruntime/include"
+    "ort_include%": "deps/onnxruntime/include",
+    "has_freenect%": "<!(node -e \"const fs=require('fs');process.stdout.write(['/usr/include','/usr/local/include'].some((d)=>fs.existsSync(d+'/libfreenect.h')||fs.existsSync(d+'/libfreenect/libfreenect.h'))?'1':'0')\")"
   },
   "target_defaults": {
     "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
@@ -19,7 +20,12 @@
       "libraries": ["-ldl", "-lpthread"],
       "conditions": [
         ["target_arch=='x64'", { "dependencies": ["simd_x64"] }],
-        ["target_arch=='arm64'", { "sources": ["<!@(node -p \"require('./native/sources.json').simd_neon.join(' ')\")"] }]
+        ["target_arch=='arm64'", { "sources": ["<!@(node -p \"require('./native/sources.json').simd_neon.join(' ')\")"] }],
+        ["has_freenect==1", {
+          "sources": ["<!@(node -p \"require('./native/sources.json').optional_freenect.join(' ')\")"],
+          "defines": ["FACE_CHECK_HAVE_FREENECT"],
+          "include_dirs": ["/usr/include/libfreenect", "/usr/local/include/libfreenect"]
+        }]
       ]
     }
   ],

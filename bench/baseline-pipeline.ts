@@ -317,10 +317,16 @@ function measureQuality(rgb: Uint8Array, lm: Float32Array):
   const sharpness = laplacianVariance(region, rw, rh);
   const d = (i: number, j: number) => Math.hypot(lm[2 * i] - lm[2 * j], lm[2 * i + 1] - lm[2 * j + 1]);
   const mouthOpenness = ((d(61, 67) + d(62, 66) + d(63, 65)) / 3) / Math.max(1, d(48, 54));
-  const skin = (meanOver(grey, LEFT_CHEEK) + meanOver(grey, RIGHT_CHEEK) + meanOver(grey, NOSE)) / 3;
-  const eyes = (meanOver(grey, LEFT_EYE) + meanOver(grey, RIGHT_EYE)) / 2;
-  const ratio = skin > 1 ? eyes / skin : 1;
-  return { brightness, sharpness, mouthOpenness, sunglasses: 1 / (1 + Math.exp((ratio - 0.55) * 20)) };
+  // As the native: 90th percentile of the eye regions' luma over the median luma of cheeks and nose.
+  const pixels = (regions: number[][]) => {
+    const v: number[] = [];
+    for (const [x0, y0, x1, y1] of regions) for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) v.push(grey[y * ALIGNED + x]);
+    return v.sort((a, b) => a - b);
+  };
+  const eyes = pixels([LEFT_EYE, RIGHT_EYE]), skin = pixels([LEFT_CHEEK, RIGHT_CHEEK, NOSE]);
+  const median = skin[skin.length >> 1], p90 = eyes[Math.floor(eyes.length * 0.9)];
+  const ratio = median > 1 ? p90 / median : 1;
+  return { brightness, sharpness, mouthOpenness, sunglasses: 1 / (1 + Math.exp((ratio - 0.58) * 25)) };
 }
 
 // ---- the pipeline ---------------------------------------------------------------------------------------
@@ -334,7 +340,7 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
   const levels = { ...NATIVE_LEVELS, ...(options.levels ?? {}) };
   const sessions = {} as Record<ModelId, ort.InferenceSession>;
   for (const id of MODEL_IDS) sessions[id] = await createSession(id, options.threads, levels[id]);
-  const minScore = options.minDetectionScore ?? 0.6;
+  const minScore = options.minDetectionScore ?? 0.85;
   const lastInputs: Partial<Record<ModelId, Float32Array>> = {};
 
   async function run(id: ModelId, input: Float32Array, runs: Record<ModelId, number>): Promise<Float32Array[]> {
