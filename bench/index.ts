@@ -8,7 +8,7 @@
 // template, and the bulk-load time of the largest gallery from LMDB. Prints tables and a final JSON line.
 //
 // Environment: INDEX_BENCH_SIZES=10000,100000,1000000   INDEX_BENCH_RECALL=2000 (queries)
-//              (1000 on galleries of 500k and more)   INDEX_BENCH_SECONDS=1 (time budget per measurement)   INDEX_BENCH_LMDB=0 (skip LMDB)
+//              (1000 on galleries of 500k and more)   INDEX_BENCH_SECONDS=1 (time budget per measurement)   INDEX_BENCH_LMDB=0 (skip LMDB) or =only
 //              FACE_CHECK_ADDON=path/to/face_check.node (an addon built elsewhere)
 import fs from 'node:fs';
 import os from 'node:os';
@@ -26,6 +26,8 @@ const SIZES = (process.env.INDEX_BENCH_SIZES ?? '10000,100000,1000000').split(',
 const RECALL_QUERIES = Number(process.env.INDEX_BENCH_RECALL ?? 2000);
 const BUDGET_S = Number(process.env.INDEX_BENCH_SECONDS ?? 1);
 const WITH_LMDB = process.env.INDEX_BENCH_LMDB !== '0';
+/** INDEX_BENCH_LMDB=only: generate the largest gallery and run the LMDB part alone. */
+const ONLY_LMDB = process.env.INDEX_BENCH_LMDB === 'only';
 
 type UsearchModule = typeof import('usearch');
 let usearch: UsearchModule | undefined;
@@ -448,39 +450,80 @@ async function readParallel(dir: string, account: string, count: number, binary:
 async function benchLmdb(ix: SimilarityIndex, g: Gallery): Promise<Record<string, number>> {
   const n = g.keys.length;
   const account = 'acct-1';
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-index-bench-'));
-  try {
-    const tw = performance.now();
-    {
-      const root = openLmdb({ path: dir, noSync: true, compression: false });
-      const persons = root.openDB<Record<string, unknown>, [string, string]>({ name: 'persons' });
-      const templates = root.openDB<Uint8Array, [string, string]>({ name: 'templates', encoding: 'binary' });
-      const bytes = new Uint8Array(g.data.buffer, g.data.byteOffset, g.data.byteLength);
-      const now = new Date().toISOString();
-      for (let start = 0; start < n; start += 50000) {
-        root.transactionSync(() => {
-          for (let i = start; i < Math.min(n, start + 50000); i++) {
-            const template = bytes.subarray(i * DIM * 4, (i + 1) * DIM * 4);
-            persons.putSync([account, g.keys[i]], { personId: g.keys[i], created: now, updated: now, modelId: 'bench', template });
-            templates.putSync([account, g.keys[i]], template);
-          }
-        });
+  const workers = Math.max(1, Math.min(os.cpus().length, 4));
+  const res: Record<string, number> = { n, readerThreads: workers };
+  const bytes = new Uint8Array(g.data.buffer, g.data.byteOffset, g.data.byteLength);
+  // One environment per layout, written, closed, then read back as at a service start (fresh mappings).
+  for (const binary of [false, true]) {
+    const label = binary ? 'binary' : 'records';
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-index-bench-'));
+    try {
+      const tw = performance.now();
+      {
+        const root = openLmdb({ path: dir, noSync: true, compression: false });
+        const templates = root.openDB<Uint8Array, [string, string]>({ name: 'templates', encoding: 'binary' });
+        const persons = root.openDB<Record<string, unknown>, [string, string]>({ name: 'persons' });
+        const now = new Date().toISOString();
+        for (let start = 0; start < n; start += 50000) {
+          root.transactionSync(() => {
+            for (let i = start; i < Math.min(n, start + 50000); i++) {
+              const template = bytes.subarray(i * DIM * 4, (i + 1) * DIM * 4);
+              if (binary) templates.putSync([account, g.keys[i]], template);
+              else persons.putSync([account, g.keys[i]], { personId: g.keys[i], created: now, updated: now, modelId: 'bench', template });
+            }
+          });
+        }
+        await root.close();
       }
-      await root.close();
-    }
-    const writeS = (performance.now() - tw) / 1000;
-    const fileBytes = fs.readdirSync(dir).reduce((s, f) => s + fs.statSync(path.join(dir, f)).size, 0);
-    const res: Record<string, number> = { n, writeS, fileMB: fileBytes / 1e6 };
-    const workers = Math.max(1, Math.min(os.cpus().length, 4));
-    for (const [label, binary, threads] of [['records', false, workers], ['records1', false, 1], ['binary', true, workers]] as const) {
+      res[`${label}WriteS`] = (performance.now() - tw) / 1000;
+      res[`${label}FileMB`] = fs.readdirSync(dir).reduce((sum, f) => sum + fs.statSync(path.join(dir, f)).size, 0) / 1e6;
+
+      // (a) Streamed, as a service start would do it: one reader (the JS thread) fills 64k-template blocks
+      //     while the previous block is encoded by the addon (double buffering, appending bulk loads).
+      {
+        ix.dropCollection('bench-lmdb');
+        const c = ix.createCollection('bench-lmdb', DIM);
+        const t0 = performance.now();
+        const root = openLmdb({ path: dir, readOnly: true, compression: false });
+        const db = root.openDB({ name: binary ? 'templates' : 'persons', encoding: binary ? 'binary' : undefined });
+        const block = 65536;
+        const bufs = [new Float32Array(block * DIM), new Float32Array(block * DIM)];
+        let which = 0;
+        let pending: Promise<unknown> | undefined;
+        let buf = new Uint8Array(bufs[0].buffer);
+        let keys: string[] = [];
+        const flush = async () => {
+          const data = bufs[which].subarray(0, keys.length * DIM);
+          await pending;
+          pending = c.bulkLoad(data, keys);
+          which ^= 1;
+          buf = new Uint8Array(bufs[which].buffer);
+          keys = [];
+        };
+        for (const { key, value } of db.getRange({ start: [account], end: [account, '\uffff'] })) {
+          buf.set(binary ? value : value.template, keys.length * DIM * 4);
+          keys.push(binary ? (key as [string, string])[1] : value.personId);
+          if (keys.length === block) await flush();
+        }
+        if (keys.length) await flush();
+        await pending;
+        const t1 = performance.now();
+        await root.close();
+        if (c.size !== n) throw new Error(`streamed bulk load gave ${c.size} templates, expected ${n}`);
+        res[`${label}StreamS`] = (t1 - t0) / 1000;
+        console.log(`${binary ? 'raw float32 values (templates db)  ' : 'person records (msgpack, persons db)'}: streamed, 1 reader + addon encoding 64k blocks meanwhile: ${fmt(res[`${label}StreamS`])} s`);
+        ix.dropCollection('bench-lmdb');
+      }
+
+      // (b) Parallel readers into one shared buffer, then one clearing bulk load.
       ix.dropCollection('bench-lmdb');
       const c = ix.createCollection('bench-lmdb', DIM);
       const t0 = performance.now();
       const root = openLmdb({ path: dir, readOnly: true, compression: false });
-      const persons = root.openDB({ name: 'persons' });
-      const count = persons.getCount({ start: [account], end: [account, '\uffff'] });
+      const db = root.openDB({ name: binary ? 'templates' : 'persons', encoding: binary ? 'binary' : undefined });
+      const count = db.getCount({ start: [account], end: [account, '\uffff'] });
       await root.close();
-      const { data, keys } = await readParallel(dir, account, count, binary, threads);
+      const { data, keys } = await readParallel(dir, account, count, binary, workers);
       const t1 = performance.now();
       await c.bulkLoad(data, keys, { clear: true });
       const t2 = performance.now();
@@ -488,15 +531,15 @@ async function benchLmdb(ix: SimilarityIndex, g: Gallery): Promise<Record<string
       res[`${label}ReadS`] = (t1 - t0) / 1000;
       res[`${label}BulkLoadS`] = (t2 - t1) / 1000;
       res[`${label}TotalS`] = (t2 - t0) / 1000;
-      console.log(`LMDB ${label === 'binary' ? 'raw float32 values' : 'person records (msgpack)'}, ${threads} reader thread(s): read ${fmt(res[`${label}ReadS`])} s + bulkLoad ${fmt(res[`${label}BulkLoadS`])} s = ${fmt(res[`${label}TotalS`])} s`);
+      console.log(`${binary ? 'raw float32 values (templates db)  ' : 'person records (msgpack, persons db)'}: ${workers} reader threads ${fmt(res[`${label}ReadS`])} s + one bulkLoad ${fmt(res[`${label}BulkLoadS`])} s = ${fmt(res[`${label}TotalS`])} s   [env ${fmt(res[`${label}FileMB`], 0)} MB, written in ${fmt(res[`${label}WriteS`], 1)} s]`);
       ix.dropCollection('bench-lmdb');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
-    res.totalS = res.recordsTotalS;
-    console.log(`(${n.toLocaleString('en-US')} persons, ${fmt(res.fileMB, 0)} MB environment written in ${fmt(writeS, 1)} s; page cache warm)`);
-    return res;
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
   }
+  res.totalS = Math.min(res.recordsStreamS, res.recordsTotalS);
+  res.binaryBestS = Math.min(res.binaryStreamS, res.binaryTotalS);
+  return res;
 }
 
 async function main(): Promise<void> {
@@ -508,6 +551,14 @@ async function main(): Promise<void> {
   const recalls: Recall[] = [];
   const memory: Record<string, unknown>[] = [];
   let last: Gallery | undefined;
+  if (ONLY_LMDB) {
+    const n = SIZES[SIZES.length - 1];
+    last = makeGallery(n, BATCH, 1000 + n);
+    console.log(`\n== bulk load from LMDB`);
+    const lmdb = await benchLmdb(ix, last);
+    console.log(JSON.stringify({ bench: 'index-lmdb', dim: DIM, lmdb }));
+    return;
+  }
   for (const n of SIZES) {
     last = undefined; // let the previous gallery be collected
     last = await benchSize(ix, n, rows, recalls, memory);
@@ -549,7 +600,7 @@ async function main(): Promise<void> {
     console.log(`not slower than usearch exact i8: ${fmt(targets.speedupVsUsearchI8!)}x -> ${targets.notSlowerThanUsearchI8Met ? 'met' : 'NOT met'}`);
   }
   console.log(`recall@1 >= 99.9%: ${fmt(rec.recall1 * 100, 3)}% -> ${targets.recall1Met ? 'met' : 'NOT met'}`);
-  if (lmdb) console.log(`LMDB bulk load of 1M <= 3 s: ${fmt(lmdb.totalS)} s for ${lmdb.n.toLocaleString('en-US')} -> ${targets.lmdbBulkLoadMet ? 'met' : 'NOT met'}`);
+  if (lmdb) console.log(`LMDB bulk load of 1M <= 3 s: ${fmt(lmdb.totalS)} s for ${lmdb.n.toLocaleString('en-US')} person records (${fmt(lmdb.binaryBestS)} s from a raw templates db) -> ${targets.lmdbBulkLoadMet ? 'met' : 'NOT met'}`);
   console.log(JSON.stringify({ bench: 'index', dim: DIM, k: K, batch: BATCH, kernels: ix.kernels, usearch: usearch ? true : usearchNote, rows, recalls, memory, lmdb, targets }));
 }
 

@@ -97,6 +97,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         await app.close(); // waits for in-flight requests
         await ownCamera?.close();
         await closeWhenIdle(engine);
+        galleries.close();
         await openStoreRef.close();
       },
     };

@@ -1,6 +1,7 @@
 // Standalone test of the index core (no Node): every kernel against the scalar reference, and the index
 // against a float32 brute force. Built and run by native/test/index-core-test.sh (x86_64 natively, and the
 // aarch64/NEON build under qemu-user when a cross compiler is installed).
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/index/kernels.h"
@@ -173,6 +175,58 @@ int main() {
       }
     }
   }
+  // Concurrent searches (1 and 2 scan threads) while two writers upsert, remove and bulk-load (run under
+  // ThreadSanitizer by index-core-test.sh when INDEX_CORE_TSAN=1).
+  {
+    const size_t dim = 64, n = 3000;
+    Collection c(dim);
+    std::vector<float> data(n * dim);
+    for (auto& v : data) v = gauss(rng);
+    std::vector<std::string> keys;
+    for (size_t i = 0; i < n; ++i) keys.push_back("k" + std::to_string(i));
+    BulkStats bs;
+    CHECK(c.bulkLoad(data.data(), n, keys, true, 2, &bs).ok(), "stress bulk load");
+    std::atomic<bool> stop{false};
+    std::atomic<int> searches{0}, bad{0};
+    auto searcher = [&](unsigned th) {
+      std::vector<std::vector<Hit>> out;
+      SearchOptions o;
+      o.k = 10;
+      o.threads = th;
+      while (!stop) {
+        if (!c.search(data.data(), 4, o, &out).ok() || out[0].size() != 10) bad++;
+        searches++;
+      }
+    };
+    auto writer = [&](int w) {
+      std::vector<float> v(dim);
+      std::mt19937 r(w);
+      std::normal_distribution<float> g(0.f, 1.f);
+      for (int i = 0; i < 300; ++i) {
+        for (auto& x : v) x = g(r);
+        std::string k = "w" + std::to_string(w) + "-" + std::to_string(i % 50);
+        bool flag = false;
+        IndexResult res = i % 3 == 2 ? c.remove(k, &flag) : c.write(k, v.data(), WriteMode::Upsert, &flag);
+        if (!res.ok()) bad++;
+        if (i % 97 == 0) {
+          BulkStats local;
+          if (!c.bulkLoad(data.data(), 100, std::vector<std::string>(keys.begin(), keys.begin() + 100), false, 2, &local).ok()) bad++;
+        }
+      }
+    };
+    std::vector<std::thread> ts;
+    ts.emplace_back(searcher, 1u);
+    ts.emplace_back(searcher, 2u);
+    ts.emplace_back(writer, 1);
+    ts.emplace_back(writer, 2);
+    ts[2].join();
+    ts[3].join();
+    stop = true;
+    ts[0].join();
+    ts[1].join();
+    CHECK(bad == 0 && searches > 0, "concurrent stress: %d failures in %d searches", bad.load(), searches.load());
+  }
+
   std::printf("%s (%d failures)\n", failures ? "FAILED" : "ok", failures);
   return failures ? 1 : 0;
 }

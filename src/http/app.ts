@@ -39,6 +39,7 @@ export interface AppDeps {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, errors } = deps;
   let galleries = deps.galleries;
+  const ownGalleries = !galleries;
   if (!galleries) {
     galleries = new Galleries();
     await galleries.rebuild(deps.store.persons, deps.engine.modelId);
@@ -83,6 +84,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(recognizeFace);
   await app.register(verifyFace);
   await app.register(compareFace, { mode: config.server.mode });
+  // Galleries built here are released with the app; a caller's own (server.ts) are the caller's to close.
+  if (ownGalleries) app.addHook('onClose', async () => galleries.close());
   await app.ready();
   return app;
 }

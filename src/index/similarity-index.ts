@@ -200,7 +200,11 @@ export class Collection {
 
   /** Top-k hits for one query, best first. */
   search(query: Float32Array | readonly number[], options: SearchOptions = {}): Promise<SearchHit[]> {
-    return call(async () => hits((await this.binding.search(this.name, asFloat32(query), options))[0]));
+    return call(async () => {
+      const q = asFloat32(query);
+      if (q.length !== this.dim) throw new TypeError(`query has ${q.length} values, expected ${this.dim}`);
+      return hits((await this.binding.search(this.name, q, options))[0]);
+    });
   }
 
   /** Top-k hits for many queries in one pass over the gallery (a Float32Array of n * dim, or n arrays). */

@@ -160,7 +160,7 @@ Storage& Storage::operator=(Storage&&) noexcept = default;
 
 namespace {
 // max |v_i| over eight lanes, and whether some v_i is a NaN or an infinity.
-inline float maxAbs(const float* v, size_t dim, bool* nonFinite) {
+__attribute__((always_inline)) inline float maxAbs(const float* v, size_t dim, bool* nonFinite) {
   float m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   uint32_t bad[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   size_t i = 0;
@@ -191,12 +191,12 @@ inline float maxAbs(const float* v, size_t dim, bool* nonFinite) {
 }  // namespace
 
 // The bulk-load and write path: normalise + quantise in one go (4 passes over the row instead of 5). On
-// x86-64 glibc it is also compiled for AVX2 and picked at load (ifunc); both builds run the same IEEE
+// x86-64 it is also compiled for AVX2 and picked once at run time; both builds run the same IEEE
 // operations lane by lane (no FMA), so the results are bit-identical to normalise() then quantise().
-#if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-bool encode(const float* v, size_t dim, size_t stride, float* vec, int8_t* codes, float* scale, int32_t* sum) {
+// (A plain function pointer rather than an ifunc: ifunc resolvers run before the sanitizer runtimes start.)
+namespace {
+__attribute__((always_inline)) inline bool encodeImpl(const float* v, size_t dim, size_t stride, float* vec,
+                                                      int8_t* codes, float* scale, int32_t* sum) {
   bool bad = false;
   const float maxabs = maxAbs(v, dim, &bad);
   if (bad) return false;
@@ -238,6 +238,33 @@ bool encode(const float* v, size_t dim, size_t stride, float* vec, int8_t* codes
   *scale = m / 127.0f;
   *sum = s;
   return true;
+}
+
+bool encodeBaseline(const float* v, size_t dim, size_t stride, float* vec, int8_t* codes, float* scale, int32_t* sum) {
+  return encodeImpl(v, dim, stride, vec, codes, scale, sum);
+}
+
+#if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
+__attribute__((target("avx2"))) bool encodeAvx2(const float* v, size_t dim, size_t stride, float* vec, int8_t* codes,
+                                                float* scale, int32_t* sum) {
+  return encodeImpl(v, dim, stride, vec, codes, scale, sum);
+}
+#endif
+
+using EncodeFn = bool (*)(const float*, size_t, size_t, float*, int8_t*, float*, int32_t*);
+
+EncodeFn pickEncode() {
+#if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) return encodeAvx2;
+#endif
+  return encodeBaseline;
+}
+}  // namespace
+
+bool encode(const float* v, size_t dim, size_t stride, float* vec, int8_t* codes, float* scale, int32_t* sum) {
+  static const EncodeFn fn = pickEncode();
+  return fn(v, dim, stride, vec, codes, scale, sum);
 }
 
 bool normalise(const float* v, size_t dim, float* out) {
