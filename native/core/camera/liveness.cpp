@@ -264,9 +264,48 @@ DepthFeatures measureDepth(const CameraFrame& frame, const FaceResult& face, con
     *out = median(r);
     return true;
   };
-  float nose = 0;
-  if (!relief(lm[30], std::max(1.5, 0.12 * iod), &nose)) nose = 0;
-  f.noseReliefMm = nose;
+  // Nose: the highest part of the relief near the nose-tip landmark (mean over a small window, searched
+  // within 0.3 eye distances), so that a landmark a few millimetres off the narrow tip does not matter.
+  {
+    const double R = 0.3 * iod;
+    const int r = std::max(1, static_cast<int>(std::lround(0.07 * iod)));
+    const int cx = static_cast<int>(std::lround(lm[30].x)), cy = static_cast<int>(std::lround(lm[30].y));
+    const int half = static_cast<int>(std::ceil(R)) + r, side = 2 * half + 1;
+    // Integral images of the relief and of the count of measured pixels over the patch.
+    std::vector<double> sum(static_cast<size_t>(side + 1) * (side + 1), 0.0), cnt(sum.size(), 0.0);
+    for (int j = 0; j < side; ++j) {
+      double rowSum = 0, rowCnt = 0;
+      for (int i = 0; i < side; ++i) {
+        int x = cx - half + i, y = cy - half + j;
+        float z = depthAt(x, y);
+        if (z > 0) {
+          Sample q;
+          backProject(static_cast<float>(x), static_cast<float>(y), z, &q);
+          rowSum += evalSurface<6>(quad, q.X, q.Y, mx, my, scale) - q.Z;
+          rowCnt += 1;
+        }
+        sum[static_cast<size_t>(j + 1) * (side + 1) + i + 1] = sum[static_cast<size_t>(j) * (side + 1) + i + 1] + rowSum;
+        cnt[static_cast<size_t>(j + 1) * (side + 1) + i + 1] = cnt[static_cast<size_t>(j) * (side + 1) + i + 1] + rowCnt;
+      }
+    }
+    auto box = [&](const std::vector<double>& t, int i0, int j0, int i1, int j1) {  // [i0, i1) x [j0, j1)
+      return t[static_cast<size_t>(j1) * (side + 1) + i1] - t[static_cast<size_t>(j0) * (side + 1) + i1] -
+             t[static_cast<size_t>(j1) * (side + 1) + i0] + t[static_cast<size_t>(j0) * (side + 1) + i0];
+    };
+    const double minCount = 0.5 * (2 * r + 1) * (2 * r + 1);
+    bool found = false;
+    double best = 0;
+    for (int dj = -half + r; dj <= half - r; ++dj)
+      for (int di = -half + r; di <= half - r; ++di) {
+        if (di * di + dj * dj > R * R) continue;
+        int i = di + half, j = dj + half;
+        double n = box(cnt, i - r, j - r, i + r + 1, j + r + 1);
+        if (n < minCount) continue;
+        double mean = box(sum, i - r, j - r, i + r + 1, j + r + 1) / n;
+        if (!found || mean > best) { best = mean; found = true; }
+      }
+    f.noseReliefMm = found ? static_cast<float>(best) : 0.0f;
+  }
   float recessL = 0, recessR = 0;
   bool hasL = relief(eyeL, std::max(1.5, 0.15 * iod), &recessL);
   bool hasR = relief(eyeR, std::max(1.5, 0.15 * iod), &recessR);
