@@ -3,6 +3,7 @@
 // tap's own report, and ends with the line CI reads: "N passed, N failed, N skipped", counting the
 // tests (t.test blocks) of every file.
 const { spawn, execFileSync } = require('node:child_process');
+const fs = require('node:fs');
 const path = require('node:path');
 const { Parser } = require('tap-parser');
 
@@ -18,8 +19,14 @@ for (const project of ['tsconfig.json', 'test/tsconfig.json']) {
   }
 }
 
-const files = process.argv.slice(2);
-const tap = spawn(process.execPath, [require.resolve('tap/bin/run.js', { paths: [root] }), '--reporter=tap', ...files], {
+// The test files: those named on the command line, else every test/*.test.ts (named explicitly, so tap's
+// default globs never pick up this script itself).
+const files = process.argv.length > 2 ? process.argv.slice(2)
+  : fs.readdirSync(path.join(root, 'test')).filter((f) => f.endsWith('.test.ts')).sort().map((f) => `test/${f}`);
+// tap's command-line entry, from its package.json `bin` (its `exports` do not expose the file).
+const tapPackage = path.dirname(require.resolve('tap/package.json', { paths: [root] }));
+const tapBin = path.join(tapPackage, require(path.join(tapPackage, 'package.json')).bin.tap);
+const tap = spawn(process.execPath, [tapBin, '--reporter=tap', ...files], {
   cwd: root, stdio: ['ignore', 'pipe', 'inherit'],
 });
 

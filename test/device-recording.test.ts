@@ -6,6 +6,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import t from 'tap';
 
+import { main } from '../src/cli';
 import { parseRecordArgs, recordCamera } from '../src/device/record';
 import { tempDir } from './helpers/app';
 import { demoPhotos, deviceConfig, runToEnd } from './helpers/device';
@@ -65,6 +66,20 @@ t.test('record a synthetic scene, replay it: live frames pass, the print does no
   const { frames: c3 } = await runToEnd(strict);
   t.notOk(c3.some((r) => r.decision.live), 'threshold 1: never');
   t.ok(c3.filter((r) => r.face).some((r) => r.decision.failed.includes('colour-only')), 'reason: colour-only');
+});
+
+t.test('face-check record (the CLI) writes a recording the replay source plays', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const ini = path.join(dir, 'device.ini');
+  fs.writeFileSync(ini, '[server]\nmode = device\n[storage]\npath = db\n[camera]\nsource = synthetic\nscenario = live\nrealtime = false\nseed = 4244002\n');
+  const out: string[] = [];
+  const io = { out: (l: string) => out.push(l), err: (l: string) => out.push(l) };
+  const code = await main(['record', '--config', ini, '--out', path.join(dir, 'rec'), '--frames', '12'], io);
+  t.equal(code, 0, out.join('\n'));
+  t.match(out.join('\n'), /recorded 12 frames of the synthetic camera/);
+  t.equal(fs.readFileSync(path.join(dir, 'rec', 'recording.txt'), 'utf8').split('\n').filter((l) => l.startsWith('frame ')).length, 12);
+  t.equal(await main(['record', '--config', ini], io), 2, 'usage error without --out');
 });
 
 t.test('record command arguments', async (t) => {

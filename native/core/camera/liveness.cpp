@@ -246,6 +246,9 @@ DepthFeatures measureDepth(const CameraFrame& frame, const FaceResult& face, con
     ss += r * r;
   }
   f.curvedRmsMm = static_cast<float>(std::sqrt(ss / rest.size()));
+  // Only pixels on the face enter the relief measures: a background pixel back-projected at its own depth
+  // lies far outside the region the surface was fitted to.
+  auto isFace = [zMed](float z) { return z > 0 && std::fabs(z - zMed) <= 120; };
   // Relief of a small disc of pixels (every pixel, not the grid) against the curved surface: positive
   // toward the camera. Returns false when the disc has too few measurements.
   auto relief = [&](PointF centre, double radius, float* out) {
@@ -255,7 +258,7 @@ DepthFeatures measureDepth(const CameraFrame& frame, const FaceResult& face, con
       for (int x = static_cast<int>(centre.x) - rad; x <= static_cast<int>(centre.x) + rad; ++x) {
         if (std::hypot(x - centre.x, y - centre.y) > radius) continue;
         float z = depthAt(x, y);
-        if (z <= 0) continue;
+        if (!isFace(z)) continue;
         Sample s;
         backProject(static_cast<float>(x), static_cast<float>(y), z, &s);
         r.push_back(static_cast<float>(evalSurface<6>(quad, s.X, s.Y, mx, my, scale) - s.Z));
@@ -278,7 +281,7 @@ DepthFeatures measureDepth(const CameraFrame& frame, const FaceResult& face, con
       for (int i = 0; i < side; ++i) {
         int x = cx - half + i, y = cy - half + j;
         float z = depthAt(x, y);
-        if (z > 0) {
+        if (isFace(z)) {
           Sample q;
           backProject(static_cast<float>(x), static_cast<float>(y), z, &q);
           rowSum += evalSurface<6>(quad, q.X, q.Y, mx, my, scale) - q.Z;
@@ -302,7 +305,10 @@ DepthFeatures measureDepth(const CameraFrame& frame, const FaceResult& face, con
         double n = box(cnt, i - r, j - r, i + r + 1, j + r + 1);
         if (n < minCount) continue;
         double mean = box(sum, i - r, j - r, i + r + 1, j + r + 1) / n;
-        if (!found || mean > best) { best = mean; found = true; }
+        if (!found || mean > best) {
+          best = mean;
+          found = true;
+        }
       }
     f.noseReliefMm = found ? static_cast<float>(best) : 0.0f;
   }
