@@ -51,7 +51,8 @@ t.test('searches during updates, removes and adds never see a half-written templ
   // Two writers on disjoint keys (even / odd hot keys, their own temporary keys).
   const writer = async (w: number) => {
     let i = 0;
-    while (Date.now() < deadline) {
+    // Whole cycles of five steps only, so a temporary key added in step 3 is always removed in step 4.
+    while (i % 5 !== 0 || Date.now() < deadline) {
       const hot = `hot-${(2 * i + w) % HOT}`;
       const tmp = (j: number) => `tmp-${w * 1e7 + j}`;
       switch (i % 5) {
