@@ -1,5 +1,5 @@
 // Every ini key the program accepts: its default and how its text is checked. A key missing here is an
-// unknown key and stops start-up, so this table is the complete list (docs/api.md mirrors it).
+// unknown key and stops start-up, so this table is the complete list (the README's ini reference mirrors it).
 import type { Config } from './types';
 
 /** Turns the ini text of one key into its typed value or throws with a reason (the caller adds the key). */

@@ -1,4 +1,4 @@
-// The typed configuration. Property names are the ini keys verbatim, so the ini reference in docs/api.md,
+// The typed configuration. Property names are the ini keys verbatim, so the ini reference in README.md,
 // the ini files and the code all use one vocabulary.
 
 export type ServiceMode = 'device' | 'cloud';
