@@ -2,7 +2,7 @@
 //
 // 1. ISO/IEC 30107-3 on the synthetic depth camera: APCER per attack kind and BPCER, each over
 //    --presentations (default 500) presentations with seeds the tuning never saw (--seed, default
-//    7000001; thresholds were tuned on seed 1, the tests use 4242xxx-4245xxx). A presentation lasts
+//    7000002; thresholds were tuned on seed 1, the tests use 4242xxx-4245xxx). A presentation lasts
 //    --seconds (0.6 s = 18 frames), followed by 0.1 s of empty scene; an attack presentation counts as
 //    accepted if any of its frames is decided live, a bona fide one as rejected if none is.
 // 2. The colour model (fr_liveness) alone on ../shared/data/pad (NUAA print and replay photos): APCER per
@@ -127,7 +127,7 @@ async function pad(photos: RgbPhoto[] | undefined): Promise<Record<string, unkno
 async function main(): Promise<void> {
   const n = arg('presentations', 500);
   const seconds = arg('seconds', 0.6);
-  const seed = arg('seed', 7000001);
+  const seed = arg('seed', 7000002);
   const photos = await loadSyntheticPhotos('');
   const result: Record<string, unknown> = { bench: 'liveness', presentations: n, seconds, seed, host: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadavg: os.loadavg() } };
 
