@@ -86,6 +86,8 @@ export interface BaselineOptions {
   /** Graph optimisation level per model (default NATIVE_LEVELS). */
   levels?: Partial<Record<ModelId, GraphLevel>>;
   minDetectionScore?: number;
+  /** Flip-average the template as the native engine can (default false, the engine's default). */
+  flipAverage?: boolean;
 }
 
 export interface BaselinePipeline {
@@ -352,6 +354,7 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
     return session.outputNames.map((n) => out[n].data as Float32Array);
   }
 
+  const flip = options.flipAverage ?? false;
   async function analyze(img: RgbImage): Promise<{ faces: BaselineFace[]; timings: BaselineTimings }> {
     const runs: Record<ModelId, number> = { detect: 0, landmark: 0, eye: 0, liveness: 0, feature: 0 };
     const t: BaselineTimings = { detect: 0, landmarks: 0, attributes: 0, eyes: 0, liveness: 0, quality: 0, embed: 0, total: 0, runs };
@@ -427,47 +430,55 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
       };
       const toSrc = invert(estimateSimilarity(p5, TEMPLATE_112));
       const crop = await timed('quality', () => alignedCrop(img, toSrc, models.feature.input));
+      // Liveness: 2.7x the box, shrunk to fit and shifted inside the image, 128x128 raw 0..255.
+      const livenessScore = () => timed('liveness', async () => {
+        const side = Math.min(b.size * LIVENESS_SCALE, img.width, img.height);
+        const lcx = b.x + b.size / 2, lcy = b.y + b.size / 2;
+        const lx = Math.min(Math.max(lcx - side / 2, 0), img.width - side);
+        const ly = Math.min(Math.max(lcy - side / 2, 0), img.height - side);
+        const liveRgb = await cropResize(img, { x: lx, y: ly, w: side, h: side }, LIVE, LIVE, [0, 0, 0]);
+        const [liveOut] = await run('liveness', rgbToTensor(liveRgb, models.liveness.input.mean, models.liveness.input.std, true), runs);
+        return softmax(liveOut, 3)[0];
+      });
+      // Eyes: grey 24x24 around each eye contour, 1.6x its corner-to-corner width, /255; softmax class 1.
+      const eyeStates = () => timed('eyes', async () => {
+        const open: number[] = [];
+        for (const first of [36, 42]) {
+          let cx = 0, cy = 0;
+          for (const i of [1, 2, 4, 5]) { cx += landmarks[2 * (first + i)] / 4; cy += landmarks[2 * (first + i) + 1] / 4; }
+          const side = Math.max(2, 1.6 * Math.hypot(landmarks[2 * (first + 3)] - landmarks[2 * first],
+            landmarks[2 * (first + 3) + 1] - landmarks[2 * first + 1]));
+          const eyeRgb = await cropResize(img, { x: cx - side / 2, y: cy - side / 2, w: side, h: side }, EYE, EYE, [0, 0, 0]);
+          const [eyeOut] = await run('eye', rgbToGreyTensor(eyeRgb, models.eye.input.std[0]), runs);
+          open.push(softmax(eyeOut, 2)[1]);
+        }
+        return open;
+      });
+      // Lane A: the crop's embedding, then (flip-averaging) liveness, then quality. Lane B: the mirror
+      // embedding when flip-averaging, otherwise liveness; then the eyes. As native/core/face_engine.cpp.
       const laneA = async () => {
         const e1 = await timed('embed', () => run('feature', crop.tensor, runs));
-        // Liveness: 2.7x the box, shrunk to fit and shifted inside the image, 128x128 raw 0..255.
-        const liveness = await timed('liveness', async () => {
-          const side = Math.min(b.size * LIVENESS_SCALE, img.width, img.height);
-          const lcx = b.x + b.size / 2, lcy = b.y + b.size / 2;
-          const lx = Math.min(Math.max(lcx - side / 2, 0), img.width - side);
-          const ly = Math.min(Math.max(lcy - side / 2, 0), img.height - side);
-          const liveRgb = await cropResize(img, { x: lx, y: ly, w: side, h: side }, LIVE, LIVE, [0, 0, 0]);
-          const [liveOut] = await run('liveness', rgbToTensor(liveRgb, models.liveness.input.mean, models.liveness.input.std, true), runs);
-          return softmax(liveOut, 3)[0];
-        });
+        const liveness = flip ? await livenessScore() : undefined;
         const q = await timed('quality', async () => measureQuality(crop.rgb, landmarks));
         return { e1, liveness, q };
       };
       const laneB = async () => {
-        const e2 = await timed('embed', () => run('feature', mirrorTensor(crop.tensor, ALIGNED), runs));
-        // Eyes: grey 24x24 around each eye contour, 1.6x its corner-to-corner width, /255; softmax class 1.
-        const eyeOpen = await timed('eyes', async () => {
-          const open: number[] = [];
-          for (const first of [36, 42]) {
-            let cx = 0, cy = 0;
-            for (const i of [1, 2, 4, 5]) { cx += landmarks[2 * (first + i)] / 4; cy += landmarks[2 * (first + i) + 1] / 4; }
-            const side = Math.max(2, 1.6 * Math.hypot(landmarks[2 * (first + 3)] - landmarks[2 * first],
-              landmarks[2 * (first + 3) + 1] - landmarks[2 * first + 1]));
-            const eyeRgb = await cropResize(img, { x: cx - side / 2, y: cy - side / 2, w: side, h: side }, EYE, EYE, [0, 0, 0]);
-            const [eyeOut] = await run('eye', rgbToGreyTensor(eyeRgb, models.eye.input.std[0]), runs);
-            open.push(softmax(eyeOut, 2)[1]);
-          }
-          return open;
-        });
-        return { e2, eyeOpen };
+        const e2 = flip ? await timed('embed', () => run('feature', mirrorTensor(crop.tensor, ALIGNED), runs)) : undefined;
+        const liveness = flip ? undefined : await livenessScore();
+        const eyeOpen = await eyeStates();
+        return { e2, liveness, eyeOpen };
       };
-      const [{ e1, liveness, q }, { e2, eyeOpen }] = options.threads > 1
+      const [a, bLane] = options.threads > 1
         ? await Promise.all([laneA(), laneB()])
         : [await laneA(), await laneB()];
+      const { e1, q } = a;
+      const { e2, eyeOpen } = bLane;
+      const liveness = (a.liveness ?? bLane.liveness)!;
 
-      // Embedding: the crop and its mirror, summed, L2-normalised.
+      // Embedding: the crop (and its mirror), summed, L2-normalised.
       const embedding = new Float32Array(EMBEDDING);
       let n2 = 0;
-      for (let i = 0; i < EMBEDDING; i++) { embedding[i] = e1[0][i] + e2[0][i]; n2 += embedding[i] * embedding[i]; }
+      for (let i = 0; i < EMBEDDING; i++) { embedding[i] = e1[0][i] + (e2 ? e2[0][i] : 0); n2 += embedding[i] * embedding[i]; }
       const inv = n2 > 0 ? 1 / Math.sqrt(n2) : 0;
       for (let i = 0; i < EMBEDDING; i++) embedding[i] *= inv;
 

@@ -67,8 +67,10 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
                                StageTimings* timings) const {
   const Affine aligned = FaceEmbedder::alignment(*face);
   const bool mirrorPass = options.embed && embedder_->flipAverage();
-  // Lane B: the mirror-image embedding and eye state. Lane A (this thread): the crop's embedding, colour
-  // liveness and the quality measures. Lanes share only the read-only image.
+  // Two lanes of about equal cost (run side by side when threads > 1): lane A (this thread) runs the crop's
+  // embedding and the quality measures; lane B the eye states, plus the mirror-image embedding when
+  // flip-averaging, otherwise the colour liveness model. Lanes share only the read-only image.
+  const bool livenessInLaneB = !mirrorPass;
   StageTimings laneB;
   Result resultB;
   auto runLaneB = [&] {
@@ -77,6 +79,8 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
       resultB = embedder_->embedPass(ws.pyramid, ws.embedder[1], aligned, true, ws.passOutput[1].data());
       watch.lap(&laneB.embed);
     }
+    if (resultB.ok() && livenessInLaneB && options.liveness) resultB = attributes_->liveness(ws.pyramid, ws.attributes, face);
+    watch.lap(&laneB.liveness);
     if (resultB.ok() && options.eyes) resultB = attributes_->eyes(ws.pyramid, ws.attributes, face);
     watch.lap(&laneB.eyes);
   };
@@ -90,7 +94,7 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
     r = embedder_->embedPass(ws.pyramid, ws.embedder[0], aligned, false, ws.passOutput[0].data());
     watch.lap(&laneA.embed);
   }
-  if (r.ok() && options.liveness) r = attributes_->liveness(ws.pyramid, ws.attributes, face);
+  if (r.ok() && !livenessInLaneB && options.liveness) r = attributes_->liveness(ws.pyramid, ws.attributes, face);
   watch.lap(&laneA.liveness);
   if (r.ok()) {
     warpToRgb(ws.pyramid, aligned, kAlignedSize, kAlignedSize, ws.aligned.data());

@@ -39,13 +39,13 @@ function toAnalysis(f: NativeFace): FaceAnalysis {
 }
 
 /** The identifier of the embedding model: templates carry it so a model change forces a reindex. */
-function embeddingModelId(modelDir: string): string {
+function embeddingModelId(modelDir: string, flipAverage: boolean): string {
   const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'), 'utf8'));
   const feature = manifest.models.find((m: { id: string }) => m.id === 'feature');
   if (!fs.existsSync(path.join(modelDir, feature.file))) {
     throw new Error(`face-check: model ${feature.file} missing in ${modelDir}; run npm install (or scripts/fetch-assets.js)`);
   }
-  return `${feature.file.replace(/\.onnx$/, '')}@${feature.sha256.slice(0, 12)}+flip`;
+  return `${feature.file.replace(/\.onnx$/, '')}@${feature.sha256.slice(0, 12)}${flipAverage ? '+flip' : ''}`;
 }
 
 class NativeFaceEngine implements FaceEngine {
@@ -67,12 +67,13 @@ class NativeFaceEngine implements FaceEngine {
 
 export async function createEngine(options: EngineOptions = {}): Promise<FaceEngine> {
   const modelDir = path.resolve(options.modelDir ?? path.join(packageRoot(), 'models'));
-  const modelId = embeddingModelId(modelDir);
+  const flipAverage = options.flipAverage ?? false;
+  const modelId = embeddingModelId(modelDir, flipAverage);
   const handle = await native.createEngine({
     modelDir,
     ortLibrary: options.ortLibrary ?? resolveOrtLibrary(),
     threads: options.threads ?? 1,
-    flipAverage: options.flipAverage ?? true,
+    flipAverage,
     ...(options.minDetectionScore !== undefined ? { minDetectionScore: options.minDetectionScore } : {}),
     ...(options.maxPixels !== undefined ? { maxPixels: options.maxPixels } : {}),
   });
