@@ -39,7 +39,7 @@ async function main() {
   config.auth.bootstrap_key = BENCH_KEY;
   const engine = await createEngine();
 
-  const store = openStore(config.storage.path);
+  const store = await openStore(config.storage.path);
   const image = crypto.randomBytes(64);
   const now = new Date().toISOString();
   const writes: Promise<unknown>[] = [];

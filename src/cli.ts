@@ -73,7 +73,7 @@ const ACCOUNT_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 async function keysCommand(args: Args, io: Io): Promise<number> {
   const [, sub, ...rest] = args.positional;
   const config = configOf(args);
-  const store = openStore(config.storage.path);
+  const store = await openStore(config.storage.path);
   try {
     const now = new Date().toISOString();
     switch (sub) {
@@ -115,7 +115,7 @@ async function keysCommand(args: Args, io: Io): Promise<number> {
 async function reindexCommand(args: Args, io: Io): Promise<number> {
   const config = configOf(args);
   const engine = await loadEngine();
-  const store = openStore(config.storage.path);
+  const store = await openStore(config.storage.path);
   try {
     const report = await reindex(config, store, engine, { all: args.flags.get('all') === true });
     io.out(`reindex with model ${engine.modelId}: ${report.done} recomputed, ${report.skipped} already current, ${report.failed.length} failed`);

@@ -77,7 +77,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     if (!opts.camera && config.server.mode === 'device' && config.camera.source !== 'none') {
       ownCamera = await DeviceCamera.open(config);
     }
-    store = openStore(config.storage.path);
+    store = await openStore(config.storage.path);
     const galleries = new Galleries();
     const { loaded, stale } = await galleries.rebuild(store.persons, engine.modelId);
     if (stale > 0) {

@@ -102,7 +102,7 @@ t.test('reindex recomputes templates of another model from the stored images; cr
   const before = (await a.call({ method: 'POST', url: '/person/face/alice', payload: { faceImage: await fakePhotoB64({ identity: 1 }) } })).json();
   await a.stop();
 
-  const store = openStore(a.config.storage.path);
+  const store = await openStore(a.config.storage.path);
   const progress: string[] = [];
   const report = await reindex(a.config, store, new FakeEngine('model-b'), { progress: (l) => progress.push(l) });
   t.same([report.done, report.skipped, report.failed], [1, 0, []]);

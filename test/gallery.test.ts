@@ -41,7 +41,7 @@ t.test('upsert copies and replaces; dimension is enforced', async (t) => {
 
 t.test('galleries per account, rebuilt from the store, other models skipped', async (t) => {
   const dir = tempDir();
-  const store = openStore(dir);
+  const store = await openStore(dir);
   t.teardown(() => store.close());
   const img = new Uint8Array([1, 2, 3]);
   const now = new Date().toISOString();

@@ -13,7 +13,7 @@ const ISO_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 t.test('persons: create, get, replace, remove; per account; survives reopen', async (t) => {
   const dir = tempDir();
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  let store = openStore(dir);
+  let store = await openStore(dir);
   const image = Buffer.from('original image bytes');
   const t1 = '2024-01-02T03:04:05.678Z';
   const created = await store.persons.create('acc', 'p1', { modelId: 'm1', template: templateFor(1, 0, 1), referenceImage: image }, t1);
@@ -36,7 +36,7 @@ t.test('persons: create, get, replace, remove; per account; survives reopen', as
   t.equal(store.persons.count('ac'), 0, 'account prefix does not leak');
 
   await store.close();
-  store = openStore(dir);
+  store = await openStore(dir);
   const again = store.persons.get('acc', 'p1')!;
   t.same([again.created, again.updated, again.modelId], [t1, t2, 'm3']);
   t.same(store.persons.referenceImage('acc', 'p1'), Buffer.from('new'));
@@ -52,7 +52,7 @@ t.test('persons: create, get, replace, remove; per account; survives reopen', as
 
 t.test('concurrent creates of one id: exactly one wins', async (t) => {
   const dir = tempDir();
-  const store = openStore(dir);
+  const store = await openStore(dir);
   t.teardown(async () => { await store.close(); fs.rmSync(dir, { recursive: true, force: true }); });
   const input = { modelId: 'm', template: templateFor(1, 0, 1), referenceImage: Buffer.from('x') };
   const results = await Promise.all(Array.from({ length: 8 }, () => store.persons.create('a', 'same', input, new Date().toISOString())));
@@ -61,7 +61,7 @@ t.test('concurrent creates of one id: exactly one wins', async (t) => {
 
 t.test('API keys: stored by sha256 only, looked up, listed, revoked', async (t) => {
   const dir = tempDir();
-  const store = openStore(dir);
+  const store = await openStore(dir);
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   t.ok(store.apiKeys.isEmpty());
   const { key, record } = await store.apiKeys.create('acme', 'match', 'gate 1', '2024-01-01T00:00:00.000Z');
@@ -83,7 +83,7 @@ t.test('API keys: stored by sha256 only, looked up, listed, revoked', async (t) 
 
 t.test('quota: counts to the limit, never beyond, per account and day', async (t) => {
   const dir = tempDir();
-  const store = openStore(dir);
+  const store = await openStore(dir);
   t.teardown(async () => { await store.close(); fs.rmSync(dir, { recursive: true, force: true }); });
   const results = await Promise.all(Array.from({ length: 10 }, () => store.quota.tryConsume('a', '2024-01-01', 4)));
   t.equal(results.filter(Boolean).length, 4);

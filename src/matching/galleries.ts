@@ -26,37 +26,50 @@ export class Galleries {
 
   /**
    * Loads every stored template of `modelId`. Templates of another model cannot be compared and are
-   * skipped: they are reported so the operator runs `face-check reindex`.
+   * skipped: they are reported so the operator runs `face-check reindex`. The stored segments are copied
+   * into blocks of up to BLOCK templates; while the addon encodes one block, the next is read (two buffers).
    */
-  async rebuild(persons: PersonRepository, modelId: string): Promise<{ loaded: number; stale: number }> {
+  async rebuild(persons: PersonRepository, modelId: string, options: { blockSize?: number } = {}): Promise<{ loaded: number; stale: number }> {
     this.close();
-    // Group by account, then one bulk load per account: no per-person round trip into the index.
-    const byAccount = new Map<string, { ids: string[]; templates: Float32Array[] }>();
-    let stale = 0;
-    for (const p of persons.all()) {
-      if (p.modelId !== modelId) {
-        stale++;
-        continue;
-      }
-      let group = byAccount.get(p.accountId);
-      if (!group) byAccount.set(p.accountId, (group = { ids: [], templates: [] }));
-      group.ids.push(p.personId);
-      group.templates.push(p.template);
-    }
+    const BLOCK = options.blockSize ?? 65536;
+    const buffers: Float32Array[] = [];
+    let which = 0;
+    let pending: Promise<void> = Promise.resolve();
+    let fill: { accountId: string; dimension: number; ids: string[]; data: Float32Array; bytes: Uint8Array } | undefined;
+    const loadedAccounts = new Set<string>();
     let loaded = 0;
-    for (const [accountId, { ids, templates }] of byAccount) {
+
+    const flush = async () => {
+      if (!fill) return;
+      const { accountId, dimension, ids } = fill;
+      const data = fill.data.subarray(0, ids.length * dimension);
+      fill = undefined;
+      await pending;  // the other buffer is free again once its load settled
       const gallery = this.of(accountId);
-      const dimension = templates[0].length;
-      if (gallery instanceof IndexGallery) {
-        const flat = new Float32Array(ids.length * dimension);
-        templates.forEach((t, i) => flat.set(t, i * dimension));
-        await gallery.load(ids, flat, dimension);
-      } else {
-        for (let i = 0; i < ids.length; i++) await gallery.upsert(ids[i], templates[i]);
-      }
+      const clear = !loadedAccounts.has(accountId);
+      loadedAccounts.add(accountId);
       loaded += ids.length;
+      pending = gallery instanceof IndexGallery
+        ? gallery.load(ids, data, dimension, { clear })
+        : (async () => { for (let i = 0; i < ids.length; i++) await gallery.upsert(ids[i], data.slice(i * dimension, (i + 1) * dimension)); })();
+      which ^= 1;
+    };
+
+    for (const block of persons.templateBlocks(modelId)) {
+      if (fill && (fill.accountId !== block.accountId || fill.dimension !== block.dimension ||
+        (fill.ids.length + block.ids.length) * block.dimension > fill.data.length)) await flush();
+      if (!fill) {
+        const size = Math.max(BLOCK, block.ids.length) * block.dimension;
+        if (!buffers[which] || buffers[which].length < size) buffers[which] = new Float32Array(size);
+        const data = buffers[which];
+        fill = { accountId: block.accountId, dimension: block.dimension, ids: [], data, bytes: new Uint8Array(data.buffer) };
+      }
+      fill.bytes.set(block.bytes, fill.ids.length * block.dimension * 4);
+      for (const id of block.ids) fill.ids.push(id);
     }
-    return { loaded, stale };
+    await flush();
+    await pending;
+    return { loaded, stale: persons.count() - loaded };
   }
 
   /** Releases every account's gallery (native collections included). */

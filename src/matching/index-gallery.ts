@@ -37,9 +37,12 @@ export class IndexGallery implements Gallery {
     return hits.map((h) => ({ personId: h.key, cosine: h.score }));
   }
 
-  /** Replaces the whole gallery in one native call (start-up rebuild from LMDB). */
-  async load(personIds: readonly string[], templates: Float32Array, dimension: number): Promise<void> {
-    await this.open(dimension).bulkLoad(templates, personIds, { clear: true });
+  /**
+   * Adds many templates in one native call (start-up rebuild from LMDB); `clear` first empties the gallery.
+   * `templates` is read in place until the promise settles.
+   */
+  async load(personIds: readonly string[], templates: Float32Array, dimension: number, options: { clear?: boolean } = {}): Promise<void> {
+    await this.open(dimension).bulkLoad(templates, personIds, { clear: options.clear ?? false });
   }
 
   /** Frees the native collection. */

@@ -1,7 +1,13 @@
-// Persons per account. Keys are [accountId, personId], so accounts never share a record. Metadata plus
-// template live in `persons`; the reference image (kept for `face-check reindex`) in `images`, written in
-// the same transaction.
+// Persons per account. Keys are [accountId, personId], so accounts never share a record. Three databases,
+// always written in one transaction: `persons` (metadata, model id and the template's segment), `templates`
+// (segments of up to 32 templates of one model and account: src/storage/template-segment.ts) and `images`
+// (the reference image, kept for `face-check reindex`).
 import type { Database, RootDatabase } from 'lmdb';
+
+import {
+  decodeSegment, emptySegment, encodeSegment, SEGMENT_CAPACITY, segmentIds, segmentLayout, templateOf, withAppended,
+  withoutTemplate, withTemplate, type Segment,
+} from './template-segment';
 
 export interface PersonMeta {
   personId: string;
@@ -16,35 +22,60 @@ export interface PersonRecord extends PersonMeta {
   template: Float32Array;
 }
 
-/** A person of one account, as stored. */
-export interface AccountPerson extends PersonRecord {
+/** A person of one account, without its template (listing, reindex). */
+export interface AccountPersonMeta extends PersonMeta {
   accountId: string;
-}
-
-interface StoredPerson extends PersonMeta {
   modelId: string;
-  /** Float32 little-endian bytes. */
-  template: Uint8Array;
 }
 
-type PersonKey = [string, string];
+export interface StoredPerson extends PersonMeta {
+  modelId: string;
+  /** Number of the template segment [modelId, accountId, segment] holding the template. */
+  segment: number;
+}
+
+/** One stored segment as the gallery rebuild reads it: ids and the raw float32 bytes, nothing copied. */
+export interface TemplateBlock {
+  accountId: string;
+  ids: string[];
+  dimension: number;
+  /** ids.length x dimension float32 little-endian, at any byte offset. */
+  bytes: Uint8Array;
+}
+
+export type PersonKey = [string, string];
+export type SegmentKey = [string, string, number];
 
 export type CreateResult = { created: true; person: PersonRecord } | { created: false };
+
+export interface TemplateInput {
+  modelId: string;
+  template: Float32Array;
+  /** The client's original image bytes. */
+  referenceImage: Uint8Array;
+}
 
 export class PersonRepository {
   private readonly root: RootDatabase;
   private readonly meta: Database<StoredPerson, PersonKey>;
   private readonly images: Database<Buffer, PersonKey>;
+  private readonly segments: Database<Buffer, SegmentKey>;
+  /** Segments with fewer than SEGMENT_CAPACITY entries, so an enrolment fills them before opening a new one. */
+  private readonly withRoom: Database<number, SegmentKey>;
 
   constructor(root: RootDatabase) {
     this.root = root;
     this.meta = root.openDB<StoredPerson, PersonKey>({ name: 'persons' });
     this.images = root.openDB<Buffer, PersonKey>({ name: 'images', encoding: 'binary' });
+    this.segments = root.openDB<Buffer, SegmentKey>({ name: 'templates', encoding: 'binary' });
+    this.withRoom = root.openDB<number, SegmentKey>({ name: 'templates-with-room' });
   }
 
   get(accountId: string, personId: string): PersonRecord | undefined {
     const stored = this.meta.get([accountId, personId]);
-    return stored && fromStored(stored);
+    if (!stored) return undefined;
+    const template = this.readTemplate(stored.modelId, accountId, stored.segment, personId);
+    return { personId, created: stored.created, updated: stored.updated, modelId: stored.modelId, template };
   }
 
   referenceImage(accountId: string, personId: string): Buffer | undefined {
@@ -56,10 +87,44 @@ export class PersonRepository {
     const key: PersonKey = [accountId, personId];
     return this.root.transaction(() => {
       if (this.meta.get(key) !== undefined) return { created: false } as const;
-      const person: PersonRecord = { personId, created: now, updated: now, modelId: input.modelId, template: input.template };
-      this.meta.put(key, toStored(person));
+      const segment = this.appendTemplates(input.modelId, accountId, [{ personId, template: input.template }]).get(personId)!;
+      this.meta.put(key, { personId, created: now, updated: now, modelId: input.modelId, segment });
       this.images.put(key, Buffer.from(input.referenceImage));
+      const person: PersonRecord = { personId, created: now, updated: now, modelId: input.modelId, template: input.template };
       return { created: true, person } as const;
+    });
+  }
+
+  /**
+   * Creates many persons of one account in one transaction, filling segments whole (bulk import, storage
+   * migration, benchmarks). Ids that exist are left alone and returned in `skipped`.
+   */
+  async createMany(accountId: string, persons: ReadonlyArray<{ personId: string } & TemplateInput>, now: string): Promise<{ created: number; skipped: string[] }> {
+    return this.root.transaction(() => {
+      const skipped: string[] = [];
+      const byModel = new Map<string, Array<{ personId: string } & TemplateInput>>();
+      const seen = new Set<string>();
+      for (const p of persons) {
+        if (seen.has(p.personId) || this.meta.get([accountId, p.personId]) !== undefined) {
+          skipped.push(p.personId);
+          continue;
+        }
+        seen.add(p.personId);
+        let list = byModel.get(p.modelId);
+        if (!list) byModel.set(p.modelId, (list = []));
+        list.push(p);
+      }
+      let created = 0;
+      for (const [modelId, list] of byModel) {
+        const placed = this.appendTemplates(modelId, accountId, list);
+        for (const p of list) {
+          const key: PersonKey = [accountId, p.personId];
+          this.meta.put(key, { personId: p.personId, created: now, updated: now, modelId, segment: placed.get(p.personId)! });
+          this.images.put(key, Buffer.from(p.referenceImage));
+          created++;
+        }
+      }
+      return { created, skipped };
     });
   }
 
@@ -69,12 +134,10 @@ export class PersonRepository {
     return this.root.transaction(() => {
       const old = this.meta.get(key);
       if (old === undefined) return undefined;
-      const person: PersonRecord = {
-        personId, created: old.created, updated: now, modelId: input.modelId, template: input.template,
-      };
-      this.meta.put(key, toStored(person));
+      const segment = this.moveTemplate(accountId, old, input.modelId, input.template);
+      this.meta.put(key, { personId, created: old.created, updated: now, modelId: input.modelId, segment });
       this.images.put(key, Buffer.from(input.referenceImage));
-      return person;
+      return { personId, created: old.created, updated: now, modelId: input.modelId, template: input.template };
     });
   }
 
@@ -84,27 +147,50 @@ export class PersonRepository {
     return this.root.transaction(() => {
       const old = this.meta.get(key);
       if (old === undefined) return false;
-      this.meta.put(key, { ...old, modelId, template: templateBytes(template) });
+      const segment = this.moveTemplate(accountId, old, modelId, template);
+      this.meta.put(key, { ...old, modelId, segment });
       return true;
     });
   }
 
-  /** Deletes the person and its image; returns what was deleted, undefined when absent. */
+  /** Deletes the person, its template and its image; returns what was deleted, undefined when absent. */
   async remove(accountId: string, personId: string): Promise<PersonRecord | undefined> {
     const key: PersonKey = [accountId, personId];
     return this.root.transaction(() => {
       const old = this.meta.get(key);
       if (old === undefined) return undefined;
+      const segKey: SegmentKey = [old.modelId, accountId, old.segment];
+      const segment = this.readSegment(segKey);
+      const template = segment && templateOf(segment, personId);
+      if (!segment || !template) throw new Error(`storage: template of ${accountId}/${personId} missing from its segment`);
+      this.writeSegment(segKey, withoutTemplate(segment, personId));
       this.meta.remove(key);
       this.images.remove(key);
-      return fromStored(old);
+      return { personId, created: old.created, updated: old.updated, modelId: old.modelId, template };
     });
   }
 
-  /** Every person of every account (the gallery rebuild at start and reindex read this). */
-  *all(): Generator<AccountPerson> {
+  /** Every person of every account, without templates (listing, reindex). */
+  *all(): Generator<AccountPersonMeta> {
     for (const { key, value } of this.meta.getRange()) {
-      yield { accountId: key[0], ...fromStored(value) };
+      yield { accountId: key[0], personId: value.personId, created: value.created, updated: value.updated, modelId: value.modelId };
+    }
+  }
+
+  /**
+   * Every stored template of `modelId`, segment by segment in key order (an account's segments are
+   * contiguous): the gallery rebuild copies `bytes` straight into the native index.
+   */
+  *templateBlocks(modelId: string): Generator<TemplateBlock> {
+    for (const { key, value } of this.segments.getRange({ start: [modelId], end: [`${modelId}\u0000`] as unknown as SegmentKey })) {
+      const layout = segmentLayout(value);
+      if (layout.count === 0) continue;
+      yield {
+        accountId: key[1],
+        ids: segmentIds(value, layout),
+        dimension: layout.dimension,
+        bytes: value.subarray(layout.templatesAt, layout.idsAt),
+      };
     }
   }
 
@@ -112,26 +198,104 @@ export class PersonRepository {
     if (accountId === undefined) return this.meta.getCount();
     return this.meta.getKeysCount({ start: [accountId, ''] as PersonKey, end: [`${accountId}\u0000`, ''] as PersonKey });
   }
-}
 
-export interface TemplateInput {
-  modelId: string;
-  template: Float32Array;
-  /** The client's original image bytes. */
-  referenceImage: Uint8Array;
-}
+  /**
+   * Storage schema 1 kept each template inside its person record: moves them into segments, `batch` persons
+   * per transaction (an interrupted run resumes: records already moved have a segment). Returns how many moved.
+   */
+  async moveInlineTemplates(batch = 4096): Promise<number> {
+    type V1Person = PersonMeta & { modelId: string; template?: Uint8Array; segment?: number };
+    const v1 = this.meta as unknown as Database<V1Person, PersonKey>;
+    let moved = 0;
+    let after: PersonKey | undefined;
+    for (;;) {
+      const work = [...v1.getRange({ ...(after ? { start: after } : {}), limit: batch + 1 })]
+        .filter(({ key }) => !after || key[0] !== after[0] || key[1] !== after[1]).slice(0, batch);
+      if (work.length === 0) return moved;
+      after = work[work.length - 1].key;
+      moved += await this.root.transaction(() => {
+        const groups = new Map<string, { modelId: string; accountId: string; items: Array<{ key: PersonKey; value: V1Person; template: Float32Array }> }>();
+        for (const { key, value } of work) {
+          if (!value.template) continue;
+          const bytes = new Uint8Array(value.template.byteLength);
+          bytes.set(value.template);
+          const g = `${value.modelId}\n${key[0]}`;
+          let group = groups.get(g);
+          if (!group) groups.set(g, (group = { modelId: value.modelId, accountId: key[0], items: [] }));
+          group.items.push({ key, value, template: new Float32Array(bytes.buffer) });
+        }
+        let n = 0;
+        for (const { modelId, accountId, items } of groups.values()) {
+          const placed = this.appendTemplates(modelId, accountId, items.map((x) => ({ personId: x.key[1], template: x.template })));
+          for (const { key, value } of items) {
+            const { personId, created, updated } = value;
+            this.meta.put(key, { personId, created, updated, modelId, segment: placed.get(key[1])! });
+            n++;
+          }
+        }
+        return n;
+      });
+    }
+  }
 
-function templateBytes(t: Float32Array): Uint8Array {
-  return Buffer.from(t.buffer, t.byteOffset, t.byteLength);
-}
+  // ---- segments (called inside write transactions) --------------------------------------------------------
 
-function toStored(p: PersonRecord): StoredPerson {
-  return { personId: p.personId, created: p.created, updated: p.updated, modelId: p.modelId, template: templateBytes(p.template) };
-}
+  private readTemplate(modelId: string, accountId: string, segment: number, personId: string): Float32Array {
+    const stored = this.readSegment([modelId, accountId, segment]);
+    const template = stored && templateOf(stored, personId);
+    if (!template) throw new Error(`storage: template of ${accountId}/${personId} missing from its segment`);
+    return template;
+  }
 
-function fromStored(s: StoredPerson): PersonRecord {
-  // Copy: decoded buffers may be unaligned views into a shared read buffer.
-  const bytes = new Uint8Array(s.template.byteLength);
-  bytes.set(s.template);
-  return { personId: s.personId, created: s.created, updated: s.updated, modelId: s.modelId, template: new Float32Array(bytes.buffer) };
+  private readSegment(key: SegmentKey): Segment | undefined {
+    const bytes = this.segments.get(key);
+    return bytes && decodeSegment(bytes);
+  }
+
+  private writeSegment(key: SegmentKey, segment: Segment): void {
+    if (segment.ids.length === 0) {
+      this.segments.remove(key);
+      this.withRoom.remove(key);
+      return;
+    }
+    this.segments.put(key, encodeSegment(segment));
+    if (segment.ids.length < SEGMENT_CAPACITY) this.withRoom.put(key, segment.ids.length);
+    else this.withRoom.remove(key);
+  }
+
+  /** Puts the person's template under `modelId`, in place when the model is unchanged; returns its segment. */
+  private moveTemplate(accountId: string, old: StoredPerson, modelId: string, template: Float32Array): number {
+    const oldKey: SegmentKey = [old.modelId, accountId, old.segment];
+    const segment = this.readSegment(oldKey);
+    if (!segment || !segment.ids.includes(old.personId)) {
+      throw new Error(`storage: template of ${accountId}/${old.personId} missing from its segment`);
+    }
+    if (old.modelId === modelId && segment.dimension === template.length) {
+      this.writeSegment(oldKey, withTemplate(segment, old.personId, template));
+      return old.segment;
+    }
+    this.writeSegment(oldKey, withoutTemplate(segment, old.personId));
+    return this.appendTemplates(modelId, accountId, [{ personId: old.personId, template }]).get(old.personId)!;
+  }
+
+  /** Places templates in the account's segments with room, then in new ones; each segment written once. */
+  private appendTemplates(modelId: string, accountId: string,
+    entries: ReadonlyArray<{ personId: string; template: Float32Array }>): Map<string, number> {
+    const placed = new Map<string, number>();
+    const range = { start: [modelId, accountId] as unknown as SegmentKey, end: [modelId, `${accountId}\u0000`] as unknown as SegmentKey };
+    const withRoom = [...this.withRoom.getKeys(range)].map((k) => k[2]);
+    const last = [...this.segments.getKeys({ start: range.end, end: range.start, reverse: true, limit: 1 })];
+    let next = last.length ? last[0][2] + 1 : 0;
+    let i = 0;
+    while (i < entries.length) {
+      const number = withRoom.length ? withRoom.shift()! : next++;
+      const key: SegmentKey = [modelId, accountId, number];
+      const { segment, taken } = withAppended(this.readSegment(key) ?? emptySegment(entries[i].template.length), entries, i);
+      if (taken === 0) continue;  // a segment of another dimension: try the next one
+      for (let k = i; k < i + taken; k++) placed.set(entries[k].personId, number);
+      i += taken;
+      this.writeSegment(key, segment);
+    }
+    return placed;
+  }
 }

@@ -6,7 +6,8 @@ import { PersonRepository } from './persons';
 import { ApiKeyRepository } from './api-keys';
 import { QuotaRepository } from './quota';
 
-const SCHEMA_VERSION = 1;
+// 2: templates in segments of 32 (src/storage/template-segment.ts); 1 kept them in the person records.
+const SCHEMA_VERSION = 2;
 
 export interface Store {
   readonly path: string;
@@ -16,19 +17,23 @@ export interface Store {
   close(): Promise<void>;
 }
 
-export function openStore(dir: string): Store {
+export async function openStore(dir: string): Promise<Store> {
   fs.mkdirSync(dir, { recursive: true });
   const root: RootDatabase = open({ path: dir, compression: false });
   const meta = root.openDB<unknown, string>({ name: 'meta' });
+  const persons = new PersonRepository(root);
   const version = meta.get('schema');
-  if (version === undefined) meta.putSync('schema', SCHEMA_VERSION);
-  else if (version !== SCHEMA_VERSION) {
-    void root.close();
+  if (version === undefined) await meta.put('schema', SCHEMA_VERSION);
+  else if (version === 1) {
+    await persons.moveInlineTemplates();
+    await meta.put('schema', SCHEMA_VERSION);
+  } else if (version !== SCHEMA_VERSION) {
+    await root.close();
     throw new Error(`storage ${dir}: schema version ${String(version)}, this program reads ${SCHEMA_VERSION}`);
   }
   return {
     path: dir,
-    persons: new PersonRepository(root),
+    persons,
     apiKeys: new ApiKeyRepository(root),
     quota: new QuotaRepository(root),
     close: () => root.close(),

@@ -44,7 +44,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   config.storage.path = path.join(dir, 'db');
   config.auth.bootstrap_key = BOOTSTRAP_KEY;
   opts.tune?.(config);
-  const store = openStore(config.storage.path);
+  const store = await openStore(config.storage.path);
   const engine = opts.engine ?? new FakeEngine();
   const app = await buildApp({ config, engine, store, errors: testErrorCatalog(), ...opts.deps });
   let stopped = false;
