@@ -42,11 +42,9 @@ async function main() {
   const store = await openStore(config.storage.path);
   const image = crypto.randomBytes(64);
   const now = new Date().toISOString();
-  const writes: Promise<unknown>[] = [];
-  for (let i = 0; i < persons; i++) {
-    writes.push(store.persons.create('default', `synthetic-${i}`, { modelId: engine.modelId, template: randomUnit(512), referenceImage: image }, now));
-  }
-  await Promise.all(writes);
+  await store.persons.createMany('default', Array.from({ length: persons }, (_, i) => ({
+    personId: `synthetic-${i}`, modelId: engine.modelId, template: randomUnit(512), referenceImage: image,
+  })), now);
   await store.close();
 
   const service = await startService(config, { engine, logger: false, print: () => undefined });

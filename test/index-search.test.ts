@@ -129,6 +129,25 @@ t.test('errors', async (t) => {
   await t.rejects(c.bulkLoad(new Float32Array(16), ['x', 'y', 'z']), TypeError);
   await t.rejects(c.bulkLoad(new Float32Array(16).fill(NaN), ['x', 'y']), { code: 'ERR_INDEX_BAD_ARGUMENT' });
   t.equal(c.size, 1, 'a rejected bulk load changes nothing');
+  // Append mixing a replacement and new keys: a bad new template (checked while encoding) or a bad
+  // replacement (checked first) takes everything back, the replaced key keeps its old template.
+  const other = Float32Array.from([1, -1, 1, -1, 1, -1, 1, -1]);
+  const mixed = new Float32Array(4 * 8);
+  mixed.set(other, 0);                       // 'a' replaced by `other`
+  mixed.set(other, 8);                       // new 'n1'
+  mixed.fill(NaN, 16, 24);                   // new 'n2': bad
+  mixed.set(other, 24);                      // new 'n3'
+  await t.rejects(c.bulkLoad(mixed, ['a', 'n1', 'n2', 'n3']), { code: 'ERR_INDEX_BAD_ARGUMENT' });
+  const badReplacement = Float32Array.from(mixed);
+  badReplacement.fill(NaN, 0, 8);
+  badReplacement.set(other, 16);
+  await t.rejects(c.bulkLoad(badReplacement, ['a', 'n1', 'n2', 'n3']), { code: 'ERR_INDEX_BAD_ARGUMENT' });
+  t.equal(c.size, 1, 'no new key survives a rejected append');
+  t.same(Array.from((await c.get('a'))!).map((x) => +x.toFixed(4)), Array.from(v).map(() => +(1 / Math.sqrt(8)).toFixed(4)), 'the replaced key keeps its template');
+  t.same((await c.search(other, { k: 5 })).map((h) => h.key), ['a'], 'searches see only what was there');
+  const after = await c.bulkLoad(Float32Array.from([...other, ...other]), ['n1', 'n2']);
+  t.same(after, { added: 2, replaced: 0 }, 'the taken-back keys can be added afterwards');
+  t.equal(c.size, 3);
   ix.dropCollection('errors');
   await t.rejects(c.search(v), { code: 'ERR_INDEX_NO_COLLECTION' });
   t.equal(c.size, 0);

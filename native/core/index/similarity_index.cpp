@@ -62,6 +62,8 @@ size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 // advised for transparent huge pages: the int8 codes, which are streamed by every search (huge pages
 // measured ~1.8x faster for the scan than 4 KiB pages). The float32 templates are read for a few
 // candidates per query only and stay on normal pages (no huge-page compaction for 80% of the memory).
+constexpr int kMadvPopulateWrite = 23;  // MADV_POPULATE_WRITE (Linux 5.14); older headers lack the name
+
 class MappedBuffer {
  public:
   MappedBuffer() = default;
@@ -83,6 +85,10 @@ class MappedBuffer {
       madvise(base, size, MADV_HUGEPAGE);
 #endif
     }
+    // Fault every page in now, in one call: chunks are filled right after they are made, and a bulk load
+    // of 1M templates otherwise took ~600k separate page faults (measured: sys time 2.2-5.4 s -> 1.6-1.8 s).
+    // Ignored by kernels before 5.14.
+    madvise(base, size, kMadvPopulateWrite);
     ptr_ = base;
     size_ = size;
   }
@@ -136,6 +142,8 @@ struct Chunk {
     std::unique_ptr<Chunk> c(new (std::nothrow) Chunk());
     if (!c) return nullptr;
     c->codes = MappedBuffer(kChunkRows * stride, true);
+    // Not huge: the float32 rows are only read for re-ranking a few candidates, and asking for huge pages
+    // here made start-up bulk loads slower and erratic (direct compaction: 3.2-7.0 s vs 2.8-3.0 s for 1M).
     c->vecs = MappedBuffer(kChunkRows * vstride * sizeof(float), false);
     c->meta = MappedBuffer(kChunkRows * (sizeof(float) + sizeof(int32_t)), false);
     if (!c->codes.data() || !c->vecs.data() || !c->meta.data()) return nullptr;
@@ -545,6 +553,25 @@ IndexResult Collection::clear() {
   return {};  // `old` is freed here, outside the lock
 }
 
+void Collection::undoNewKeys(size_t n0, bool zeroRows) {
+  const size_t vstride = roundUp(dim_, 16);
+  for (size_t s = n0; s < st_.keys.size(); ++s) {
+    if (zeroRows && s / kChunkRows < st_.chunks.size()) {
+      RowView rv = rowAt(st_, s, stride_, vstride);
+      std::memset(rv.code, 0, stride_);
+      std::memset(rv.vec, 0, vstride * sizeof(float));
+      rv.chunk->scale[rv.row] = 0;
+      rv.chunk->sums[rv.row] = 0;
+    }
+    st_.keyBytes -= keyHeapBytes(st_.keys[s]->first);
+    st_.slots.erase(st_.slots.find(st_.keys[s]->first));
+  }
+  st_.keys.resize(n0);
+  st_.n = n0;
+  trimChunks(st_);
+  publish();
+}
+
 IndexResult Collection::bulkLoad(const float* data, size_t n, const std::vector<std::string>& keys, bool clear,
                                  unsigned threads, BulkStats* stats) {
   *stats = BulkStats{};
@@ -675,13 +702,9 @@ IndexResult Collection::bulkLoad(const float* data, size_t n, const std::vector<
       return {};  // the old content (now in ns) is freed outside the lock
     }
 
-    // Append/replace in place: check the data first so that a bad template changes nothing.
-    {
-      std::vector<float> tmp(dim_);
-      for (size_t i = 0; i < n; ++i)
-        if (!normalise(data + i * dim_, dim_, tmp.data()))
-          return IndexResult::fail(IndexCode::BadArgument, "a template has a NaN or an infinity");
-    }
+    // Append/replace in place. A bad template must change nothing: replaced rows are checked before any
+    // row is written; new rows are checked while they are encoded and, if one is bad, the new keys are
+    // taken back (one pass over the data instead of two: this is the start-up rebuild's path).
     std::lock_guard<RwGate> lock(gate_);
     const size_t n0 = st_.n;
     // New keys get slots n0.. in order of first appearance (todo index = slot - n0); replaced keys are
@@ -710,23 +733,27 @@ IndexResult Collection::bulkLoad(const float* data, size_t n, const std::vector<
         }
       }
       if (!reserveRows(st_, st_.n, stride_, vstride)) throw std::bad_alloc();
-      todo.insert(todo.end(), repl.begin(), repl.end());
     } catch (...) {
-      // Undo the new keys: nothing has been written to the rows yet.
-      for (size_t s = n0; s < st_.keys.size(); ++s) {
-        st_.keyBytes -= keyHeapBytes(st_.keys[s]->first);
-        st_.slots.erase(st_.slots.find(st_.keys[s]->first));
-      }
-      st_.keys.resize(n0);
-      st_.n = n0;
-      trimChunks(st_);
-      publish();
+      undoNewKeys(n0, false);
       *stats = BulkStats{};
       return IndexResult::fail(IndexCode::OutOfMemory, "out of memory");
     }
+    {
+      std::vector<float> tmp(dim_);
+      for (const auto& r : repl) {
+        if (!normalise(data + size_t(r.second) * dim_, dim_, tmp.data())) {
+          undoNewKeys(n0, false);
+          return IndexResult::fail(IndexCode::BadArgument, "a template has a NaN or an infinity");
+        }
+      }
+    }
+    if (!fill(st_, todo)) {
+      undoNewKeys(n0, true);
+      return IndexResult::fail(IndexCode::BadArgument, "a template has a NaN or an infinity");
+    }
+    fill(st_, repl);  // checked above: cannot fail
     stats->added = st_.n - n0;
     stats->replaced = repl.size();
-    fill(st_, todo);  // checked above: cannot fail
     publish();
     return {};
   } catch (const std::bad_alloc&) {

@@ -174,6 +174,8 @@ class Collection {
   std::atomic<size_t> chunkCount_{0};
   std::atomic<size_t> keyBytes_{0};
   void publish();  // refresh the atomics above from st_ (under the exclusive lock)
+  // Takes back the keys a failed append added (slots n0..), zeroing their rows if any were written.
+  void undoNewKeys(size_t n0, bool zeroRows);
 };
 
 // Named collections (one per account).
