@@ -56,3 +56,18 @@ t.test('galleries per account, rebuilt from the store, other models skipped', as
   t.ok(dot((await galleries.of('acc2').get('p1'))!, templateFor(2, 0, 1)) > 0.999);
   t.same(await galleries.of('acc1').search(templateFor(2, 0, 1), 1, 0.5), [], 'acc1 never sees acc2');
 });
+
+t.test('score (verify): the cosine with one person, both gallery kinds; undefined when absent', async (t) => {
+  const galleries = new Galleries();
+  t.teardown(() => galleries.close());
+  for (const g of [new ScanGallery(), galleries.of('score-acc')]) {
+    t.equal(await g.score('p', templateFor(1, 0, 1)), undefined, 'empty gallery');
+    await g.upsert('p', templateFor(1, 0, 1));
+    await g.upsert('q', templateFor(2, 0, 1));
+    t.ok(Math.abs((await g.score('p', templateFor(1, 3, 0.7)))! - 0.7) < 1e-5, 'cosine of the probe with p');
+    t.ok(Math.abs((await g.score('q', templateFor(1, 0, 1)))! - dot(templateFor(1, 0, 1), templateFor(2, 0, 1))) < 1e-5);
+    t.equal(await g.score('nobody', templateFor(1, 0, 1)), undefined);
+    await g.remove('p');
+    t.equal(await g.score('p', templateFor(1, 0, 1)), undefined, 'removed');
+  }
+});

@@ -303,6 +303,12 @@ export class SimilarityIndex {
     return this.binding.listCollections();
   }
 
+  /** Float32 dot product with the active kernel: the cosine of two L2-normalised templates (compare). */
+  dot(a: Float32Array, b: Float32Array): number {
+    if (a.length !== b.length) throw new IndexError('ERR_INDEX_BAD_ARGUMENT', 'FieldsValidation', `templates of ${a.length} and ${b.length} values`);
+    return this.binding.dotF32(undefined, a, b);
+  }
+
   /** Low-level hooks for tests and benchmarks. */
   get native(): IndexBinding {
     return this.binding;

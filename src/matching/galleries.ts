@@ -56,15 +56,19 @@ export class Galleries {
     };
 
     for (const block of persons.templateBlocks(modelId)) {
+      let bytes = block.bytes;
       if (fill && (fill.accountId !== block.accountId || fill.dimension !== block.dimension ||
-        (fill.ids.length + block.ids.length) * block.dimension > fill.data.length)) await flush();
+        (fill.ids.length + block.ids.length) * block.dimension > fill.data.length)) {
+        bytes = Uint8Array.from(bytes);  // a view of LMDB's read buffer must not outlive an await
+        await flush();
+      }
       if (!fill) {
         const size = Math.max(BLOCK, block.ids.length) * block.dimension;
         if (!buffers[which] || buffers[which].length < size) buffers[which] = new Float32Array(size);
         const data = buffers[which];
         fill = { accountId: block.accountId, dimension: block.dimension, ids: [], data, bytes: new Uint8Array(data.buffer) };
       }
-      fill.bytes.set(block.bytes, fill.ids.length * block.dimension * 4);
+      fill.bytes.set(bytes, fill.ids.length * block.dimension * 4);
       for (const id of block.ids) fill.ids.push(id);
     }
     await flush();

@@ -15,6 +15,8 @@ export interface Gallery {
   upsert(personId: string, template: Float32Array): Promise<void>;
   remove(personId: string): Promise<boolean>;
   get(personId: string): Promise<Float32Array | undefined>;
+  /** Cosine of the query with the person's template; undefined when the person is not in the gallery. */
+  score(personId: string, query: Float32Array): Promise<number | undefined>;
   /** Up to topK hits with cosine >= floor, best first (ties by personId for determinism). */
   search(query: Float32Array, topK: number, floor: number): Promise<GalleryHit[]>;
 }
@@ -44,6 +46,11 @@ export class ScanGallery implements Gallery {
 
   async get(personId: string): Promise<Float32Array | undefined> {
     return this.templates.get(personId);
+  }
+
+  async score(personId: string, query: Float32Array): Promise<number | undefined> {
+    const t = this.templates.get(personId);
+    return t && dot(query, t);
   }
 
   async search(query: Float32Array, topK: number, floor: number): Promise<GalleryHit[]> {

@@ -31,6 +31,11 @@ export class IndexGallery implements Gallery {
     return this.collection?.get(personId);
   }
 
+  async score(personId: string, query: Float32Array): Promise<number | undefined> {
+    if (!this.collection) return undefined;
+    return (await this.collection.score(query, [personId]))[0];
+  }
+
   async search(query: Float32Array, topK: number, floor: number): Promise<GalleryHit[]> {
     if (!this.collection || topK <= 0) return [];
     const hits = await this.collection.search(query, { k: topK, floor });

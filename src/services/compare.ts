@@ -5,7 +5,7 @@
 // similarityThreshold: percent 0..100, default [matching] compare_threshold; it decides facesMatched and
 // does not change similarity (the device answer).
 import type { FaceAnalysis } from '../engine/types';
-import { dot } from '../matching/gallery';
+import { similarityIndex } from '../index/similarity-index';
 import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { decodeField } from './images';
@@ -36,5 +36,5 @@ export async function comparePersons(ctx: ServiceContext, caller: Caller, input:
 }
 
 function pairSimilarity(ctx: ServiceContext, a: FaceAnalysis, b: FaceAnalysis): number {
-  return roundSimilarity(ctx.scale.toSimilarity(dot(a.embedding, b.embedding)));
+  return roundSimilarity(ctx.scale.toSimilarity(similarityIndex().dot(a.embedding, b.embedding)));
 }

@@ -2,7 +2,7 @@
 // A failed match (no face, or similarity below [matching] verify_threshold) answers 410 RF_001
 // "No person matched": the 200 body has no field for a result, so 200 must mean "verified"; RF_001 is the
 // spec's own code for "no person matched"; NF_001 would wrongly say the person_id is not enrolled.
-import { dot } from '../matching/gallery';
+import { similarityIndex } from '../index/similarity-index';
 import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { decodeField } from './images';
@@ -21,7 +21,10 @@ export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId
   const [face] = await analyse(ctx, image.rgb, 1, 'match');
   if (!face) throw ctx.errors.create('NoPersonMatched', 'no face in the probe image');
   const threshold = ctx.config.matching.verify_threshold;
-  const similarity = roundSimilarity(ctx.scale.toSimilarity(dot(face.embedding, person.template)));
+  // The account's index answers (float32 re-score of the stored copy); LMDB's template is the fallback
+  // should the cache ever miss the person.
+  const cosine = await ctx.galleries.of(caller.accountId).score(personId, face.embedding) ?? similarityIndex().dot(face.embedding, person.template);
+  const similarity = roundSimilarity(ctx.scale.toSimilarity(cosine));
   if (similarity < threshold) throw ctx.errors.create('NoPersonMatched', `similarity ${similarity} < ${threshold}`);
   return personView(person);
 }
