@@ -459,7 +459,9 @@ async function benchLmdb(g: Gallery): Promise<Record<string, number>> {
     res.perPersonFileMB = sizeMB(rawDir);
 
     // Each rebuild in a fresh process, as at a service start, after the writes reached the disk (a start
-    // does not race the writeback of gigabytes just written); interleaved, three times each.
+    // does not race the writeback of gigabytes just written); interleaved, five times each. In this VM the
+    // first touch of memory the guest has not used yet is slow and erratic (host-side faults), so the runs
+    // differ by up to 2x: the table gives every run, the target uses the best as the other targets do.
     execFileSync('sync');
     const child = (mode: string, dir: string, name: string): { seconds: number; loaded: number } => {
       const out = execFileSync(process.execPath, [path.join(__dirname, 'lmdb-rebuild.js'), mode, dir, name], { encoding: 'utf8' });
@@ -468,12 +470,14 @@ async function benchLmdb(g: Gallery): Promise<Record<string, number>> {
       return r;
     };
     const segmentRuns: number[] = [], rawRuns: number[] = [];
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < 5; round++) {
       segmentRuns.push(child('segments', segDir, modelId).seconds);
       rawRuns.push(child('per-person', rawDir, account).seconds);
     }
     res.segmentsRebuildS = Math.min(...segmentRuns);
     res.segmentsRebuildRunsS = segmentRuns.length;
+    res.segmentsRebuildMedianS = [...segmentRuns].sort((a, b) => a - b)[2];
+    res.perPersonStreamMedianS = [...rawRuns].sort((a, b) => a - b)[2];
     res.perPersonStreamS = Math.min(...rawRuns);
     res.totalS = res.segmentsRebuildS;
     console.log(`service layout (segments of 32, src/storage): open + Galleries.rebuild ${segmentRuns.map((v) => fmt(v)).join(' / ')} s   [env ${fmt(res.segmentsFileMB, 0)} MB with persons and images, written in ${fmt(res.segmentsWriteS, 1)} s]`);
@@ -494,24 +498,25 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const recalls: Recall[] = [];
   const memory: Record<string, unknown>[] = [];
-  let last: Gallery | undefined;
   if (ONLY_LMDB) {
     const n = SIZES[SIZES.length - 1];
-    last = makeGallery(n, BATCH, 1000 + n);
     console.log(`\n== bulk load from LMDB`);
-    const lmdb = await benchLmdb(last);
+    const lmdb = await benchLmdb(makeGallery(n, BATCH, 1000 + n));
     console.log(JSON.stringify({ bench: 'index-lmdb', dim: DIM, lmdb }));
     return;
   }
-  for (const n of SIZES) {
-    last = undefined; // let the previous gallery be collected
-    last = await benchSize(ix, n, rows, recalls, memory);
-  }
+  // The LMDB part first, in a child process of its own: it measures service starts, which must not inherit
+  // the memory state of this process after it has built and dropped gigabytes of galleries.
   let lmdb: Record<string, number> | undefined;
-  if (WITH_LMDB && last) {
-    console.log(`\n== bulk load from LMDB`);
-    lmdb = await benchLmdb(last);
+  if (WITH_LMDB) {
+    const out = execFileSync(process.execPath, [__filename], {
+      env: { ...process.env, INDEX_BENCH_LMDB: 'only' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20,
+    });
+    const lines = out.trim().split('\n');
+    console.log(lines.filter((l) => !l.startsWith('{') && !l.startsWith('similarity index') && !l.startsWith('kernels:')).join('\n'));
+    lmdb = (JSON.parse(lines[lines.length - 1]) as { lmdb: Record<string, number> }).lmdb;
   }
+  for (const n of SIZES) await benchSize(ix, n, rows, recalls, memory);
 
   // Targets, on the largest gallery.
   const n = SIZES[SIZES.length - 1];
@@ -544,7 +549,7 @@ async function main(): Promise<void> {
     console.log(`not slower than usearch exact i8: ${fmt(targets.speedupVsUsearchI8!)}x -> ${targets.notSlowerThanUsearchI8Met ? 'met' : 'NOT met'}`);
   }
   console.log(`recall@1 >= 99.9%: ${fmt(rec.recall1 * 100, 3)}% -> ${targets.recall1Met ? 'met' : 'NOT met'}`);
-  if (lmdb) console.log(`LMDB bulk load of 1M <= 3 s: ${fmt(lmdb.totalS)} s for ${lmdb.n.toLocaleString('en-US')} persons (service start: open + rebuild; ${fmt(lmdb.perPersonStreamS)} s with one value per person) -> ${targets.lmdbBulkLoadMet ? 'met' : 'NOT met'}`);
+  if (lmdb) console.log(`LMDB bulk load of 1M <= 3 s: best ${fmt(lmdb.totalS)} s, median ${fmt(lmdb.segmentsRebuildMedianS)} s for ${lmdb.n.toLocaleString('en-US')} persons (service start: open + rebuild; ${fmt(lmdb.perPersonStreamS)} s with one value per person) -> ${targets.lmdbBulkLoadMet ? 'met' : 'NOT met'}`);
   console.log(JSON.stringify({ bench: 'index', dim: DIM, k: K, batch: BATCH, kernels: ix.kernels, usearch: usearch ? true : usearchNote, rows, recalls, memory, lmdb, targets }));
 }
 

@@ -13,6 +13,7 @@
 
 #include "addon/bindings.h"
 #include "addon/js_errors.h"
+#include "addon/js_options.h"
 #include "core/camera/capture_pipeline.h"
 #include "core/camera/replay_camera.h"
 #include "core/camera/synthetic_camera.h"
@@ -26,52 +27,33 @@ namespace facecheck::addon {
 
 namespace {
 
-// ---- option readers ----------------------------------------------------------------------------------
-
-double Num(const Napi::Object& o, const char* key, double fallback) {
-  Napi::Value v = o.Get(key);
-  return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
-}
-bool Bool(const Napi::Object& o, const char* key, bool fallback) {
-  Napi::Value v = o.Get(key);
-  return v.IsBoolean() ? v.As<Napi::Boolean>().Value() : fallback;
-}
-std::string Str(const Napi::Object& o, const char* key, const std::string& fallback) {
-  Napi::Value v = o.Get(key);
-  return v.IsString() ? v.As<Napi::String>().Utf8Value() : fallback;
-}
-Napi::Object Obj(const Napi::Object& o, const char* key) {
-  Napi::Value v = o.Get(key);
-  return v.IsObject() ? v.As<Napi::Object>() : Napi::Object::New(o.Env());
-}
-
 LivenessConfig ReadLiveness(const Napi::Object& o) {
   LivenessConfig c;
-  c.minFacePx = static_cast<float>(Num(o, "minFacePx", c.minFacePx));
-  c.maxDistanceMm = static_cast<float>(Num(o, "maxDistanceMm", c.maxDistanceMm));
-  c.minDepthCoverage = static_cast<float>(Num(o, "minDepthCoverage", c.minDepthCoverage));
-  c.minFaceWidthMm = static_cast<float>(Num(o, "minFaceWidthMm", c.minFaceWidthMm));
-  c.maxFaceWidthMm = static_cast<float>(Num(o, "maxFaceWidthMm", c.maxFaceWidthMm));
-  c.minPlaneRmsMm = static_cast<float>(Num(o, "minPlaneRmsMm", c.minPlaneRmsMm));
-  c.minNoseReliefMm = static_cast<float>(Num(o, "minNoseReliefMm", c.minNoseReliefMm));
-  c.maxNoseReliefMm = static_cast<float>(Num(o, "maxNoseReliefMm", c.maxNoseReliefMm));
-  c.maxEyeRecessMm = static_cast<float>(Num(o, "maxEyeRecessMm", c.maxEyeRecessMm));
-  c.maxDepthStepShare = static_cast<float>(Num(o, "maxDepthStepShare", c.maxDepthStepShare));
-  c.maxNoseOffset = static_cast<float>(Num(o, "maxNoseOffset", c.maxNoseOffset));
-  c.maxYawDeg = static_cast<float>(Num(o, "maxYawDeg", c.maxYawDeg));
-  c.maxPitchDeg = static_cast<float>(Num(o, "maxPitchDeg", c.maxPitchDeg));
-  c.windowFrames = static_cast<int>(Num(o, "windowFrames", c.windowFrames));
-  c.minPassFrames = static_cast<int>(Num(o, "minPassFrames", c.minPassFrames));
-  c.maxGapMs = static_cast<int>(Num(o, "maxGapMs", c.maxGapMs));
-  c.minMicroMotionMm = static_cast<float>(Num(o, "minMicroMotionMm", c.minMicroMotionMm));
-  c.requireBlink = Bool(o, "requireBlink", c.requireBlink);
-  c.blinkClosed = static_cast<float>(Num(o, "blinkClosed", c.blinkClosed));
-  c.blinkOpen = static_cast<float>(Num(o, "blinkOpen", c.blinkOpen));
-  c.blinkWindowMs = static_cast<int>(Num(o, "blinkWindowMs", c.blinkWindowMs));
-  c.colourMin = static_cast<float>(Num(o, "colourMin", c.colourMin));
-  c.allowColourOnly = Bool(o, "allowColourOnly", c.allowColourOnly);
-  c.colourOnlyThreshold = static_cast<float>(Num(o, "colourOnlyThreshold", c.colourOnlyThreshold));
-  c.colourEvery = static_cast<int>(Num(o, "colourEvery", c.colourEvery));
+  c.minFacePx = static_cast<float>(NumberOption(o, "minFacePx", c.minFacePx));
+  c.maxDistanceMm = static_cast<float>(NumberOption(o, "maxDistanceMm", c.maxDistanceMm));
+  c.minDepthCoverage = static_cast<float>(NumberOption(o, "minDepthCoverage", c.minDepthCoverage));
+  c.minFaceWidthMm = static_cast<float>(NumberOption(o, "minFaceWidthMm", c.minFaceWidthMm));
+  c.maxFaceWidthMm = static_cast<float>(NumberOption(o, "maxFaceWidthMm", c.maxFaceWidthMm));
+  c.minPlaneRmsMm = static_cast<float>(NumberOption(o, "minPlaneRmsMm", c.minPlaneRmsMm));
+  c.minNoseReliefMm = static_cast<float>(NumberOption(o, "minNoseReliefMm", c.minNoseReliefMm));
+  c.maxNoseReliefMm = static_cast<float>(NumberOption(o, "maxNoseReliefMm", c.maxNoseReliefMm));
+  c.maxEyeRecessMm = static_cast<float>(NumberOption(o, "maxEyeRecessMm", c.maxEyeRecessMm));
+  c.maxDepthStepShare = static_cast<float>(NumberOption(o, "maxDepthStepShare", c.maxDepthStepShare));
+  c.maxNoseOffset = static_cast<float>(NumberOption(o, "maxNoseOffset", c.maxNoseOffset));
+  c.maxYawDeg = static_cast<float>(NumberOption(o, "maxYawDeg", c.maxYawDeg));
+  c.maxPitchDeg = static_cast<float>(NumberOption(o, "maxPitchDeg", c.maxPitchDeg));
+  c.windowFrames = IntOption(o, "windowFrames", c.windowFrames);
+  c.minPassFrames = IntOption(o, "minPassFrames", c.minPassFrames);
+  c.maxGapMs = IntOption(o, "maxGapMs", c.maxGapMs);
+  c.minMicroMotionMm = static_cast<float>(NumberOption(o, "minMicroMotionMm", c.minMicroMotionMm));
+  c.requireBlink = BoolOption(o, "requireBlink", c.requireBlink);
+  c.blinkClosed = static_cast<float>(NumberOption(o, "blinkClosed", c.blinkClosed));
+  c.blinkOpen = static_cast<float>(NumberOption(o, "blinkOpen", c.blinkOpen));
+  c.blinkWindowMs = IntOption(o, "blinkWindowMs", c.blinkWindowMs);
+  c.colourMin = static_cast<float>(NumberOption(o, "colourMin", c.colourMin));
+  c.allowColourOnly = BoolOption(o, "allowColourOnly", c.allowColourOnly);
+  c.colourOnlyThreshold = static_cast<float>(NumberOption(o, "colourOnlyThreshold", c.colourOnlyThreshold));
+  c.colourEvery = IntOption(o, "colourEvery", c.colourEvery);
   return c;
 }
 
@@ -480,28 +462,28 @@ Napi::Value OpenCamera(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsObject()) return RejectWith(env, Status::FieldsValidation, "options required");
   Napi::Object o = info[0].As<Napi::Object>();
   auto q = std::make_unique<OpenRequest>();
-  q->source = Str(o, "source", "synthetic");
-  q->engine.modelDir = Str(o, "modelDir", "");
-  q->ortLibrary = Str(o, "ortLibrary", "");
+  q->source = StringOption(o, "source", "synthetic");
+  q->engine.modelDir = StringOption(o, "modelDir", "");
+  q->ortLibrary = StringOption(o, "ortLibrary", "");
   q->engine.threads = 1;
   Napi::Value score = o.Get("minDetectionScore");
   if (score.IsNumber()) q->engine.minDetectionScore = score.As<Napi::Number>().FloatValue();
 
-  Napi::Object intr = Obj(o, "intrinsics");
+  Napi::Object intr = ObjectOption(o, "intrinsics");
   if (intr.Get("fx").IsNumber()) {
     q->intrinsicsGiven = true;
-    q->intrinsics.fx = Num(intr, "fx", 525);
-    q->intrinsics.fy = Num(intr, "fy", q->intrinsics.fx);
-    q->intrinsics.cx = Num(intr, "cx", 319.5);
-    q->intrinsics.cy = Num(intr, "cy", 239.5);
+    q->intrinsics.fx = NumberOption(intr, "fx", 525);
+    q->intrinsics.fy = NumberOption(intr, "fy", q->intrinsics.fx);
+    q->intrinsics.cx = NumberOption(intr, "cx", 319.5);
+    q->intrinsics.cy = NumberOption(intr, "cy", 239.5);
   }
-  Napi::Object syn = Obj(o, "synthetic");
-  Result r = parseScenario(Str(syn, "scenario", ""), &q->synthetic.scenario);
+  Napi::Object syn = ObjectOption(o, "synthetic");
+  Result r = parseScenario(StringOption(syn, "scenario", ""), &q->synthetic.scenario);
   if (!r.ok()) return RejectWith(env, r.status, r.detail);
-  q->synthetic.loop = Bool(syn, "loop", true);
-  q->synthetic.seed = static_cast<uint64_t>(Num(syn, "seed", 1));
-  q->synthetic.fps = Num(syn, "fps", 30);
-  q->synthetic.realtime = Bool(syn, "realtime", true);
+  q->synthetic.loop = BoolOption(syn, "loop", true);
+  q->synthetic.seed = static_cast<uint64_t>(NumberOption(syn, "seed", 1));
+  q->synthetic.fps = NumberOption(syn, "fps", 30);
+  q->synthetic.realtime = BoolOption(syn, "realtime", true);
   Napi::Value photos = syn.Get("photos");
   if (photos.IsArray()) {
     Napi::Array a = photos.As<Napi::Array>();
@@ -510,7 +492,7 @@ Napi::Value OpenCamera(const Napi::CallbackInfo& info) {
       if (!pv.IsObject()) continue;
       Napi::Object p = pv.As<Napi::Object>();
       Napi::Value data = p.Get("data");
-      int w = static_cast<int>(Num(p, "width", 0)), h = static_cast<int>(Num(p, "height", 0));
+      int w = IntOption(p, "width", 0), h = IntOption(p, "height", 0);
       if (!data.IsTypedArray() || data.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array || w < 1 || h < 1)
         return RejectWith(env, Status::FieldsValidation, "synthetic.photos[] must be {data: Uint8Array, width, height}");
       Napi::Uint8Array u = data.As<Napi::Uint8Array>();
@@ -523,35 +505,35 @@ Napi::Value OpenCamera(const Napi::CallbackInfo& info) {
       q->photos.push_back(std::move(t));
     }
   }
-  Napi::Object rep = Obj(o, "replay");
-  q->replay.path = Str(rep, "path", "");
-  q->replay.loop = Bool(rep, "loop", true);
-  q->replay.realtime = Bool(rep, "realtime", true);
+  Napi::Object rep = ObjectOption(o, "replay");
+  q->replay.path = StringOption(rep, "path", "");
+  q->replay.loop = BoolOption(rep, "loop", true);
+  q->replay.realtime = BoolOption(rep, "realtime", true);
 #ifdef FACE_CHECK_HAVE_FREENECT
-  Napi::Object fn = Obj(o, "freenect");
-  q->freenect.library = Str(fn, "library", q->freenect.library);
-  q->freenect.depthMode = Str(fn, "depthMode", q->freenect.depthMode);
-  q->freenect.deviceIndex = static_cast<int>(Num(fn, "deviceIndex", 0));
+  Napi::Object fn = ObjectOption(o, "freenect");
+  q->freenect.library = StringOption(fn, "library", q->freenect.library);
+  q->freenect.depthMode = StringOption(fn, "depthMode", q->freenect.depthMode);
+  q->freenect.deviceIndex = IntOption(fn, "deviceIndex", 0);
 #endif
   PipelineConfig& pc = q->pipeline;
-  pc.liveness = ReadLiveness(Obj(o, "liveness"));
-  pc.workers = std::max(1, std::min(8, static_cast<int>(Num(o, "workers", 1))));
-  pc.process = Bool(o, "process", true);
-  pc.reconnectMs = static_cast<int>(Num(o, "reconnectMs", pc.reconnectMs));
-  pc.cropSize = std::max(16, std::min(1024, static_cast<int>(Num(o, "cropSize", pc.cropSize))));
-  pc.cropGrow = static_cast<float>(Num(o, "cropGrow", pc.cropGrow));
-  pc.maxFrames = static_cast<uint64_t>(Num(o, "maxFrames", 0));
-  Napi::Object rec = Obj(o, "record");
-  pc.recordDir = Str(rec, "dir", "");
-  std::string fmt = Str(rec, "format", "face-check");
+  pc.liveness = ReadLiveness(ObjectOption(o, "liveness"));
+  pc.workers = std::max(1, std::min(8, IntOption(o, "workers", 1)));
+  pc.process = BoolOption(o, "process", true);
+  pc.reconnectMs = IntOption(o, "reconnectMs", pc.reconnectMs);
+  pc.cropSize = std::max(16, std::min(1024, IntOption(o, "cropSize", pc.cropSize)));
+  pc.cropGrow = static_cast<float>(NumberOption(o, "cropGrow", pc.cropGrow));
+  pc.maxFrames = static_cast<uint64_t>(NumberOption(o, "maxFrames", 0));
+  Napi::Object rec = ObjectOption(o, "record");
+  pc.recordDir = StringOption(rec, "dir", "");
+  std::string fmt = StringOption(rec, "format", "face-check");
   if (fmt != "face-check" && fmt != "fakenect")
     return RejectWith(env, Status::FieldsValidation, "record.format must be face-check or fakenect");
   pc.recordFormat = fmt == "fakenect" ? RecordingFormat::Fakenect : RecordingFormat::FaceCheck;
-  pc.recordFrames = static_cast<uint64_t>(Num(rec, "frames", 0));
-  pc.stopAfterRecording = Bool(rec, "stopAfter", false);
-  std::string reports = Str(o, "reports", "all");
+  pc.recordFrames = static_cast<uint64_t>(NumberOption(rec, "frames", 0));
+  pc.stopAfterRecording = BoolOption(rec, "stopAfter", false);
+  std::string reports = StringOption(o, "reports", "all");
   q->reportFrames = reports == "all";
-  q->queueSize = std::max(1, std::min(1024, static_cast<int>(Num(o, "queueSize", 16))));
+  q->queueSize = std::max(1, std::min(1024, IntOption(o, "queueSize", 16)));
   if ((pc.process || q->source == "synthetic") && (q->engine.modelDir.empty() || q->ortLibrary.empty()))
     return RejectWith(env, Status::FieldsValidation, "modelDir and ortLibrary are required");
 

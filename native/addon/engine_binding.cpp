@@ -10,6 +10,7 @@
 
 #include "addon/bindings.h"
 #include "addon/js_errors.h"
+#include "addon/js_options.h"
 #include "core/face_engine.h"
 #include "core/ort_api.h"
 
@@ -184,15 +185,6 @@ class AnalyzeWorker : public Napi::AsyncWorker {
   std::vector<FaceResult> faces_;
   StageTimings timings_;
 };
-
-int IntOption(const Napi::Object& o, const char* key, int fallback) {
-  Napi::Value v = o.Get(key);
-  return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : fallback;
-}
-bool BoolOption(const Napi::Object& o, const char* key, bool fallback) {
-  Napi::Value v = o.Get(key);
-  return v.IsBoolean() ? v.As<Napi::Boolean>().Value() : fallback;
-}
 
 Napi::Value EngineHandle::Analyze(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

@@ -27,11 +27,12 @@ export class Galleries {
   /**
    * Loads every stored template of `modelId`. Templates of another model cannot be compared and are
    * skipped: they are reported so the operator runs `face-check reindex`. The stored segments are copied
-   * into blocks of up to BLOCK templates; while the addon encodes one block, the next is read (two buffers).
+   * into blocks of 16k templates; while the addon encodes one block, the next is read (two buffers).
    */
   async rebuild(persons: PersonRepository, modelId: string, options: { blockSize?: number } = {}): Promise<{ loaded: number; stale: number }> {
     this.close();
-    const BLOCK = options.blockSize ?? 65536;
+    // 16k templates (32 MB) per block: larger blocks measured no faster and cost more transient memory.
+    const BLOCK = options.blockSize ?? 16384;
     const buffers: Float32Array[] = [];
     let which = 0;
     let pending: Promise<void> = Promise.resolve();

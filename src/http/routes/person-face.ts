@@ -19,37 +19,35 @@ const ENROL_CODES = [
   'CP_002', 'R_002', 'R_003',
 ];
 
-const personFace: FastifyPluginAsync = async (app) => {
-  const url = '/person/face/:person_id';
-
-  app.post<WithImage>(url, {
-    config: { permission: 'person:write', jsonBody: true },
+/** Route options of create and update: the same body, permission and enrolment codes. */
+function enrolRoute(summary: string, description: string, notFound: boolean) {
+  return {
+    config: { permission: 'person:write' as const, jsonBody: true },
     schema: {
-      summary: 'Create person',
-      description: 'Enrols a new person. CP_002 when person_id exists; F_ codes when the photo fails an enrolment check.',
-      tags: ['person'],
-      security: apiKeySecurity,
-      params: personIdParams,
-      body: faceImageBody,
-      response: { 200: personResponse, ...errorResponses({ 400: ENROL_CODES, ...bodyErrors, ...commonErrors }) },
-    },
-  }, async (request) => app.services.createPerson(callerOf(request), request.params.person_id, request.body.faceImage));
-
-  app.put<WithImage>(url, {
-    config: { permission: 'person:write', jsonBody: true },
-    schema: {
-      summary: 'Update person',
-      description: 'Replaces the reference face of an enrolled person; created stays, updated changes.',
+      summary,
+      description,
       tags: ['person'],
       security: apiKeySecurity,
       params: personIdParams,
       body: faceImageBody,
       response: {
         200: personResponse,
-        ...errorResponses({ 400: ENROL_CODES, 404: ['NF_001'], ...bodyErrors, ...commonErrors }),
+        ...errorResponses({ 400: ENROL_CODES, ...(notFound ? { 404: ['NF_001'] } : {}), ...bodyErrors, ...commonErrors } as Record<number, string[]>),
       },
     },
-  }, async (request) => app.services.updatePerson(callerOf(request), request.params.person_id, request.body.faceImage));
+  };
+}
+
+const personFace: FastifyPluginAsync = async (app) => {
+  const url = '/person/face/:person_id';
+
+  app.post<WithImage>(url, enrolRoute('Create person',
+    'Enrols a new person. CP_002 when person_id exists; F_ codes when the photo fails an enrolment check.', false),
+  async (request) => app.services.createPerson(callerOf(request), request.params.person_id, request.body.faceImage));
+
+  app.put<WithImage>(url, enrolRoute('Update person',
+    'Replaces the reference face of an enrolled person; created stays, updated changes.', true),
+  async (request) => app.services.updatePerson(callerOf(request), request.params.person_id, request.body.faceImage));
 
   app.delete<WithId>(url, {
     config: { permission: 'person:write' },
