@@ -29,30 +29,30 @@ namespace {
 
 LivenessConfig ReadLiveness(const Napi::Object& o) {
   LivenessConfig c;
-  c.minFacePx = static_cast<float>(NumberOption(o, "minFacePx", c.minFacePx));
-  c.maxDistanceMm = static_cast<float>(NumberOption(o, "maxDistanceMm", c.maxDistanceMm));
-  c.minDepthCoverage = static_cast<float>(NumberOption(o, "minDepthCoverage", c.minDepthCoverage));
-  c.minFaceWidthMm = static_cast<float>(NumberOption(o, "minFaceWidthMm", c.minFaceWidthMm));
-  c.maxFaceWidthMm = static_cast<float>(NumberOption(o, "maxFaceWidthMm", c.maxFaceWidthMm));
-  c.minPlaneRmsMm = static_cast<float>(NumberOption(o, "minPlaneRmsMm", c.minPlaneRmsMm));
-  c.minNoseReliefMm = static_cast<float>(NumberOption(o, "minNoseReliefMm", c.minNoseReliefMm));
-  c.maxNoseReliefMm = static_cast<float>(NumberOption(o, "maxNoseReliefMm", c.maxNoseReliefMm));
-  c.maxEyeRecessMm = static_cast<float>(NumberOption(o, "maxEyeRecessMm", c.maxEyeRecessMm));
-  c.maxDepthStepShare = static_cast<float>(NumberOption(o, "maxDepthStepShare", c.maxDepthStepShare));
-  c.maxNoseOffset = static_cast<float>(NumberOption(o, "maxNoseOffset", c.maxNoseOffset));
-  c.maxYawDeg = static_cast<float>(NumberOption(o, "maxYawDeg", c.maxYawDeg));
-  c.maxPitchDeg = static_cast<float>(NumberOption(o, "maxPitchDeg", c.maxPitchDeg));
+  c.minFacePx = FloatOption(o, "minFacePx", c.minFacePx);
+  c.maxDistanceMm = FloatOption(o, "maxDistanceMm", c.maxDistanceMm);
+  c.minDepthCoverage = FloatOption(o, "minDepthCoverage", c.minDepthCoverage);
+  c.minFaceWidthMm = FloatOption(o, "minFaceWidthMm", c.minFaceWidthMm);
+  c.maxFaceWidthMm = FloatOption(o, "maxFaceWidthMm", c.maxFaceWidthMm);
+  c.minPlaneRmsMm = FloatOption(o, "minPlaneRmsMm", c.minPlaneRmsMm);
+  c.minNoseReliefMm = FloatOption(o, "minNoseReliefMm", c.minNoseReliefMm);
+  c.maxNoseReliefMm = FloatOption(o, "maxNoseReliefMm", c.maxNoseReliefMm);
+  c.maxEyeRecessMm = FloatOption(o, "maxEyeRecessMm", c.maxEyeRecessMm);
+  c.maxDepthStepShare = FloatOption(o, "maxDepthStepShare", c.maxDepthStepShare);
+  c.maxNoseOffset = FloatOption(o, "maxNoseOffset", c.maxNoseOffset);
+  c.maxYawDeg = FloatOption(o, "maxYawDeg", c.maxYawDeg);
+  c.maxPitchDeg = FloatOption(o, "maxPitchDeg", c.maxPitchDeg);
   c.windowFrames = IntOption(o, "windowFrames", c.windowFrames);
   c.minPassFrames = IntOption(o, "minPassFrames", c.minPassFrames);
   c.maxGapMs = IntOption(o, "maxGapMs", c.maxGapMs);
-  c.minMicroMotionMm = static_cast<float>(NumberOption(o, "minMicroMotionMm", c.minMicroMotionMm));
+  c.minMicroMotionMm = FloatOption(o, "minMicroMotionMm", c.minMicroMotionMm);
   c.requireBlink = BoolOption(o, "requireBlink", c.requireBlink);
-  c.blinkClosed = static_cast<float>(NumberOption(o, "blinkClosed", c.blinkClosed));
-  c.blinkOpen = static_cast<float>(NumberOption(o, "blinkOpen", c.blinkOpen));
+  c.blinkClosed = FloatOption(o, "blinkClosed", c.blinkClosed);
+  c.blinkOpen = FloatOption(o, "blinkOpen", c.blinkOpen);
   c.blinkWindowMs = IntOption(o, "blinkWindowMs", c.blinkWindowMs);
-  c.colourMin = static_cast<float>(NumberOption(o, "colourMin", c.colourMin));
+  c.colourMin = FloatOption(o, "colourMin", c.colourMin);
   c.allowColourOnly = BoolOption(o, "allowColourOnly", c.allowColourOnly);
-  c.colourOnlyThreshold = static_cast<float>(NumberOption(o, "colourOnlyThreshold", c.colourOnlyThreshold));
+  c.colourOnlyThreshold = FloatOption(o, "colourOnlyThreshold", c.colourOnlyThreshold);
   c.colourEvery = IntOption(o, "colourEvery", c.colourEvery);
   return c;
 }
@@ -521,7 +521,7 @@ Napi::Value OpenCamera(const Napi::CallbackInfo& info) {
   pc.process = BoolOption(o, "process", true);
   pc.reconnectMs = IntOption(o, "reconnectMs", pc.reconnectMs);
   pc.cropSize = std::max(16, std::min(1024, IntOption(o, "cropSize", pc.cropSize)));
-  pc.cropGrow = static_cast<float>(NumberOption(o, "cropGrow", pc.cropGrow));
+  pc.cropGrow = FloatOption(o, "cropGrow", pc.cropGrow);
   pc.maxFrames = static_cast<uint64_t>(NumberOption(o, "maxFrames", 0));
   Napi::Object rec = ObjectOption(o, "record");
   pc.recordDir = StringOption(rec, "dir", "");

@@ -13,6 +13,10 @@ inline double NumberOption(const Napi::Object& o, const char* key, double fallba
   return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
 }
 
+inline float FloatOption(const Napi::Object& o, const char* key, float fallback) {
+  return static_cast<float>(NumberOption(o, key, fallback));
+}
+
 /** Integer fields: Int32Value truncates and maps NaN to 0, where a cast of a double would be undefined. */
 inline int IntOption(const Napi::Object& o, const char* key, int fallback) {
   Napi::Value v = o.Get(key);
