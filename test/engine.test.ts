@@ -124,6 +124,19 @@ t.test('same-person pairs score higher than different-person pairs (identities)'
   t.ok(rank1 / templates.length > 0.9, `rank-1 identification ${rank1}/${templates.length}`);
 });
 
+t.test('flip-averaging is off by default, an option with its own model id, and the same face either way', async (t) => {
+  const flip = await createEngine({ flipAverage: true });
+  t.teardown(() => flip.close());
+  t.notMatch(engine.modelId, /\+flip$/, 'default templates are plain');
+  t.match(flip.modelId, /\+flip$/, 'flip-averaged templates are told apart');
+  t.equal(flip.modelId.replace(/\+flip$/, ''), engine.modelId);
+  const image = await loadRgb(samplePhotos()[2]);
+  const [plain] = await engine.analyze(image, { maxFaces: 1 });
+  const [averaged] = await flip.analyze(image, { maxFaces: 1 });
+  const c = cosine(plain.embedding, averaged.embedding);
+  t.ok(c > 0.9 && c < 0.99999, `the mirror image moves the template a little (cosine ${c.toFixed(4)})`);
+});
+
 t.test('bad input gives a typed error, never a crash', async (t) => {
   const bad: [string, Uint8Array, number, number][] = [
     ['empty buffer', new Uint8Array(0), 10, 10],
