@@ -23,7 +23,7 @@ export async function identifyPerson(ctx: ServiceContext, caller: Caller, faceIm
   if (!best || similarity < threshold) {
     throw ctx.errors.create('NoPersonMatched', `best similarity ${similarity} < ${threshold}`);
   }
-  const person = ctx.store.persons.get(caller.accountId, best.personId);
+  const person = ctx.store.persons.meta(caller.accountId, best.personId);
   if (!person) throw ctx.errors.create('NoPersonMatched', `${best.personId} removed during the search`);
   return personView(person);
 }

@@ -16,7 +16,7 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
   const image = await decodeField(ctx, 'faceImage', faceImage);
   const exists = () => ctx.errors.create('ProfileExists', undefined, { person_id: personId });
   // Cheap pre-check before the engine runs; the write transaction checks again (concurrent creates).
-  if (ctx.store.persons.get(caller.accountId, personId)) throw exists();
+  if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
   const face = await enrolmentFace(ctx, caller, personId, image.rgb, false);
   const result = await ctx.store.persons.create(
     caller.accountId, personId,
@@ -32,7 +32,7 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
 export async function updatePerson(ctx: ServiceContext, caller: Caller, personId: string, faceImage: string): Promise<PersonView> {
   const image = await decodeField(ctx, 'faceImage', faceImage);
   const notFound = () => ctx.errors.create('FaceNotInCollection', `person ${personId}`);
-  if (!ctx.store.persons.get(caller.accountId, personId)) throw notFound();
+  if (!ctx.store.persons.meta(caller.accountId, personId)) throw notFound();
   const face = await enrolmentFace(ctx, caller, personId, image.rgb, true);
   const person = await ctx.store.persons.replace(
     caller.accountId, personId,
@@ -56,7 +56,7 @@ export async function removePerson(ctx: ServiceContext, caller: Caller, personId
 /** GET /person/face/{person_id}. */
 export async function getPerson(ctx: ServiceContext, caller: Caller, personId: string): Promise<PersonView> {
   await consumeQuota(ctx, caller.accountId);
-  const person = ctx.store.persons.get(caller.accountId, personId);
+  const person = ctx.store.persons.meta(caller.accountId, personId);
   if (!person) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
   return personView(person);
 }

@@ -12,7 +12,7 @@ import { consumeQuota } from './quota';
 export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId: string, faceImage: string): Promise<PersonView> {
   const image = await decodeField(ctx, 'faceImage', faceImage);
   await consumeQuota(ctx, caller.accountId);
-  const person = ctx.store.persons.get(caller.accountId, personId);
+  const person = ctx.store.persons.meta(caller.accountId, personId);
   if (!person) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
   if (person.modelId !== ctx.engine.modelId) {
     // Templates of another model are not comparable; `face-check reindex` recomputes them.
@@ -23,8 +23,15 @@ export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId
   const threshold = ctx.config.matching.verify_threshold;
   // The account's index answers (float32 re-score of the stored copy); LMDB's template is the fallback
   // should the cache ever miss the person.
-  const cosine = await ctx.galleries.of(caller.accountId).score(personId, face.embedding) ?? similarityIndex().dot(face.embedding, person.template);
+  const cosine = await ctx.galleries.of(caller.accountId).score(personId, face.embedding) ?? storedCosine(ctx, caller, personId, face.embedding);
   const similarity = roundSimilarity(ctx.scale.toSimilarity(cosine));
   if (similarity < threshold) throw ctx.errors.create('NoPersonMatched', `similarity ${similarity} < ${threshold}`);
   return personView(person);
+}
+
+/** The cosine with the template in LMDB, for a person the index does not hold (it should). */
+function storedCosine(ctx: ServiceContext, caller: Caller, personId: string, probe: Float32Array): number {
+  const stored = ctx.store.persons.get(caller.accountId, personId);
+  if (!stored) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
+  return similarityIndex().dot(probe, stored.template);
 }

@@ -5,7 +5,7 @@
 import type { Database, RootDatabase } from 'lmdb';
 
 import {
-  decodeSegment, emptySegment, encodeSegment, SEGMENT_CAPACITY, segmentIds, segmentLayout, templateOf, withAppended,
+  decodeSegment, emptySegment, encodeSegment, SEGMENT_CAPACITY, segmentIds, segmentLayout, templateIn, templateOf, withAppended,
   withoutTemplate, withTemplate, type Segment,
 } from './template-segment';
 
@@ -57,7 +57,7 @@ export interface TemplateInput {
 
 export class PersonRepository {
   private readonly root: RootDatabase;
-  private readonly meta: Database<StoredPerson, PersonKey>;
+  private readonly records: Database<StoredPerson, PersonKey>;
   private readonly images: Database<Buffer, PersonKey>;
   private readonly segments: Database<Buffer, SegmentKey>;
   /** Segments with fewer than SEGMENT_CAPACITY entries, so an enrolment fills them before opening a new one. */
@@ -65,14 +65,20 @@ export class PersonRepository {
 
   constructor(root: RootDatabase) {
     this.root = root;
-    this.meta = root.openDB<StoredPerson, PersonKey>({ name: 'persons' });
+    this.records = root.openDB<StoredPerson, PersonKey>({ name: 'persons' });
     this.images = root.openDB<Buffer, PersonKey>({ name: 'images', encoding: 'binary' });
     this.segments = root.openDB<Buffer, SegmentKey>({ name: 'templates', encoding: 'binary' });
     this.withRoom = root.openDB<number, SegmentKey>({ name: 'templates-with-room' });
   }
 
+  /** The person without its template: what existence checks and person responses need (no segment read). */
+  meta(accountId: string, personId: string): (PersonMeta & { modelId: string }) | undefined {
+    const stored = this.records.get([accountId, personId]);
+    return stored && { personId, created: stored.created, updated: stored.updated, modelId: stored.modelId };
+  }
+
   get(accountId: string, personId: string): PersonRecord | undefined {
-    const stored = this.meta.get([accountId, personId]);
+    const stored = this.records.get([accountId, personId]);
     if (!stored) return undefined;
     const template = this.readTemplate(stored.modelId, accountId, stored.segment, personId);
     return { personId, created: stored.created, updated: stored.updated, modelId: stored.modelId, template };
@@ -86,9 +92,9 @@ export class PersonRepository {
   async create(accountId: string, personId: string, input: TemplateInput, now: string): Promise<CreateResult> {
     const key: PersonKey = [accountId, personId];
     return this.root.transaction(() => {
-      if (this.meta.get(key) !== undefined) return { created: false } as const;
+      if (this.records.get(key) !== undefined) return { created: false } as const;
       const segment = this.appendTemplates(input.modelId, accountId, [{ personId, template: input.template }]).get(personId)!;
-      this.meta.put(key, { personId, created: now, updated: now, modelId: input.modelId, segment });
+      this.records.put(key, { personId, created: now, updated: now, modelId: input.modelId, segment });
       this.images.put(key, Buffer.from(input.referenceImage));
       const person: PersonRecord = { personId, created: now, updated: now, modelId: input.modelId, template: input.template };
       return { created: true, person } as const;
@@ -105,7 +111,7 @@ export class PersonRepository {
       const byModel = new Map<string, Array<{ personId: string } & TemplateInput>>();
       const seen = new Set<string>();
       for (const p of persons) {
-        if (seen.has(p.personId) || this.meta.get([accountId, p.personId]) !== undefined) {
+        if (seen.has(p.personId) || this.records.get([accountId, p.personId]) !== undefined) {
           skipped.push(p.personId);
           continue;
         }
@@ -119,7 +125,7 @@ export class PersonRepository {
         const placed = this.appendTemplates(modelId, accountId, list);
         for (const p of list) {
           const key: PersonKey = [accountId, p.personId];
-          this.meta.put(key, { personId: p.personId, created: now, updated: now, modelId, segment: placed.get(p.personId)! });
+          this.records.put(key, { personId: p.personId, created: now, updated: now, modelId, segment: placed.get(p.personId)! });
           this.images.put(key, Buffer.from(p.referenceImage));
           created++;
         }
@@ -132,10 +138,10 @@ export class PersonRepository {
   async replace(accountId: string, personId: string, input: TemplateInput, now: string): Promise<PersonRecord | undefined> {
     const key: PersonKey = [accountId, personId];
     return this.root.transaction(() => {
-      const old = this.meta.get(key);
+      const old = this.records.get(key);
       if (old === undefined) return undefined;
       const segment = this.moveTemplate(accountId, old, input.modelId, input.template);
-      this.meta.put(key, { personId, created: old.created, updated: now, modelId: input.modelId, segment });
+      this.records.put(key, { personId, created: old.created, updated: now, modelId: input.modelId, segment });
       this.images.put(key, Buffer.from(input.referenceImage));
       return { personId, created: old.created, updated: now, modelId: input.modelId, template: input.template };
     });
@@ -145,10 +151,10 @@ export class PersonRepository {
   async setTemplate(accountId: string, personId: string, modelId: string, template: Float32Array): Promise<boolean> {
     const key: PersonKey = [accountId, personId];
     return this.root.transaction(() => {
-      const old = this.meta.get(key);
+      const old = this.records.get(key);
       if (old === undefined) return false;
       const segment = this.moveTemplate(accountId, old, modelId, template);
-      this.meta.put(key, { ...old, modelId, segment });
+      this.records.put(key, { ...old, modelId, segment });
       return true;
     });
   }
@@ -157,14 +163,14 @@ export class PersonRepository {
   async remove(accountId: string, personId: string): Promise<PersonRecord | undefined> {
     const key: PersonKey = [accountId, personId];
     return this.root.transaction(() => {
-      const old = this.meta.get(key);
+      const old = this.records.get(key);
       if (old === undefined) return undefined;
       const segKey: SegmentKey = [old.modelId, accountId, old.segment];
       const segment = this.readSegment(segKey);
       const template = segment && templateOf(segment, personId);
       if (!segment || !template) throw new Error(`storage: template of ${accountId}/${personId} missing from its segment`);
       this.writeSegment(segKey, withoutTemplate(segment, personId));
-      this.meta.remove(key);
+      this.records.remove(key);
       this.images.remove(key);
       return { personId, created: old.created, updated: old.updated, modelId: old.modelId, template };
     });
@@ -172,7 +178,7 @@ export class PersonRepository {
 
   /** Every person of every account, without templates (listing, reindex). */
   *all(): Generator<AccountPersonMeta> {
-    for (const { key, value } of this.meta.getRange()) {
+    for (const { key, value } of this.records.getRange()) {
       yield { accountId: key[0], personId: value.personId, created: value.created, updated: value.updated, modelId: value.modelId };
     }
   }
@@ -198,8 +204,8 @@ export class PersonRepository {
   }
 
   count(accountId?: string): number {
-    if (accountId === undefined) return this.meta.getCount();
-    return this.meta.getKeysCount({ start: [accountId, ''] as PersonKey, end: [`${accountId}\u0000`, ''] as PersonKey });
+    if (accountId === undefined) return this.records.getCount();
+    return this.records.getKeysCount({ start: [accountId, ''] as PersonKey, end: [`${accountId}\u0000`, ''] as PersonKey });
   }
 
   /**
@@ -208,7 +214,7 @@ export class PersonRepository {
    */
   async moveInlineTemplates(batch = 4096): Promise<number> {
     type V1Person = PersonMeta & { modelId: string; template?: Uint8Array; segment?: number };
-    const v1 = this.meta as unknown as Database<V1Person, PersonKey>;
+    const v1 = this.records as unknown as Database<V1Person, PersonKey>;
     let moved = 0;
     let after: PersonKey | undefined;
     for (;;) {
@@ -232,7 +238,7 @@ export class PersonRepository {
           const placed = this.appendTemplates(modelId, accountId, items.map((x) => ({ personId: x.key[1], template: x.template })));
           for (const { key, value } of items) {
             const { personId, created, updated } = value;
-            this.meta.put(key, { personId, created, updated, modelId, segment: placed.get(key[1])! });
+            this.records.put(key, { personId, created, updated, modelId, segment: placed.get(key[1])! });
             n++;
           }
         }
@@ -244,8 +250,8 @@ export class PersonRepository {
   // ---- segments (called inside write transactions) --------------------------------------------------------
 
   private readTemplate(modelId: string, accountId: string, segment: number, personId: string): Float32Array {
-    const stored = this.readSegment([modelId, accountId, segment]);
-    const template = stored && templateOf(stored, personId);
+    const bytes = this.segments.get([modelId, accountId, segment]);
+    const template = bytes && templateIn(bytes, personId);
     if (!template) throw new Error(`storage: template of ${accountId}/${personId} missing from its segment`);
     return template;
   }
@@ -286,12 +292,19 @@ export class PersonRepository {
     entries: ReadonlyArray<{ personId: string; template: Float32Array }>): Map<string, number> {
     const placed = new Map<string, number>();
     const range = { start: [modelId, accountId] as unknown as SegmentKey, end: [modelId, `${accountId}\u0000`] as unknown as SegmentKey };
-    const withRoom = [...this.withRoom.getKeys(range)].map((k) => k[2]);
-    const last = [...this.segments.getKeys({ start: range.end, end: range.start, reverse: true, limit: 1 })];
-    let next = last.length ? last[0][2] + 1 : 0;
+    // Each segment with room takes at least one entry, so no more of them can be needed than entries.
+    const withRoom = [...this.withRoom.getKeys({ ...range, limit: entries.length })].map((k) => k[2]);
+    let next: number | undefined;
+    const newSegment = () => {
+      if (next === undefined) {
+        const [last] = this.segments.getKeys({ start: range.end, end: range.start, reverse: true, limit: 1 });
+        next = last ? last[2] + 1 : 0;
+      }
+      return next++;
+    };
     let i = 0;
     while (i < entries.length) {
-      const number = withRoom.length ? withRoom.shift()! : next++;
+      const number = withRoom.length ? withRoom.shift()! : newSegment();
       const key: SegmentKey = [modelId, accountId, number];
       const { segment, taken } = withAppended(this.readSegment(key) ?? emptySegment(entries[i].template.length), entries, i);
       if (taken === 0) continue;  // a segment of another dimension: try the next one

@@ -77,6 +77,17 @@ export function emptySegment(dimension: number): Segment {
   return { dimension, ids: [], templates: new Float32Array(0) };
 }
 
+/** The template of `personId` straight from a stored value (a copy of that one row), or undefined. */
+export function templateIn(bytes: Uint8Array, personId: string): Float32Array | undefined {
+  const layout = segmentLayout(bytes);
+  const i = segmentIds(bytes, layout).indexOf(personId);
+  if (i < 0) return undefined;
+  const rowBytes = layout.dimension * 4;
+  const row = new Uint8Array(rowBytes);
+  row.set(bytes.subarray(layout.templatesAt + i * rowBytes, layout.templatesAt + (i + 1) * rowBytes));
+  return new Float32Array(row.buffer);
+}
+
 /** The template of `personId` (a copy), or undefined. */
 export function templateOf(segment: Segment, personId: string): Float32Array | undefined {
   const i = segment.ids.indexOf(personId);

@@ -196,6 +196,39 @@ __attribute__((always_inline)) inline float maxAbs(const float* v, size_t dim, b
   if (nonFinite) *nonFinite = any != 0;
   return r;
 }
+
+// 1 / |v|, computed on v / maxabs (maxabs > 0) so that the squares stay in range for any finite input.
+__attribute__((always_inline)) inline float inverseNorm(const float* v, size_t dim, float maxabs) {
+  const float pre = 1.0f / maxabs;
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= dim; i += 8)
+    for (size_t l = 0; l < 8; ++l) {
+      const float x = v[i + l] * pre;
+      acc[l] += x * x;
+    }
+  float ss = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < dim; ++i) {
+    const float x = v[i] * pre;
+    ss += x * x;
+  }
+  return pre / std::sqrt(ss);
+}
+
+// codes_j = round(v_j * q) clamped to [-127, 127] (half away from zero: vectorisable, unlike nearbyint);
+// returns the sum of the codes.
+__attribute__((always_inline)) inline int32_t quantiseRow(const float* v, size_t dim, float q, int8_t* codes) {
+  int32_t s = 0;
+  for (size_t j = 0; j < dim; ++j) {
+    float x = v[j] * q;
+    x = x + (x >= 0.0f ? 0.5f : -0.5f);
+    x = x > 127.0f ? 127.0f : (x < -127.0f ? -127.0f : x);
+    const int32_t c = int32_t(x);
+    codes[j] = int8_t(c);
+    s += c;
+  }
+  return s;
+}
 }  // namespace
 
 // The bulk-load and write path: normalise + quantise in one go (4 passes over the row instead of 5). On
@@ -216,33 +249,11 @@ __attribute__((always_inline)) inline bool encodeImpl(const float* v, size_t dim
     *sum = 0;
     return true;
   }
-  const float pre = 1.0f / maxabs;
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= dim; i += 8)
-    for (size_t l = 0; l < 8; ++l) {
-      const float x = v[i + l] * pre;
-      acc[l] += x * x;
-    }
-  float ss = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  for (; i < dim; ++i) {
-    const float x = v[i] * pre;
-    ss += x * x;
-  }
-  const float inv = pre / std::sqrt(ss);
+  const float inv = inverseNorm(v, dim, maxabs);
   for (size_t j = 0; j < dim; ++j) vec[j] = v[j] * inv;
   // max |vec_j| without another pass: rounding is monotonic and symmetric, so it is maxabs * inv exactly.
   const float m = maxabs * inv;
-  const float q = 127.0f / m;
-  int32_t s = 0;
-  for (size_t j = 0; j < dim; ++j) {
-    float x = vec[j] * q;
-    x = x + (x >= 0.0f ? 0.5f : -0.5f);
-    x = x > 127.0f ? 127.0f : (x < -127.0f ? -127.0f : x);
-    const int32_t c = int32_t(x);
-    codes[j] = int8_t(c);
-    s += c;
-  }
+  const int32_t s = quantiseRow(vec, dim, 127.0f / m, codes);
   *scale = m / 127.0f;
   *sum = s;
   return true;
@@ -283,20 +294,7 @@ bool normalise(const float* v, size_t dim, float* out) {
     std::memset(out, 0, dim * sizeof(float));
     return true;
   }
-  const float pre = 1.0f / maxabs;  // keeps the squares in range for any finite input
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= dim; i += 8)
-    for (size_t l = 0; l < 8; ++l) {
-      const float x = v[i + l] * pre;
-      acc[l] += x * x;
-    }
-  float ss = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  for (; i < dim; ++i) {
-    const float x = v[i] * pre;
-    ss += x * x;
-  }
-  const float inv = pre / std::sqrt(ss);
+  const float inv = inverseNorm(v, dim, maxabs);
   for (size_t j = 0; j < dim; ++j) out[j] = v[j] * inv;
   return true;
 }
@@ -309,18 +307,7 @@ float quantise(const float* v, size_t dim, size_t stride, int8_t* codes, int32_t
     *sum = 0;
     return 0.0f;
   }
-  const float inv = 127.0f / maxabs;
-  int32_t s = 0;
-  for (size_t i = 0; i < dim; ++i) {
-    // Round half away from zero (vectorisable, unlike nearbyint), then clamp.
-    float x = v[i] * inv;
-    x = x + (x >= 0.0f ? 0.5f : -0.5f);
-    x = x > 127.0f ? 127.0f : (x < -127.0f ? -127.0f : x);
-    const int32_t c = int32_t(x);
-    codes[i] = int8_t(c);
-    s += c;
-  }
-  *sum = s;
+  *sum = quantiseRow(v, dim, 127.0f / maxabs, codes);
   return maxabs / 127.0f;
 }
 

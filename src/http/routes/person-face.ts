@@ -19,21 +19,28 @@ const ENROL_CODES = [
   'CP_002', 'R_002', 'R_003',
 ];
 
-/** Route options of create and update: the same body, permission and enrolment codes. */
-function enrolRoute(summary: string, description: string, notFound: boolean) {
+const ID_CODES = ['R_002', 'R_003', 'CP_005'];
+
+/**
+ * The options every /person/face/{person_id} route shares; create and update also take the faceImage body
+ * and answer the enrolment codes.
+ */
+function personRoute(permission: 'person:read' | 'person:write', summary: string, description: string,
+  opts: { enrol?: boolean; notFound?: boolean }) {
+  const errors: Record<number, string[]> = opts.enrol
+    ? { 400: ENROL_CODES, ...bodyErrors, ...commonErrors }
+    : { 400: ID_CODES, ...commonErrors };
+  if (opts.notFound) errors[404] = ['NF_001'];
   return {
-    config: { permission: 'person:write' as const, jsonBody: true },
+    config: opts.enrol ? { permission, jsonBody: true } : { permission },
     schema: {
       summary,
       description,
       tags: ['person'],
       security: apiKeySecurity,
       params: personIdParams,
-      body: faceImageBody,
-      response: {
-        200: personResponse,
-        ...errorResponses({ 400: ENROL_CODES, ...(notFound ? { 404: ['NF_001'] } : {}), ...bodyErrors, ...commonErrors } as Record<number, string[]>),
-      },
+      ...(opts.enrol ? { body: faceImageBody } : {}),
+      response: { 200: personResponse, ...errorResponses(errors) },
     },
   };
 }
@@ -41,43 +48,21 @@ function enrolRoute(summary: string, description: string, notFound: boolean) {
 const personFace: FastifyPluginAsync = async (app) => {
   const url = '/person/face/:person_id';
 
-  app.post<WithImage>(url, enrolRoute('Create person',
-    'Enrols a new person. CP_002 when person_id exists; F_ codes when the photo fails an enrolment check.', false),
+  app.post<WithImage>(url, personRoute('person:write', 'Create person',
+    'Enrols a new person. CP_002 when person_id exists; F_ codes when the photo fails an enrolment check.', { enrol: true }),
   async (request) => app.services.createPerson(callerOf(request), request.params.person_id, request.body.faceImage));
 
-  app.put<WithImage>(url, enrolRoute('Update person',
-    'Replaces the reference face of an enrolled person; created stays, updated changes.', true),
+  app.put<WithImage>(url, personRoute('person:write', 'Update person',
+    'Replaces the reference face of an enrolled person; created stays, updated changes.', { enrol: true, notFound: true }),
   async (request) => app.services.updatePerson(callerOf(request), request.params.person_id, request.body.faceImage));
 
-  app.delete<WithId>(url, {
-    config: { permission: 'person:write' },
-    schema: {
-      summary: 'Remove person',
-      description: 'Deletes the person, its template and reference image. 200 body: the removed person.',
-      tags: ['person'],
-      security: apiKeySecurity,
-      params: personIdParams,
-      response: {
-        200: personResponse,
-        ...errorResponses({ 400: ['R_002', 'R_003', 'CP_005'], 404: ['NF_001'], ...commonErrors }),
-      },
-    },
-  }, async (request) => app.services.removePerson(callerOf(request), request.params.person_id));
+  app.delete<WithId>(url, personRoute('person:write', 'Remove person',
+    'Deletes the person, its template and reference image. 200 body: the removed person.', { notFound: true }),
+  async (request) => app.services.removePerson(callerOf(request), request.params.person_id));
 
-  app.get<WithId>(url, {
-    config: { permission: 'person:read' },
-    schema: {
-      summary: 'Get person by id [beta]',
-      description: 'Checks whether person_id is enrolled.',
-      tags: ['person'],
-      security: apiKeySecurity,
-      params: personIdParams,
-      response: {
-        200: personResponse,
-        ...errorResponses({ 400: ['R_002', 'R_003', 'CP_005'], 404: ['NF_001'], ...commonErrors }),
-      },
-    },
-  }, async (request) => app.services.getPerson(callerOf(request), request.params.person_id));
+  app.get<WithId>(url, personRoute('person:read', 'Get person by id [beta]',
+    'Checks whether person_id is enrolled.', { notFound: true }),
+  async (request) => app.services.getPerson(callerOf(request), request.params.person_id));
 };
 
 export default personFace;
