@@ -15,11 +15,11 @@ import * as ort from 'onnxruntime-node';
 import { createEngine, cosine } from '../src/engine';
 import { modelPath, nativeEquivalentOptions, NATIVE_LEVELS } from './baseline-pipeline';
 import { loadRgb, mapLimit, outDir, percentile, printJsonLine, requireSharedData } from './common';
-import { centralFace, identityOf, readPairs, type Pair } from './lfw-data';
+import { centralFace, readPairs, type Pair } from './lfw-data';
+import { acceptRate, accuracyAt, bestThreshold, impostorScores, scorePairs, thresholdAtFar } from './lfw-scoring';
 import { CHIP, dlibChip, secondModelFile, SECOND_MODEL_PACKAGE } from './second-model';
 
 type Templates = Map<string, Float32Array>;
-interface Scored { score: number; same: boolean }
 
 const l2 = (v: Float32Array) => {
   let s = 0;
@@ -63,49 +63,26 @@ async function templates(lfwDir: string, names: string[]): Promise<{ fr: Templat
 
 type Scorer = (a: string, b: string) => number;
 
-function scorePairs(pairs: Pair[], score: Scorer, have: Templates): Scored[] {
-  // A pair with an image where no face was found counts as a non-match, as in bench:lfw.
-  return pairs.map((p) => ({ score: have.has(p.a) && have.has(p.b) ? score(p.a, p.b) : -1, same: p.same }));
-}
-
-const accuracyAt = (scored: Scored[], t: number) => scored.filter((s) => (s.score >= t) === s.same).length / scored.length;
-
-function bestThreshold(scored: Scored[]): { threshold: number; accuracy: number } {
-  const c = [...new Set(scored.map((s) => s.score))].sort((a, b) => a - b);
-  let threshold = c[0], accuracy = accuracyAt(scored, c[0]);
-  for (let i = 1; i < c.length; i++) {
-    const t = (c[i - 1] + c[i]) / 2;
-    const a = accuracyAt(scored, t);
-    if (a > accuracy) { accuracy = a; threshold = t; }
-  }
-  return { threshold, accuracy };
-}
-
 function standardDeviation(values: number[]): number {
   const m = values.reduce((a, b) => a + b, 0) / values.length;
   return Math.sqrt(values.reduce((a, b) => a + (b - m) ** 2, 0) / values.length);
 }
 
 function evaluate(label: string, score: Scorer, have: Templates, train: Pair[], test: Pair[]) {
-  const trainScored = scorePairs(train, score, have);
-  const testScored = scorePairs(test, score, have);
-  const { threshold, accuracy } = bestThreshold(trainScored);
-  const names = [...have.keys()];
-  const ids = names.map(identityOf);
-  const impostors: number[] = [];
-  for (let i = 0; i < names.length; i++) {
-    for (let j = i + 1; j < names.length; j++) if (ids[i] !== ids[j]) impostors.push(score(names[i], names[j]));
-  }
-  const sorted = Float64Array.from(impostors).sort();
+  const known = (a: string, b: string) => (have.has(a) && have.has(b) ? score(a, b) : null);
+  const trainScored = scorePairs(train, known).scored;
+  const testScored = scorePairs(test, known).scored;
+  const threshold = bestThreshold(trainScored);
+  const impostors = impostorScores([...have.keys()], score);
   const genuine = testScored.filter((s) => s.same).map((s) => s.score);
   const tar: Record<string, number> = {};
   for (const [key, far] of [['1e-3', 1e-3], ['1e-4', 1e-4], ['1e-5', 1e-5]] as const) {
-    const t = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * (1 - far)))];
-    tar[key] = +(100 * genuine.filter((g) => g > t).length / genuine.length).toFixed(1);
+    tar[key] = +(100 * acceptRate(genuine, thresholdAtFar(impostors, far))).toFixed(1);
   }
   return {
-    label, devTrainAccuracy: +(100 * accuracy).toFixed(2), devTestAccuracy: +(100 * accuracyAt(testScored, threshold)).toFixed(2),
-    threshold: +threshold.toFixed(4), tarAtFar: tar, impostorPairs: sorted.length,
+    label, devTrainAccuracy: +(100 * accuracyAt(trainScored, threshold)).toFixed(2),
+    devTestAccuracy: +(100 * accuracyAt(testScored, threshold)).toFixed(2),
+    threshold: +threshold.toFixed(4), tarAtFar: tar, impostorPairs: impostors.length,
   };
 }
 
@@ -150,8 +127,9 @@ async function main() {
   const { fr, dlib } = await templates(lfwDir, names);
   const frScore: Scorer = (a, b) => cosine(fr.get(a)!, fr.get(b)!);
   const dlibScore: Scorer = (a, b) => cosine(dlib.get(a)!, dlib.get(b)!);
-  const sdFr = standardDeviation(scorePairs(train, frScore, fr).map((s) => s.score));
-  const sdDlib = standardDeviation(scorePairs(train, dlibScore, dlib).map((s) => s.score));
+  const trainScores = (score: Scorer) => train.filter((p) => fr.has(p.a) && fr.has(p.b)).map((p) => score(p.a, p.b));
+  const sdFr = standardDeviation(trainScores(frScore));
+  const sdDlib = standardDeviation(trainScores(dlibScore));
   const fused = (w: number): Scorer => {
     const a = (1 - w) / sdFr, b = w / sdDlib;
     return (x, y) => (a * frScore(x, y) + b * dlibScore(x, y)) / (a + b);
@@ -159,7 +137,9 @@ async function main() {
   // The fusion weight with the best DevTrain accuracy (the lowest such weight on a tie).
   let weight = 0, bestTrain = -1;
   for (let k = 0; k <= 20; k++) {
-    const acc = bestThreshold(scorePairs(train, fused(k / 20), fr)).accuracy;
+    const f = fused(k / 20);
+    const scored = scorePairs(train, (a, b) => (fr.has(a) && fr.has(b) ? f(a, b) : null)).scored;
+    const acc = accuracyAt(scored, bestThreshold(scored));
     if (acc > bestTrain) { bestTrain = acc; weight = k / 20; }
   }
   const results = [

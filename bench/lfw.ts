@@ -6,53 +6,8 @@ import path from 'node:path';
 
 import { cosine } from '../src/engine';
 import { percentile, printJsonLine, requireSharedData } from './common';
-import { identityOf, lfwTemplates, readPairs, type Pair, type TemplateSet } from './lfw-data';
-
-interface Scored { score: number; same: boolean }
-
-function scorePairs(pairs: Pair[], set: TemplateSet): { scored: Scored[]; missing: number } {
-  const at = new Map(set.names.map((n, i) => [n, set.templates[i]]));
-  let missing = 0;
-  // A pair with an image where no face was found counts as a non-match (score -1): honest, not skipped.
-  const scored = pairs.map((p) => {
-    const a = at.get(p.a), b = at.get(p.b);
-    if (!a || !b) { missing++; return { score: -1, same: p.same }; }
-    return { score: cosine(a, b), same: p.same };
-  });
-  return { scored, missing };
-}
-
-function accuracyAt(scored: Scored[], t: number): number {
-  return scored.filter((s) => (s.score >= t) === s.same).length / scored.length;
-}
-
-function bestThreshold(scored: Scored[]): number {
-  const candidates = [...new Set(scored.map((s) => s.score))].sort((a, b) => a - b);
-  let best = 0, bestAcc = -1;
-  for (let i = 0; i < candidates.length; i++) {
-    const t = i === 0 ? candidates[0] : (candidates[i - 1] + candidates[i]) / 2;
-    const acc = accuracyAt(scored, t);
-    if (acc > bestAcc) { bestAcc = acc; best = t; }
-  }
-  return best;
-}
-
-/** Every cross-identity impostor score among the templates (identity = the folder name, aliases folded). */
-function allImpostorScores(set: TemplateSet): Float32Array {
-  const items = set.names.map((n, i) => ({ id: identityOf(n), t: set.templates[i] })).filter((x) => x.t);
-  const out: number[] = [];
-  for (let i = 0; i < items.length; i++) {
-    for (let j = i + 1; j < items.length; j++) {
-      if (items[i].id !== items[j].id) out.push(cosine(items[i].t!, items[j].t!));
-    }
-  }
-  return Float32Array.from(out);
-}
-
-function thresholdAtFar(impostors: Float32Array, far: number): number {
-  const sorted = Float32Array.from(impostors).sort();
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * (1 - far)))];
-}
+import { lfwTemplates, readPairs } from './lfw-data';
+import { acceptRate, accuracyAt, bestThreshold, impostorScores, scorePairs, thresholdAtFar } from './lfw-scoring';
 
 function distribution(values: number[]): Record<string, number> {
   const r: Record<string, number> = {};
@@ -67,10 +22,15 @@ async function evaluate(lfwDir: string, flipAverage: boolean) {
   const started = Date.now();
   const set = await lfwTemplates(lfwDir, names, { flipAverage, tag: flipAverage ? 'flip' : 'noflip' });
   const seconds = (Date.now() - started) / 1000;
-  const trainScored = scorePairs(train, set);
-  const testScored = scorePairs(test, set);
+  const at = new Map(set.names.map((n, i) => [n, set.templates[i]]));
+  const score = (a: string, b: string) => {
+    const x = at.get(a), y = at.get(b);
+    return x && y ? cosine(x, y) : null;
+  };
+  const trainScored = scorePairs(train, score);
+  const testScored = scorePairs(test, score);
   const threshold = bestThreshold(trainScored.scored);
-  const impostors = allImpostorScores(set);
+  const impostors = impostorScores(set.names.filter((n) => at.get(n)), (a, b) => score(a, b)!);
   const farThreshold = thresholdAtFar(impostors, 1e-3);
   const genuineTest = testScored.scored.filter((s) => s.same);
   return {
@@ -83,7 +43,7 @@ async function evaluate(lfwDir: string, flipAverage: boolean) {
     testAccuracy: +accuracyAt(testScored.scored, threshold).toFixed(4),
     impostorPairs: impostors.length,
     thresholdFar1e3: +farThreshold.toFixed(4),
-    tarAtFar1e3: +(genuineTest.filter((s) => s.score >= farThreshold).length / genuineTest.length).toFixed(4),
+    tarAtFar1e3: +acceptRate(genuineTest.map((s) => s.score), farThreshold).toFixed(4),
     genuine: distribution(genuineTest.map((s) => s.score)),
     impostor: distribution(Array.from(impostors)),
   };
