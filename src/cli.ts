@@ -1,11 +1,14 @@
 // The face-check command line:
 //   face-check serve   [--config <file.ini>]
 //   face-check keys create [--config <file.ini>] [--account <id>] [--role full|enrol|match] [--label <text>]
+//                          [--signing | --public-key <file.pem>]
 //   face-check keys list   [--config <file.ini>]
 //   face-check keys revoke [--config <file.ini>] <keyId>
+//   face-check keys service-public-key [--config <file.ini>]
 //   face-check reindex [--config <file.ini>] [--all]
 //   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
 // Without --config the package's config/default.ini is used.
+import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig } from './config/load';
 import type { Config } from './config/types';
@@ -13,7 +16,9 @@ import { packageRoot } from './package-root';
 import { DEFAULT_ACCOUNT } from './services/auth';
 import { isRole, ROLES } from './services/permissions';
 import { reindex } from './services/reindex';
+import { checkedPublicKey } from './services/request-signing';
 import { loadEngine, startService, type RunningService } from './server';
+import { generateRsaKeyPair } from './storage/service-key';
 import { openStore } from './storage/store';
 
 export interface Io {
@@ -29,8 +34,10 @@ const stdio: Io = {
 export const USAGE = `usage:
   face-check serve   [--config <file.ini>]
   face-check keys create [--config <file.ini>] [--account <id>] [--role ${ROLES.join('|')}] [--label <text>]
+                         [--signing | --public-key <file.pem>]
   face-check keys list   [--config <file.ini>]
   face-check keys revoke [--config <file.ini>] <keyId>
+  face-check keys service-public-key [--config <file.ini>]
   face-check reindex [--config <file.ini>] [--all]
   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]`;
 
@@ -41,8 +48,8 @@ interface Args {
   flags: Map<string, string | true>;
 }
 
-const VALUE_FLAGS = new Set(['config', 'account', 'role', 'label', 'out', 'frames', 'seconds', 'format']);
-const BOOLEAN_FLAGS = new Set(['all', 'help']);
+const VALUE_FLAGS = new Set(['config', 'account', 'role', 'label', 'out', 'frames', 'seconds', 'format', 'public-key']);
+const BOOLEAN_FLAGS = new Set(['all', 'help', 'signing']);
 
 export function parseArgs(argv: string[]): Args {
   const args: Args = { positional: [], flags: new Map() };
@@ -82,16 +89,25 @@ async function keysCommand(args: Args, io: Io): Promise<number> {
         const role = String(args.flags.get('role') ?? 'full');
         if (!ACCOUNT_ID.test(account)) throw new UsageError('--account: 1-64 characters of A-Z a-z 0-9 _ . -');
         if (!isRole(role)) throw new UsageError(`--role: one of ${ROLES.join(', ')}`);
-        const { key, record } = await store.apiKeys.create(account, role, String(args.flags.get('label') ?? ''), now);
-        io.out(`created key ${record.keyId} (account ${record.accountId}, role ${record.role})`);
+        const signing = await signingKeyOf(args);
+        const { key, record } = await store.apiKeys.create(account, role, String(args.flags.get('label') ?? ''), now,
+          signing?.publicKey);
+        io.out(`created key ${record.keyId} (account ${record.accountId}, role ${record.role}` +
+          `${signing ? ', signs its requests' : ''})`);
         io.out(`Api-Key: ${key}`);
-        io.out('the key is shown only this once');
+        if (signing?.privateKey) io.out(`signing_key (RSA-2048 private key, PKCS#8 PEM):\n${signing.privateKey.trimEnd()}`);
+        io.out(signing?.privateKey ? 'the key and the signing_key are shown only this once' : 'the key is shown only this once');
+        if (signing) io.out(`responses are signed with this service key:\n${(await store.serviceKeys.responseSigning()).publicKey.trimEnd()}`);
+        return 0;
+      }
+      case 'service-public-key': {
+        io.out((await store.serviceKeys.responseSigning()).publicKey.trimEnd());
         return 0;
       }
       case 'list': {
-        io.out(['keyId', 'account', 'role', 'created', 'revoked', 'label'].join('\t'));
+        io.out(['keyId', 'account', 'role', 'created', 'revoked', 'signing', 'label'].join('\t'));
         for (const k of store.apiKeys.list()) {
-          io.out([k.keyId, k.accountId, k.role, k.created, k.revoked ?? '-', k.label].join('\t'));
+          io.out([k.keyId, k.accountId, k.role, k.created, k.revoked ?? '-', k.signingPublicKey ? 'yes' : 'no', k.label].join('\t'));
         }
         return 0;
       }
@@ -109,6 +125,25 @@ async function keysCommand(args: Args, io: Io): Promise<number> {
     }
   } finally {
     await store.close();
+  }
+}
+
+/** --signing: a fresh key pair (the private half is shown once, never stored); --public-key: the client's own. */
+async function signingKeyOf(args: Args): Promise<{ publicKey: string; privateKey?: string } | undefined> {
+  const file = args.flags.get('public-key');
+  if (args.flags.get('signing') === true && file !== undefined) throw new UsageError('--signing or --public-key, not both');
+  if (args.flags.get('signing') === true) return generateRsaKeyPair();
+  if (typeof file !== 'string') return undefined;
+  let pem: string;
+  try {
+    pem = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--public-key: ${(err as Error).message}`);
+  }
+  try {
+    return { publicKey: checkedPublicKey(pem) };
+  } catch (err) {
+    throw new UsageError(`--public-key ${file}: ${(err as Error).message}`);
   }
 }
 

@@ -1,5 +1,6 @@
 // [issue 3] The program: face-check keys create|list|revoke, reindex, and serve (first start creates and
 // prints one API key, later starts do not).
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -38,7 +39,7 @@ t.test('keys create | list | revoke', async (t) => {
   const l = capture();
   t.equal(await main(['keys', 'list', `--config=${ini}`], l.io), 0);
   t.equal(l.out.length, 2);
-  t.match(l.out[1], new RegExp(`^${keyId}\tacme\tmatch\t\\S+\t-\tgate 1$`));
+  t.match(l.out[1], new RegExp(`^${keyId}\tacme\tmatch\t\\S+\t-\tno\tgate 1$`));
   t.notMatch(l.out.join('\n'), key, 'the key itself is never listed');
 
   const r = capture();
@@ -52,6 +53,44 @@ t.test('keys create | list | revoke', async (t) => {
   const bad = capture();
   t.equal(await main(['keys', 'create', '--config', ini, '--role', 'root'], bad.io), 2);
   t.match(bad.err[0], /--role/);
+});
+
+t.test('keys create --signing | --public-key, keys service-public-key (spec 5)', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const ini = iniIn(dir);
+  const c = capture();
+  t.equal(await main(['keys', 'create', '--config', ini, '--account', 'ent', '--signing'], c.io), 0);
+  const text = c.out.join('\n');
+  t.match(c.out[0], /signs its requests/);
+  const privateKey = /(-----BEGIN PRIVATE KEY-----[\s\S]+?-----END PRIVATE KEY-----)/.exec(text)![1];
+  const servicePem = /(-----BEGIN PUBLIC KEY-----[\s\S]+?-----END PUBLIC KEY-----)/.exec(text)![1];
+  const s = capture();
+  t.equal(await main(['keys', 'service-public-key', '--config', ini], s.io), 0);
+  t.equal(s.out.join('\n'), servicePem, 'the service key printed at creation is the one the service uses');
+
+  // The stored public key is the printed private key's other half.
+  const store = await openStore(path.join(dir, 'db'));
+  const record = store.apiKeys.list()[0];
+  await store.close();
+  const signature = crypto.sign('sha256', Buffer.from('x'), privateKey);
+  t.ok(crypto.verify('sha256', Buffer.from('x'), record.signingPublicKey!, signature));
+
+  const own = path.join(dir, 'own.pem');
+  fs.writeFileSync(own, crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }));
+  const o = capture();
+  t.equal(await main(['keys', 'create', '--config', ini, '--public-key', own], o.io), 0);
+  t.notMatch(o.out.join('\n'), /PRIVATE KEY/, 'a client\'s own key: nothing private printed');
+  const l = capture();
+  await main(['keys', 'list', '--config', ini], l.io);
+  t.same(l.out.slice(1).map((line) => line.split('\t')[5]), ['yes', 'yes']);
+
+  const weak = path.join(dir, 'weak.pem');
+  fs.writeFileSync(weak, crypto.generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ type: 'spki', format: 'pem' }));
+  for (const args of [['--public-key', weak], ['--public-key', path.join(dir, 'missing.pem')], ['--signing', '--public-key', own]]) {
+    const bad = capture();
+    t.equal(await main(['keys', 'create', '--config', ini, ...args], bad.io), 2, args.join(' '));
+  }
 });
 
 t.test('usage and configuration errors', async (t) => {

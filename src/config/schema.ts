@@ -69,6 +69,16 @@ export const configSchema: ConfigSchema = {
         return raw;
       },
     },
+    public_base_url: {
+      default: '',
+      parse: (raw) => {
+        if (raw !== '' && !/^https?:\/\/[^/?#\s]+$/.test(raw)) {
+          throw new Error(`expected empty or scheme://host[:port] without a path, got "${raw}"`);
+        }
+        return raw;
+      },
+    },
+    signature_max_age_seconds: { default: 300, parse: integer(1, 86400) },
   },
   matching: {
     identify_threshold: { default: 98, parse: percent },

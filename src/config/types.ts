@@ -20,6 +20,10 @@ export interface StorageConfig {
 export interface AuthConfig {
   /** An API key accepted in addition to stored keys (account "default", role full). Empty: none. */
   bootstrap_key: string;
+  /** Base URL clients sign (spec 5), e.g. https://faces.example.com; empty = protocol://Host of the request. */
+  public_base_url: string;
+  /** A signed request's Timestamp may be this many seconds from the server's clock. */
+  signature_max_age_seconds: number;
 }
 
 export interface MatchingConfig {

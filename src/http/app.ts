@@ -9,12 +9,14 @@ import type { ErrorCatalog } from '../errors';
 import { Galleries } from '../matching/galleries';
 import { SimilarityScale } from '../matching/similarity-scale';
 import { Authenticator } from '../services/auth';
+import { RequestSigning } from '../services/request-signing';
 import { createServices, type LiveFaceSource } from '../services';
 import type { Store } from '../storage/store';
 import authPlugin from './plugins/auth';
 import errorHandler, { sendApiError, toApiError } from './plugins/error-handler';
 import jsonBody from './plugins/json-body';
 import openapi from './plugins/openapi';
+import requestSigning from './plugins/request-signing';
 import requestId from './plugins/request-id';
 import compareFace from './routes/compare-face';
 import liveFace from './routes/live-face';
@@ -73,10 +75,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(requestId);
   await app.register(errorHandler, { errors });
-  await app.register(jsonBody, { errors });
+  // Order matters for the preValidation hooks: the signature is checked before the body is judged.
   await app.register(authPlugin, {
     authenticator: new Authenticator(deps.store.apiKeys, errors, config.auth.bootstrap_key),
   });
+  const signing = new RequestSigning(errors, () => deps.store.serviceKeys.responseSigning(),
+    config.auth.signature_max_age_seconds, deps.now ?? (() => new Date()));
+  await app.register(requestSigning, { signing, publicBaseUrl: config.auth.public_base_url });
+  await app.register(jsonBody, { errors });
   await app.register(openapi, { mode: config.server.mode });
 
   await app.register(liveFace, { mode: config.server.mode, errors });

@@ -15,6 +15,10 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     principal?: Principal;
+    /** The request body exactly as received (JSON bodies), for request signatures. */
+    rawBody?: string;
+    /** A body that did not parse: answered (R_002) after authentication and the signature check. */
+    bodyError?: Error;
   }
   interface FastifyInstance {
     services: Services;

@@ -12,6 +12,8 @@ export interface Principal {
   accountId: string;
   role: Role;
   keyId: string;
+  /** Set when the key signs its requests (spec 5): the client's RSA public key, PEM. */
+  signingPublicKey?: string;
 }
 
 export class Authenticator {
@@ -47,6 +49,8 @@ export class Authenticator {
     const record = this.keys.lookup(key);
     if (!record) return undefined;
     if (record.revoked !== null) return 'revoked';
-    return { accountId: record.accountId, role: record.role, keyId: record.keyId };
+    const principal: Principal = { accountId: record.accountId, role: record.role, keyId: record.keyId };
+    if (record.signingPublicKey) principal.signingPublicKey = record.signingPublicKey;
+    return principal;
   }
 }

@@ -12,6 +12,11 @@ export interface ApiKeyRecord {
   created: string;
   /** When revoked, else null. */
   revoked: string | null;
+  /**
+   * The client's RSA public key (PEM, SubjectPublicKeyInfo) for enterprise request signing (spec 5): when
+   * set, every request made with this key must carry a valid Signature. Absent on keys made without one.
+   */
+  signingPublicKey?: string;
 }
 
 export function hashKey(key: string): string {
@@ -31,10 +36,12 @@ export class ApiKeyRepository {
   }
 
   /** Creates a key and returns it in clear (the only time it exists in clear). */
-  async create(accountId: string, role: Role, label: string, now: string): Promise<{ key: string; record: ApiKeyRecord }> {
+  async create(accountId: string, role: Role, label: string, now: string,
+    signingPublicKey?: string): Promise<{ key: string; record: ApiKeyRecord }> {
     const key = generateKey();
     const hash = hashKey(key);
     const record: ApiKeyRecord = { keyId: hash.slice(0, 12), accountId, role, label, created: now, revoked: null };
+    if (signingPublicKey) record.signingPublicKey = signingPublicKey;
     await this.db.put(hash, record);
     return { key, record };
   }

@@ -5,6 +5,7 @@ import { open, type RootDatabase } from 'lmdb';
 import { PersonRepository } from './persons';
 import { ApiKeyRepository } from './api-keys';
 import { QuotaRepository } from './quota';
+import { ServiceKeyRepository } from './service-key';
 
 // 2: templates in segments of 32 (src/storage/template-segment.ts); 1 kept them in the person records.
 const SCHEMA_VERSION = 2;
@@ -14,6 +15,7 @@ export interface Store {
   readonly persons: PersonRepository;
   readonly apiKeys: ApiKeyRepository;
   readonly quota: QuotaRepository;
+  readonly serviceKeys: ServiceKeyRepository;
   close(): Promise<void>;
 }
 
@@ -36,6 +38,7 @@ export async function openStore(dir: string): Promise<Store> {
     persons,
     apiKeys: new ApiKeyRepository(root),
     quota: new QuotaRepository(root),
+    serviceKeys: new ServiceKeyRepository(root),
     close: () => root.close(),
   };
 }

@@ -10,6 +10,7 @@ const jsonBody: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { err
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const textBody = body as string;
+    request.rawBody = textBody;
     if (textBody.trim() === '') {
       done(null, undefined);
       return;
@@ -17,11 +18,13 @@ const jsonBody: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { err
     try {
       done(null, JSON.parse(textBody));
     } catch (err) {
-      done(errors.create('RequestBody', `unparsable JSON: ${(err as Error).message}`), undefined);
+      request.bodyError = errors.create('RequestBody', `unparsable JSON: ${(err as Error).message}`);
+      done(null, undefined);
     }
   });
 
   app.addHook('preValidation', async (request) => {
+    if (request.bodyError) throw request.bodyError;
     if (!request.routeOptions.config?.jsonBody) return;
     const b = request.body;
     if (typeof b !== 'object' || b === null || Array.isArray(b)) {

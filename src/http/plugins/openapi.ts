@@ -17,7 +17,8 @@ const openapi: FastifyPluginAsync<{ mode: ServiceMode }> = async (app, { mode })
         version: API_VERSION,
         description:
           'Face enrolment, identification, verification and comparison. Every request needs the Api-Key header; ' +
-          'every response carries Request-Id. Errors are {code, message}. See the README (API) for the rules.',
+          'every response carries Request-Id. Keys made with a signing key (enterprise) also send Signature and ' +
+          'Timestamp and get them back (README: request signing). Errors are {code, message}. See the README (API) for the rules.',
       },
       components: {
         securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'Api-Key' } },

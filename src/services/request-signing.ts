@@ -1,0 +1,99 @@
+// Enterprise request signing (spec 5). What the spec leaves open is decided here and in the README:
+// - signature = RSASSA-PKCS1-v1_5 with SHA-256 (the SHA-256 hash, encrypted with the RSA private key; the
+//   verifier recovers it with the public key and compares it with its own hash), base64 in the header;
+// - Timestamp = Unix time in whole seconds, decimal;
+// - signed text = base URL + URI (path and query as sent) + body (exactly the bytes sent, empty when none)
+//   + the Timestamp header's text, UTF-8.
+// A request is refused (401) when either header is missing or malformed, its timestamp is more than
+// max_age seconds from the server's clock, the signature does not verify, or the same signature was
+// already accepted within that window (a replay).
+import crypto from 'node:crypto';
+import { promisify } from 'node:util';
+import type { ErrorCatalog } from '../errors';
+
+// The callback form runs on libuv's thread pool: an RSA-2048 private-key operation is about a millisecond.
+const signAsync = promisify(crypto.sign) as (algorithm: string, data: Buffer, key: string) => Promise<Buffer>;
+
+export function signedText(baseUrl: string, uri: string, body: string, timestamp: string): Buffer {
+  return Buffer.from(`${baseUrl}${uri}${body}${timestamp}`, 'utf8');
+}
+
+export function verify(publicKeyPem: string, text: Buffer, signatureB64: string): boolean {
+  try {
+    return crypto.verify('sha256', text, publicKeyPem, Buffer.from(signatureB64, 'base64'));
+  } catch {
+    return false;  // an unusable key or signature is a failed check, not a 500
+  }
+}
+
+/** Throws unless `pem` is an RSA public key of at least 2048 bits; returns it normalised (SPKI PEM). */
+export function checkedPublicKey(pem: string): string {
+  let key: crypto.KeyObject;
+  try {
+    key = crypto.createPublicKey(pem);
+  } catch (err) {
+    throw new Error(`not a public key: ${(err as Error).message}`);
+  }
+  const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+  if (key.asymmetricKeyType !== 'rsa' || bits < 2048) {
+    throw new Error(`need an RSA key of at least 2048 bits, got ${key.asymmetricKeyType} ${bits}`);
+  }
+  return key.export({ type: 'spki', format: 'pem' }).toString();
+}
+
+const TIMESTAMP = /^\d{1,12}$/;
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+export interface SignedRequest {
+  publicKey: string;
+  baseUrl: string;
+  uri: string;
+  body: string;
+  signature: string | undefined;
+  timestamp: string | undefined;
+}
+
+export class RequestSigning {
+  /** Accepted signatures and when they leave the window. */
+  private readonly seen = new Map<string, number>();
+
+  constructor(
+    private readonly errors: ErrorCatalog,
+    private readonly serviceKey: () => Promise<{ privateKey: string }>,
+    private readonly maxAgeSeconds: number,
+    private readonly now: () => Date,
+  ) {}
+
+  /** Throws the 401 ApiError unless the request is signed by the key's owner, recently, once. */
+  verifyRequest(r: SignedRequest): void {
+    const unauthorized = (why: string) => this.errors.create('Unauthorized', `request signature: ${why}`);
+    if (!r.signature || !r.timestamp) throw unauthorized('this key signs its requests: Signature and Timestamp headers needed');
+    if (!TIMESTAMP.test(r.timestamp)) throw unauthorized('Timestamp must be Unix time in seconds');
+    if (!BASE64.test(r.signature)) throw unauthorized('Signature must be base64');
+    const nowMs = this.now().getTime();
+    if (Math.abs(nowMs / 1000 - Number(r.timestamp)) > this.maxAgeSeconds) {
+      throw unauthorized(`Timestamp is more than ${this.maxAgeSeconds} s from the server's clock`);
+    }
+    if (!verify(r.publicKey, signedText(r.baseUrl, r.uri, r.body, r.timestamp), r.signature)) {
+      throw unauthorized('does not verify (base URL + URI + body + Timestamp, SHA-256, RSA)');
+    }
+    this.forgetExpired(nowMs);
+    if (this.seen.has(r.signature)) throw unauthorized('already used (replay)');
+    this.seen.set(r.signature, nowMs + 2 * this.maxAgeSeconds * 1000);
+  }
+
+  /** Signature and Timestamp headers for a response body. */
+  async signResponse(baseUrl: string, uri: string, body: string): Promise<{ signature: string; timestamp: string }> {
+    const timestamp = String(Math.floor(this.now().getTime() / 1000));
+    const { privateKey } = await this.serviceKey();
+    const signature = await signAsync('sha256', signedText(baseUrl, uri, body, timestamp), privateKey);
+    return { signature: signature.toString('base64'), timestamp };
+  }
+
+  private forgetExpired(nowMs: number): void {
+    for (const [signature, until] of this.seen) {
+      if (until > nowMs) break;  // insertion order = expiry order
+      this.seen.delete(signature);
+    }
+  }
+}
