@@ -78,6 +78,22 @@ t.test('a live face: faceKey and a 120x120 JPEG, then the 1-second recency', asy
   t.equal(again.statusCode, 400, 'still R_404 (no new capture)');
 });
 
+t.test('the faceKey enrols and verifies the live capture through the person routes', async (t) => {
+  const { app, camera } = await deviceApp('live:30');
+  t.teardown(async () => { await app.close(); await camera.close(); });
+  const live = await until('a live face', async () => {
+    const res = await app.call({ method: 'GET', url: '/person/face/' });
+    return res.statusCode === 200 ? res.json() as { faceKey: string } : undefined;
+  });
+  const capture = camera.resolveKey(live.faceKey)!;
+  const created = await app.call({ method: 'POST', url: '/person/face/visitor', payload: { faceKey: live.faceKey } });
+  t.equal(created.statusCode, 200, created.body);
+  const reference = await sharp(app.store.persons.referenceImage('default', 'visitor')!).metadata();
+  t.ok(reference.width! < capture.image.width && reference.width! > capture.box.width, 'stored: the crop around the live face');
+  const verified = await app.call({ method: 'POST', url: '/person/verify-face/visitor', payload: { faceKey: live.faceKey } });
+  t.equal(verified.statusCode, 200, 'the same capture verifies');
+});
+
 t.test('R_404 when no face is in front of the camera', async (t) => {
   const { app, camera } = await deviceApp('none:30');
   t.teardown(async () => { await app.close(); await camera.close(); });

@@ -1,5 +1,6 @@
 // JSON schemas of the routes: request validation (fastify/ajv, no type coercion) and the OpenAPI document
 // are both generated from these.
+import type { ServiceMode } from '../config/types';
 
 /** person_id: 1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter, digit or underscore. */
 export const PERSON_ID_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$';
@@ -29,6 +30,26 @@ export const faceImageBody = {
   additionalProperties: false,
   properties: { faceImage: base64Image('The face photo.') },
 } as const;
+
+/** Device mode: a photo, or the faceKey of a live capture from GET /person/face/ (exactly one of the two). */
+export const faceInputBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    faceImage: base64Image('The face photo.'),
+    faceKey: {
+      type: 'string', minLength: 1, maxLength: 128,
+      description: 'A faceKey from GET /person/face/, valid [liveness] face_key_ttl_s (60 s): the liveness-checked ' +
+        'capture itself is used, at full resolution. Unknown or expired: R_003.',
+    },
+  },
+  oneOf: [{ required: ['faceImage'] }, { required: ['faceKey'] }],
+} as const;
+
+/** The face body of create, update, identify and verify: faceKey is accepted in device mode only. */
+export function faceBodyFor(mode: ServiceMode) {
+  return mode === 'device' ? faceInputBody : faceImageBody;
+}
 
 export const compareBody = {
   type: 'object',

@@ -6,6 +6,7 @@ import type { ErrorCatalog } from '../errors';
 import type { Galleries } from '../matching/galleries';
 import type { SimilarityScale } from '../matching/similarity-scale';
 import type { Store } from '../storage/store';
+import type { LiveFaceSource } from './live-face';
 
 export interface ServiceContext {
   config: Config;
@@ -16,6 +17,8 @@ export interface ServiceContext {
   errors: ErrorCatalog;
   /** Injectable for tests (timestamps, quota days). */
   now(): Date;
+  /** Device mode: the camera whose faceKeys the person operations accept. */
+  captures?: LiveFaceSource;
 }
 
 /** The caller, as resolved by authentication. */

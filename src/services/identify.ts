@@ -3,12 +3,12 @@
 // enrolled person reaches [matching] identify_threshold.
 import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
-import { decodeField } from './images';
+import { faceInputImage, type FaceInput } from './face-input';
 import { personView, type PersonView } from './person-view';
 import { consumeQuota } from './quota';
 
-export async function identifyPerson(ctx: ServiceContext, caller: Caller, faceImage: string): Promise<PersonView> {
-  const image = await decodeField(ctx, 'faceImage', faceImage);
+export async function identifyPerson(ctx: ServiceContext, caller: Caller, input: FaceInput): Promise<PersonView> {
+  const image = await faceInputImage(ctx, ctx.captures, input);
   await consumeQuota(ctx, caller.accountId);
   const [face] = await analyse(ctx, image.rgb, 1, 'match');
   if (!face) throw ctx.errors.create('NoPersonMatched', 'no face in the probe image');

@@ -1,6 +1,7 @@
 // The service operations, bound to one context: what the HTTP routes call.
 import type { Caller, ServiceContext } from './context';
 import { comparePersons, type CompareInput, type CompareResult } from './compare';
+import type { FaceInput } from './face-input';
 import { identifyPerson } from './identify';
 import { getLiveFace, type LiveFace, type LiveFaceSource } from './live-face';
 import { createPerson, getPerson, removePerson, updatePerson } from './persons';
@@ -9,17 +10,18 @@ import { verifyPerson } from './verify';
 
 export interface Services {
   readonly context: ServiceContext;
-  createPerson(caller: Caller, personId: string, faceImage: string): Promise<PersonView>;
-  updatePerson(caller: Caller, personId: string, faceImage: string): Promise<PersonView>;
+  createPerson(caller: Caller, personId: string, face: FaceInput): Promise<PersonView>;
+  updatePerson(caller: Caller, personId: string, face: FaceInput): Promise<PersonView>;
   removePerson(caller: Caller, personId: string): Promise<PersonView>;
   getPerson(caller: Caller, personId: string): Promise<PersonView>;
-  identifyPerson(caller: Caller, faceImage: string): Promise<PersonView>;
-  verifyPerson(caller: Caller, personId: string, faceImage: string): Promise<PersonView>;
+  identifyPerson(caller: Caller, face: FaceInput): Promise<PersonView>;
+  verifyPerson(caller: Caller, personId: string, face: FaceInput): Promise<PersonView>;
   comparePersons(caller: Caller, input: CompareInput): Promise<CompareResult>;
   getLiveFace(): Promise<LiveFace>;
 }
 
-export function createServices(ctx: ServiceContext, camera?: LiveFaceSource): Services {
+export function createServices(base: ServiceContext, camera?: LiveFaceSource): Services {
+  const ctx: ServiceContext = { ...base, captures: camera };
   return {
     context: ctx,
     createPerson: (c, id, img) => createPerson(ctx, c, id, img),
@@ -36,3 +38,4 @@ export function createServices(ctx: ServiceContext, camera?: LiveFaceSource): Se
 export type { Caller, ServiceContext } from './context';
 export type { PersonView } from './person-view';
 export type { LiveFace, LiveFaceSource } from './live-face';
+export type { FaceInput } from './face-input';

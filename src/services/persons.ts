@@ -4,7 +4,7 @@ import type { FaceAnalysis } from '../engine/types';
 import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { runEnrolmentChecks } from './enrolment-checks';
-import { decodeField } from './images';
+import { faceInputImage, type FaceInput } from './face-input';
 import { personView, type PersonView } from './person-view';
 import { consumeQuota } from './quota';
 
@@ -12,8 +12,8 @@ import { consumeQuota } from './quota';
 const ENROL_MAX_FACES = 1;
 
 /** POST /person/face/{person_id}: absent -> enrolled. CP_002 when the id exists. */
-export async function createPerson(ctx: ServiceContext, caller: Caller, personId: string, faceImage: string): Promise<PersonView> {
-  const image = await decodeField(ctx, 'faceImage', faceImage);
+export async function createPerson(ctx: ServiceContext, caller: Caller, personId: string, input: FaceInput): Promise<PersonView> {
+  const image = await faceInputImage(ctx, ctx.captures, input);
   const exists = () => ctx.errors.create('ProfileExists', undefined, { person_id: personId });
   // Cheap pre-check before the engine runs; the write transaction checks again (concurrent creates).
   if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
@@ -29,8 +29,8 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
 }
 
 /** PUT /person/face/{person_id}: enrolled -> enrolled with new reference data. NF_001 when absent. */
-export async function updatePerson(ctx: ServiceContext, caller: Caller, personId: string, faceImage: string): Promise<PersonView> {
-  const image = await decodeField(ctx, 'faceImage', faceImage);
+export async function updatePerson(ctx: ServiceContext, caller: Caller, personId: string, input: FaceInput): Promise<PersonView> {
+  const image = await faceInputImage(ctx, ctx.captures, input);
   const notFound = () => ctx.errors.create('FaceNotInCollection', `person ${personId}`);
   if (!ctx.store.persons.meta(caller.accountId, personId)) throw notFound();
   const face = await enrolmentFace(ctx, caller, personId, image.rgb, true);

@@ -5,12 +5,12 @@
 import { similarityIndex } from '../index/similarity-index';
 import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
-import { decodeField } from './images';
+import { faceInputImage, type FaceInput } from './face-input';
 import { personView, type PersonView } from './person-view';
 import { consumeQuota } from './quota';
 
-export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId: string, faceImage: string): Promise<PersonView> {
-  const image = await decodeField(ctx, 'faceImage', faceImage);
+export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId: string, input: FaceInput): Promise<PersonView> {
+  const image = await faceInputImage(ctx, ctx.captures, input);
   await consumeQuota(ctx, caller.accountId);
   const person = ctx.store.persons.meta(caller.accountId, personId);
   if (!person) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);

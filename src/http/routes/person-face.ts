@@ -1,12 +1,13 @@
 // Person management: POST (create), PUT (update), DELETE (remove), GET (look up) /person/face/{person_id}.
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import type { Caller } from '../../services';
+import type { ServiceMode } from '../../config/types';
+import type { Caller, FaceInput } from '../../services';
 import {
-  apiKeySecurity, bodyErrors, commonErrors, errorResponses, faceImageBody, personIdParams, personResponse,
+  apiKeySecurity, bodyErrors, commonErrors, errorResponses, faceBodyFor, personIdParams, personResponse,
 } from '../schemas';
 
 type WithId = { Params: { person_id: string } };
-type WithImage = WithId & { Body: { faceImage: string } };
+type WithImage = WithId & { Body: FaceInput };
 
 export function callerOf(request: FastifyRequest): Caller {
   // The auth hook has run for every route with a permission; no principal here is a wiring bug.
@@ -26,7 +27,7 @@ const ID_CODES = ['R_002', 'R_003', 'CP_005'];
  * and answer the enrolment codes.
  */
 function personRoute(permission: 'person:read' | 'person:write', summary: string, description: string,
-  opts: { enrol?: boolean; notFound?: boolean }) {
+  opts: { enrol?: boolean; notFound?: boolean; mode?: ServiceMode }) {
   const errors: Record<number, string[]> = opts.enrol
     ? { 400: ENROL_CODES, ...bodyErrors, ...commonErrors }
     : { 400: ID_CODES, ...commonErrors };
@@ -39,7 +40,7 @@ function personRoute(permission: 'person:read' | 'person:write', summary: string
       tags: ['person'],
       security: apiKeySecurity,
       params: personIdParams,
-      ...(opts.enrol ? { body: faceImageBody } : {}),
+      ...(opts.enrol ? { body: faceBodyFor(opts.mode ?? 'cloud') } : {}),
       response: { 200: personResponse, ...errorResponses(errors) },
     },
   };
@@ -47,14 +48,15 @@ function personRoute(permission: 'person:read' | 'person:write', summary: string
 
 const personFace: FastifyPluginAsync = async (app) => {
   const url = '/person/face/:person_id';
+  const mode = app.serviceConfig.server.mode;
 
   app.post<WithImage>(url, personRoute('person:write', 'Create person',
-    'Enrols a new person. CP_002 when person_id exists; F_ codes when the photo fails an enrolment check.', { enrol: true }),
-  async (request) => app.services.createPerson(callerOf(request), request.params.person_id, request.body.faceImage));
+    'Enrols a new person. CP_002 when person_id exists; F_ codes when the photo fails an enrolment check.', { enrol: true, mode }),
+  async (request) => app.services.createPerson(callerOf(request), request.params.person_id, request.body));
 
   app.put<WithImage>(url, personRoute('person:write', 'Update person',
-    'Replaces the reference face of an enrolled person; created stays, updated changes.', { enrol: true, notFound: true }),
-  async (request) => app.services.updatePerson(callerOf(request), request.params.person_id, request.body.faceImage));
+    'Replaces the reference face of an enrolled person; created stays, updated changes.', { enrol: true, notFound: true, mode }),
+  async (request) => app.services.updatePerson(callerOf(request), request.params.person_id, request.body));
 
   app.delete<WithId>(url, personRoute('person:write', 'Remove person',
     'Deletes the person, its template and reference image. 200 body: the removed person.', { notFound: true }),

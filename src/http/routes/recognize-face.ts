@@ -1,10 +1,11 @@
 // POST /person/recognize-face: 1:N identification.
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from './person-face';
-import { apiKeySecurity, bodyErrors, commonErrors, errorResponses, faceImageBody, personResponse } from '../schemas';
+import type { FaceInput } from '../../services';
+import { apiKeySecurity, bodyErrors, commonErrors, errorResponses, faceBodyFor, personResponse } from '../schemas';
 
 const recognizeFace: FastifyPluginAsync = async (app) => {
-  app.post<{ Body: { faceImage: string } }>('/person/recognize-face', {
+  app.post<{ Body: FaceInput }>('/person/recognize-face', {
     config: { permission: 'person:match', jsonBody: true },
     schema: {
       summary: 'Identify person',
@@ -12,13 +13,13 @@ const recognizeFace: FastifyPluginAsync = async (app) => {
         'identify_threshold (98%). 410 RF_001 when nobody matches or the photo has no face.',
       tags: ['matching'],
       security: apiKeySecurity,
-      body: faceImageBody,
+      body: faceBodyFor(app.serviceConfig.server.mode),
       response: {
         200: personResponse,
         ...errorResponses({ 400: ['R_002', 'R_003', 'F_011', 'CP_005'], 410: ['RF_001'], ...bodyErrors, ...commonErrors }),
       },
     },
-  }, async (request) => app.services.identifyPerson(callerOf(request), request.body.faceImage));
+  }, async (request) => app.services.identifyPerson(callerOf(request), request.body));
 };
 
 export default recognizeFace;

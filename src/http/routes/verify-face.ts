@@ -1,12 +1,13 @@
 // POST /person/verify-face/{person_id}: 1:1 verification.
 import type { FastifyPluginAsync } from 'fastify';
+import type { FaceInput } from '../../services';
 import { callerOf } from './person-face';
 import {
-  apiKeySecurity, bodyErrors, commonErrors, errorResponses, faceImageBody, personIdParams, personResponse,
+  apiKeySecurity, bodyErrors, commonErrors, errorResponses, faceBodyFor, personIdParams, personResponse,
 } from '../schemas';
 
 const verifyFace: FastifyPluginAsync = async (app) => {
-  app.post<{ Params: { person_id: string }; Body: { faceImage: string } }>('/person/verify-face/:person_id', {
+  app.post<{ Params: { person_id: string }; Body: FaceInput }>('/person/verify-face/:person_id', {
     config: { permission: 'person:match', jsonBody: true },
     schema: {
       summary: 'Verify person [beta]',
@@ -15,7 +16,7 @@ const verifyFace: FastifyPluginAsync = async (app) => {
       tags: ['matching'],
       security: apiKeySecurity,
       params: personIdParams,
-      body: faceImageBody,
+      body: faceBodyFor(app.serviceConfig.server.mode),
       response: {
         200: personResponse,
         ...errorResponses({
@@ -24,7 +25,7 @@ const verifyFace: FastifyPluginAsync = async (app) => {
         }),
       },
     },
-  }, async (request) => app.services.verifyPerson(callerOf(request), request.params.person_id, request.body.faceImage));
+  }, async (request) => app.services.verifyPerson(callerOf(request), request.params.person_id, request.body));
 };
 
 export default verifyFace;
