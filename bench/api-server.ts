@@ -11,6 +11,7 @@ import Fastify from 'fastify';
 import { defaultConfig } from '../src/config/load';
 import { createEngine } from '../src/engine';
 import { startService } from '../src/server';
+import { generateRsaKeyPair } from '../src/storage/service-key';
 import { openStore } from '../src/storage/store';
 
 export const BENCH_KEY = 'bench-api-key-0123456789abcdef';
@@ -45,13 +46,16 @@ async function main() {
   await store.persons.createMany('default', Array.from({ length: persons }, (_, i) => ({
     personId: `synthetic-${i}`, modelId: engine.modelId, template: randomUnit(512), referenceImage: image,
   })), now);
+  // A second key of the same account that signs its requests (spec 5), for the signed-identify run.
+  const signing = await generateRsaKeyPair();
+  const { key: signedKey } = await store.apiKeys.create('default', 'full', 'bench signed', now, signing.publicKey);
   await store.close();
 
   const service = await startService(config, { engine, logger: false, print: () => undefined });
   const ceiling = Fastify({ logger: false });
   ceiling.get('/constant', async () => ({ ok: true }));
   const ceilingAddress = await ceiling.listen({ host: '127.0.0.1', port: 0 });
-  console.log(JSON.stringify({ service: service.address, ceiling: ceilingAddress, persons }));
+  console.log(JSON.stringify({ service: service.address, ceiling: ceilingAddress, persons, signedKey, signingKey: signing.privateKey }));
   const stop = async () => { await ceiling.close(); await service.close(); process.exit(0); };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

@@ -3,6 +3,7 @@
 // ceiling. The service runs in a child process (bench/api-server.ts); autocannon drives it from here.
 // Targets (issue 3): identify >= 40 requests/s on the 2-core machine, p99 <= 3x p50.
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import path from 'node:path';
 import readline from 'node:readline';
 import sharp from 'sharp';
@@ -48,13 +49,40 @@ async function load(url: string, method: 'GET' | 'POST', body?: string): Promise
   };
 }
 
+/** Identify with a key that signs its requests. The requests are signed before the run (a query counter
+ *  keeps the signatures distinct: a repeated signature is a replay), so the client's RSA work does not take
+ *  CPU from the service during the measurement; what is measured is the service's side. */
+async function loadSigned(service: string, body: string, apiKey: string, signingKey: string): Promise<Run> {
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const signed = Array.from({ length: 4000 }, (_, n) => {
+    const path = `/person/recognize-face?n=${n}`;
+    const signature = crypto.sign('sha256', Buffer.from(`${service}${path}${body}${timestamp}`), signingKey).toString('base64');
+    return { path, headers: { 'Api-Key': apiKey, 'Content-Type': 'application/json', Signature: signature, Timestamp: timestamp } };
+  });
+  let next = 0;
+  const result = await autocannon({
+    url: service, connections: CONNECTIONS, duration: SECONDS,
+    requests: [{
+      method: 'POST', body,
+      setupRequest: (req: Record<string, unknown>) => {
+        if (next >= signed.length) throw new Error('bench:api: more signed requests needed');
+        return { ...req, ...signed[next++] };
+      },
+    }],
+  });
+  return {
+    requestsPerSecond: +(result.requests.total / SECONDS).toFixed(1), p50: result.latency.p50, p99: result.latency.p99,
+    requests: result.requests.total, non2xx: result.non2xx, errors: result.errors,
+  };
+}
+
 async function main() {
   const jpeg = await facePhoto();
   const server = spawn(process.execPath, [path.join(packageRoot(), 'dist', 'bench', 'api-server.js'), String(PERSONS)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const started = Date.now();
-  const ready = await new Promise<{ service: string; ceiling: string }>((resolve, reject) => {
+  const ready = await new Promise<{ service: string; ceiling: string; signedKey: string; signingKey: string }>((resolve, reject) => {
     readline.createInterface({ input: server.stdout }).once('line', (line) => resolve(JSON.parse(line)));
     server.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
   });
@@ -75,6 +103,7 @@ async function main() {
       constant: await load(`${ready.ceiling}/constant`, 'GET'),
       identify: await load(`${ready.service}/person/recognize-face`, 'POST', body),
       verify: await load(`${ready.service}/person/verify-face/gate-user`, 'POST', body),
+      identifySigned: await loadSigned(ready.service, body, ready.signedKey, ready.signingKey),
     };
     console.log(`\n${CONNECTIONS} connections, ${SECONDS} s each, ${PERSONS + 1} enrolled persons, ${jpeg.length}-byte JPEG`);
     console.log('route                      req/s     p50 ms   p99 ms   p99/p50   non-2xx');

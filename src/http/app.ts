@@ -81,6 +81,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   const signing = new RequestSigning(errors, () => deps.store.serviceKeys.responseSigning(),
     config.auth.signature_max_age_seconds, deps.now ?? (() => new Date()));
+  // With signing keys in the store, load (or make) the service key now, not on the first signed response.
+  if (deps.store.apiKeys.list().some((k) => k.signingPublicKey)) await signing.ready();
   await app.register(requestSigning, { signing, publicBaseUrl: config.auth.public_base_url });
   await app.register(jsonBody, { errors });
   await app.register(openapi, { mode: config.server.mode });

@@ -12,15 +12,15 @@ import { promisify } from 'node:util';
 import type { ErrorCatalog } from '../errors';
 
 // The callback form runs on libuv's thread pool: an RSA-2048 private-key operation is about a millisecond.
-const signAsync = promisify(crypto.sign) as (algorithm: string, data: Buffer, key: string) => Promise<Buffer>;
+const signAsync = promisify(crypto.sign) as (algorithm: string, data: Buffer, key: crypto.KeyObject) => Promise<Buffer>;
 
 export function signedText(baseUrl: string, uri: string, body: string, timestamp: string): Buffer {
   return Buffer.from(`${baseUrl}${uri}${body}${timestamp}`, 'utf8');
 }
 
-export function verify(publicKeyPem: string, text: Buffer, signatureB64: string): boolean {
+export function verify(publicKey: string | crypto.KeyObject, text: Buffer, signatureB64: string): boolean {
   try {
-    return crypto.verify('sha256', text, publicKeyPem, Buffer.from(signatureB64, 'base64'));
+    return crypto.verify('sha256', text, publicKey, Buffer.from(signatureB64, 'base64'));
   } catch {
     return false;  // an unusable key or signature is a failed check, not a 500
   }
@@ -56,6 +56,9 @@ export interface SignedRequest {
 export class RequestSigning {
   /** Accepted signatures and when they leave the window. */
   private readonly seen = new Map<string, number>();
+  /** Parsed keys: parsing a PEM costs more than the RSA operation itself. */
+  private readonly publicKeys = new Map<string, crypto.KeyObject | null>();
+  private privateKey?: Promise<crypto.KeyObject>;
 
   constructor(
     private readonly errors: ErrorCatalog,
@@ -63,6 +66,11 @@ export class RequestSigning {
     private readonly maxAgeSeconds: number,
     private readonly now: () => Date,
   ) {}
+
+  /** Loads (on first start: makes) the service key now rather than on the first signed response. */
+  async ready(): Promise<void> {
+    await this.servicePrivateKey();
+  }
 
   /** Throws the 401 ApiError unless the request is signed by the key's owner, recently, once. */
   verifyRequest(r: SignedRequest): void {
@@ -74,7 +82,8 @@ export class RequestSigning {
     if (Math.abs(nowMs / 1000 - Number(r.timestamp)) > this.maxAgeSeconds) {
       throw unauthorized(`Timestamp is more than ${this.maxAgeSeconds} s from the server's clock`);
     }
-    if (!verify(r.publicKey, signedText(r.baseUrl, r.uri, r.body, r.timestamp), r.signature)) {
+    const key = this.publicKeyOf(r.publicKey);
+    if (!key || !verify(key, signedText(r.baseUrl, r.uri, r.body, r.timestamp), r.signature)) {
       throw unauthorized('does not verify (base URL + URI + body + Timestamp, SHA-256, RSA)');
     }
     this.forgetExpired(nowMs);
@@ -85,9 +94,28 @@ export class RequestSigning {
   /** Signature and Timestamp headers for a response body. */
   async signResponse(baseUrl: string, uri: string, body: string): Promise<{ signature: string; timestamp: string }> {
     const timestamp = String(Math.floor(this.now().getTime() / 1000));
-    const { privateKey } = await this.serviceKey();
-    const signature = await signAsync('sha256', signedText(baseUrl, uri, body, timestamp), privateKey);
+    const signature = await signAsync('sha256', signedText(baseUrl, uri, body, timestamp), await this.servicePrivateKey());
     return { signature: signature.toString('base64'), timestamp };
+  }
+
+  private servicePrivateKey(): Promise<crypto.KeyObject> {
+    this.privateKey ??= this.serviceKey().then(({ privateKey }) => crypto.createPrivateKey(privateKey));
+    return this.privateKey;
+  }
+
+  /** The parsed public key, or null when the stored text is not one (then nothing verifies). */
+  private publicKeyOf(pem: string): crypto.KeyObject | null {
+    let key = this.publicKeys.get(pem);
+    if (key === undefined) {
+      try {
+        key = crypto.createPublicKey(pem);
+      } catch {
+        key = null;
+      }
+      if (this.publicKeys.size >= 1024) this.publicKeys.clear();  // keys are few; bound it anyway
+      this.publicKeys.set(pem, key);
+    }
+    return key;
   }
 
   private forgetExpired(nowMs: number): void {
