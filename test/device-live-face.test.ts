@@ -7,7 +7,9 @@ import t from 'tap';
 import type { Config } from '../src/config/types';
 import { DeviceCamera } from '../src/device/camera';
 import type { CameraEvent } from '../src/device/native-camera';
+import type { FaceEngine } from '../src/engine/types';
 import { startTestApp, type TestApp } from './helpers/app';
+import { realEngine } from './helpers/engine';
 import { demoPhotos, deviceConfig } from './helpers/device';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -22,12 +24,12 @@ async function until<T>(what: string, fn: () => T | undefined | false | Promise<
   }
 }
 
-async function deviceApp(scenario: string, tune: (c: Config) => void = () => {}): Promise<{ app: TestApp; camera: DeviceCamera; events: CameraEvent[] }> {
+async function deviceApp(scenario: string, tune: (c: Config) => void = () => {}, engine?: FaceEngine): Promise<{ app: TestApp; camera: DeviceCamera; events: CameraEvent[] }> {
   const config = deviceConfig({ camera: { source: 'synthetic', scenario, scenario_loop: false, seed: 4243001, reconnect_ms: 100 } });
   tune(config);
   const events: CameraEvent[] = [];
   const camera = await DeviceCamera.open(config, { photos: await demoPhotos(), onEvent: (e) => events.push(e) });
-  const app = await startTestApp({ tune: (c) => { c.server.mode = 'device'; c.camera = config.camera; c.liveness = config.liveness; }, deps: { camera } });
+  const app = await startTestApp({ engine, tune: (c) => { c.server.mode = 'device'; c.camera = config.camera; c.liveness = config.liveness; }, deps: { camera } });
   return { app, camera, events };
 }
 
@@ -92,6 +94,35 @@ t.test('the faceKey enrols and verifies the live capture through the person rout
   t.ok(reference.width! < capture.image.width && reference.width! > capture.box.width, 'stored: the crop around the live face');
   const verified = await app.call({ method: 'POST', url: '/person/verify-face/visitor', payload: { faceKey: live.faceKey } });
   t.equal(verified.statusCode, 200, 'the same capture verifies');
+});
+
+t.test('with the real engine: enrol one live capture, identify and verify a later one', async (t) => {
+  const { engine } = await realEngine();
+  if (!engine) return t.plan(0, 'real engine unavailable - the real-engine faceKey test did not run');
+  // Presentations of 1.5 s with varied head pose: like a kiosk, try the next capture until one passes.
+  const { app, camera } = await deviceApp('live:1.5x40', () => {}, engine);
+  t.teardown(async () => { await app.close(); await camera.close(); });
+  const used = new Set<string>();
+  const nextKey = () => until('a new live capture', async () => {
+    const res = await app.call({ method: 'GET', url: '/person/face/' });
+    const key = res.statusCode === 200 ? (res.json() as { faceKey: string }).faceKey : undefined;
+    return key && !used.has(key) ? (used.add(key), key) : undefined;
+  }, 30_000);
+  const attempt = async (url: string, want: (r: { statusCode: number; body: string }) => boolean) => {
+    const tried: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const res = await app.call({ method: 'POST', url, payload: { faceKey: await nextKey() } });
+      if (want(res)) return { ok: true, tried };
+      tried.push(res.body);
+    }
+    return { ok: false, tried };
+  };
+  const enrol = await attempt('/person/face/visitor', (r) => r.statusCode === 200);
+  t.ok(enrol.ok, `a live capture passes the enrolment checks (refused before: ${enrol.tried.join(' ')})`);
+  const identify = await attempt('/person/recognize-face', (r) => r.statusCode === 200 && r.body.includes('"visitor"'));
+  t.ok(identify.ok, `a later capture identifies the person (${identify.tried.join(' ')})`);
+  const verify = await attempt('/person/verify-face/visitor', (r) => r.statusCode === 200);
+  t.ok(verify.ok, `a later capture verifies (${verify.tried.join(' ')})`);
 });
 
 t.test('R_404 when no face is in front of the camera', async (t) => {
