@@ -17,8 +17,8 @@ export interface ServiceContext {
   errors: ErrorCatalog;
   /** Injectable for tests (timestamps, quota days). */
   now(): Date;
-  /** Device mode: the camera whose faceKeys the person operations accept. */
-  captures?: LiveFaceSource;
+  /** Device mode: the camera (the live face, and the captures its faceKeys stand for). */
+  camera?: LiveFaceSource;
 }
 
 /** The caller, as resolved by authentication. */

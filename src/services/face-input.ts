@@ -7,17 +7,16 @@ import type { RgbImage } from '../engine/types';
 import type { DecodedImage } from '../image/decode';
 import type { ServiceContext } from './context';
 import { decodeField } from './images';
-import type { LiveCaptureView, LiveFaceSource } from './live-face';
+import type { LiveCaptureView } from './live-face';
 
 export type FaceInput = { faceImage: string } | { faceKey: string };
 
 /** Margin around the live face's box, in box sizes, on each side of the crop. */
 const CROP_MARGIN = 0.75;
 
-export async function faceInputImage(ctx: ServiceContext, captures: LiveFaceSource | undefined,
-  input: FaceInput): Promise<DecodedImage> {
+export async function faceInputImage(ctx: ServiceContext, input: FaceInput): Promise<DecodedImage> {
   if ('faceImage' in input) return decodeField(ctx, 'faceImage', input.faceImage);
-  const capture = captures?.resolveKey?.(input.faceKey);
+  const capture = ctx.camera?.resolveKey?.(input.faceKey);
   if (!capture) {
     throw ctx.errors.create('FieldsValidation',
       `faceKey: unknown or expired (a faceKey is valid ${ctx.config.liveness.face_key_ttl_s} s after GET /person/face/)`);

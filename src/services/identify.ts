@@ -8,7 +8,7 @@ import { personView, type PersonView } from './person-view';
 import { consumeQuota } from './quota';
 
 export async function identifyPerson(ctx: ServiceContext, caller: Caller, input: FaceInput): Promise<PersonView> {
-  const image = await faceInputImage(ctx, ctx.captures, input);
+  const image = await faceInputImage(ctx, input);
   await consumeQuota(ctx, caller.accountId);
   const [face] = await analyse(ctx, image.rgb, 1, 'match');
   if (!face) throw ctx.errors.create('NoPersonMatched', 'no face in the probe image');

@@ -21,7 +21,7 @@ export interface Services {
 }
 
 export function createServices(base: ServiceContext, camera?: LiveFaceSource): Services {
-  const ctx: ServiceContext = { ...base, captures: camera };
+  const ctx: ServiceContext = { ...base, camera };
   return {
     context: ctx,
     createPerson: (c, id, img) => createPerson(ctx, c, id, img),
@@ -31,7 +31,7 @@ export function createServices(base: ServiceContext, camera?: LiveFaceSource): S
     identifyPerson: (c, img) => identifyPerson(ctx, c, img),
     verifyPerson: (c, id, img) => verifyPerson(ctx, c, id, img),
     comparePersons: (c, input) => comparePersons(ctx, c, input),
-    getLiveFace: () => getLiveFace(ctx, camera),
+    getLiveFace: () => getLiveFace(ctx),
   };
 }
 

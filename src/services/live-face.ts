@@ -24,7 +24,8 @@ export interface LiveFaceSource {
   resolveKey?(faceKey: string): LiveCaptureView | undefined;
 }
 
-export async function getLiveFace(ctx: ServiceContext, source: LiveFaceSource | undefined): Promise<LiveFace> {
+export async function getLiveFace(ctx: ServiceContext): Promise<LiveFace> {
+  const source = ctx.camera;
   if (!source || !source.connected()) throw ctx.errors.create('CameraNotConnected');
   const face = await source.latest();
   if (!face) throw ctx.errors.create('LiveFaceNotFound');

@@ -13,7 +13,7 @@ const ENROL_MAX_FACES = 1;
 
 /** POST /person/face/{person_id}: absent -> enrolled. CP_002 when the id exists. */
 export async function createPerson(ctx: ServiceContext, caller: Caller, personId: string, input: FaceInput): Promise<PersonView> {
-  const image = await faceInputImage(ctx, ctx.captures, input);
+  const image = await faceInputImage(ctx, input);
   const exists = () => ctx.errors.create('ProfileExists', undefined, { person_id: personId });
   // Cheap pre-check before the engine runs; the write transaction checks again (concurrent creates).
   if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
@@ -30,7 +30,7 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
 
 /** PUT /person/face/{person_id}: enrolled -> enrolled with new reference data. NF_001 when absent. */
 export async function updatePerson(ctx: ServiceContext, caller: Caller, personId: string, input: FaceInput): Promise<PersonView> {
-  const image = await faceInputImage(ctx, ctx.captures, input);
+  const image = await faceInputImage(ctx, input);
   const notFound = () => ctx.errors.create('FaceNotInCollection', `person ${personId}`);
   if (!ctx.store.persons.meta(caller.accountId, personId)) throw notFound();
   const face = await enrolmentFace(ctx, caller, personId, image.rgb, true);

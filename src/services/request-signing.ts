@@ -14,11 +14,11 @@ import type { ErrorCatalog } from '../errors';
 // The callback form runs on libuv's thread pool: an RSA-2048 private-key operation is about a millisecond.
 const signAsync = promisify(crypto.sign) as (algorithm: string, data: Buffer, key: crypto.KeyObject) => Promise<Buffer>;
 
-export function signedText(baseUrl: string, uri: string, body: string, timestamp: string): Buffer {
+function signedText(baseUrl: string, uri: string, body: string, timestamp: string): Buffer {
   return Buffer.from(`${baseUrl}${uri}${body}${timestamp}`, 'utf8');
 }
 
-export function verify(publicKey: string | crypto.KeyObject, text: Buffer, signatureB64: string): boolean {
+function verify(publicKey: string | crypto.KeyObject, text: Buffer, signatureB64: string): boolean {
   try {
     return crypto.verify('sha256', text, publicKey, Buffer.from(signatureB64, 'base64'));
   } catch {

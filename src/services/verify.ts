@@ -10,7 +10,7 @@ import { personView, type PersonView } from './person-view';
 import { consumeQuota } from './quota';
 
 export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId: string, input: FaceInput): Promise<PersonView> {
-  const image = await faceInputImage(ctx, ctx.captures, input);
+  const image = await faceInputImage(ctx, input);
   await consumeQuota(ctx, caller.accountId);
   const person = ctx.store.persons.meta(caller.accountId, personId);
   if (!person) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);

@@ -3,14 +3,13 @@
 import { globalPlugin } from './global-plugin';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Authenticator } from '../../services/auth';
+import { headerValue } from '../request-header';
 
 const auth: FastifyPluginAsync<{ authenticator: Authenticator }> = async (app, opts) => {
   app.addHook('onRequest', async (request) => {
     const permission = request.routeOptions.config?.permission;
     if (!permission) return;
-    const header = request.headers['api-key'];
-    const key = Array.isArray(header) ? header[0] : header;
-    request.principal = opts.authenticator.authenticate(key?.trim() || undefined, permission);
+    request.principal = opts.authenticator.authenticate(headerValue(request, 'api-key'), permission);
   });
 };
 

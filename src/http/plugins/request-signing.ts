@@ -4,11 +4,7 @@
 import { globalPlugin } from './global-plugin';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { RequestSigning } from '../../services/request-signing';
-
-function header(request: FastifyRequest, name: string): string | undefined {
-  const v = request.headers[name];
-  return (Array.isArray(v) ? v[0] : v)?.trim() || undefined;
-}
+import { headerValue } from '../request-header';
 
 const requestSigning: FastifyPluginAsync<{ signing: RequestSigning; publicBaseUrl: string }> = async (app, opts) => {
   // Behind a proxy the Host the service sees may not be the one the client signed: set [auth] public_base_url.
@@ -19,7 +15,7 @@ const requestSigning: FastifyPluginAsync<{ signing: RequestSigning; publicBaseUr
     if (!publicKey) return;
     opts.signing.verifyRequest({
       publicKey, baseUrl: baseUrl(request), uri: request.url, body: request.rawBody ?? '',
-      signature: header(request, 'signature'), timestamp: header(request, 'timestamp'),
+      signature: headerValue(request, 'signature'), timestamp: headerValue(request, 'timestamp'),
     });
   });
 
