@@ -333,8 +333,8 @@ function measureQuality(rgb: Uint8Array, lm: Float32Array):
 
 // ---- the pipeline ---------------------------------------------------------------------------------------
 
-export async function createSession(id: ModelId, threads: number, level: GraphLevel): Promise<ort.InferenceSession> {
-  return ort.InferenceSession.create(modelPath(id), nativeEquivalentOptions(threads, level));
+export async function createSession(id: ModelId, threads: number, level: GraphLevel, file = modelPath(id)): Promise<ort.InferenceSession> {
+  return ort.InferenceSession.create(file, nativeEquivalentOptions(threads, level));
 }
 
 export async function createBaseline(options: BaselineOptions): Promise<BaselinePipeline> {

@@ -4,7 +4,8 @@
 // orchestrated in TypeScript with onnxruntime-node + sharp (bench/baseline-pipeline.ts) as the baseline.
 // Decode is the service's own (src/image/decode.ts: sharp, EXIF rotation, limits), identical for both sides.
 // Separately: ORT graph optimisation level ALL vs EXTENDED per model (the NchwcTransformer question), which also
-// picks the baseline's fastest level per model.
+// picks the baseline's fastest level per model; and each rewritten model (models/manifest.json `rewrites`) against
+// the model as published. Both sides load the same (rewritten) files.
 // Targets (issue 2): end-to-end <= 30 ms p50 on the 2-core machine, >= 1.5x faster than the baseline.
 // BENCH_ENGINE_ITERATIONS (default 80) sets the measured iterations per configuration.
 import fs from 'node:fs';
@@ -29,6 +30,7 @@ const WARMUP = 5;
 const THROUGHPUT_REQUESTS = 24;   // per block; two blocks per configuration
 const LEVEL_RUNS = 20;            // per level per model in the graph-level check
 const FEATURE_LEVEL_RUNS = 50;    // fr_feature: the documented NchwcTransformer measurement
+const REWRITE_RUNS = 50;          // per form per rewritten model
 const TARGET_MS = 30, TARGET_RATIO = 1.5;
 const LIMITS = { maxBytes: 20 * 1024 * 1024, maxPixels: 100_000_000 };
 
@@ -169,6 +171,45 @@ async function compareLevels(id: ModelId, threads: number, input: Float32Array, 
   };
 }
 
+// ---- rewritten models vs the models as published, same inputs, interleaved -------------------------------
+
+interface RewriteResult { rewrites: string[]; published: number; rewritten: number; speedup: number; maxAbsDiff: number; runs: number }
+
+async function compareRewrites(inputs: Record<ModelId, Float32Array>): Promise<Partial<Record<ModelId, RewriteResult>>> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { extractPublishedModels } = require(path.join(packageRoot(), 'scripts', 'fetch-assets'));
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { cacheDir } = require(path.join(packageRoot(), 'scripts', 'npm-tarball'));
+  const publishedDir = path.join(cacheDir(), 'published-models');
+  extractPublishedModels(publishedDir);
+  const models = manifestModels() as Record<ModelId, { file: string; rewrites?: string[] }>;
+  const out: Partial<Record<ModelId, RewriteResult>> = {};
+  for (const id of MODEL_IDS.filter((m) => models[m].rewrites?.length)) {
+    const sessions = [await createSession(id, 1, 'all', path.join(publishedDir, models[id].file)), await createSession(id, 1, 'all')];
+    const feeds = { [sessions[0].inputNames[0]]: new ort.Tensor('float32', inputs[id], manifestModels()[id].input.shape) };
+    const outputs: Float32Array[][] = [];
+    for (const s of sessions) outputs.push(Object.values(await s.run(feeds)).map((t) => t.data as Float32Array));
+    let maxAbsDiff = 0;
+    outputs[0].forEach((a, k) => a.forEach((v, i) => { maxAbsDiff = Math.max(maxAbsDiff, Math.abs(v - outputs[1][k][i])); }));
+    const times: number[][] = [[], []];
+    for (let i = 0; i < 5; i++) for (const s of sessions) await s.run(feeds);
+    for (let i = 0; i < REWRITE_RUNS; i++) {
+      for (const k of i % 2 ? [1, 0] : [0, 1]) {
+        const t0 = performance.now();
+        await sessions[k].run(feeds);
+        times[k].push(performance.now() - t0);
+      }
+    }
+    for (const s of sessions) await s.release();
+    const published = median(times[0]), rewritten = median(times[1]);
+    out[id] = {
+      rewrites: models[id].rewrites!, published: round(published, 3), rewritten: round(rewritten, 3),
+      speedup: round(published / rewritten), maxAbsDiff, runs: REWRITE_RUNS,
+    };
+  }
+  return out;
+}
+
 // ---- report -------------------------------------------------------------------------------------------------
 
 function stat(c: Config, k: StageName): { p50: number; p95: number } | null {
@@ -220,6 +261,12 @@ async function main(): Promise<void> {
       console.log(`${pad(id, 12, true)} ${pad(String(threads), 7)} ${pad(r.all.toFixed(3), 9)} ${pad(r.extended.toFixed(3), 9)} ` +
         `${pad((r.all / r.extended).toFixed(2), 8)} ${pad(String(r.runs), 5)}  ${pad(NATIVE_LEVELS[id], 11, true)}  ${baselineLevels[`t${threads}`][id]}`);
     }
+  }
+  const rewrites = await compareRewrites(inputs);
+  console.log(`\n== Rewritten models vs as published (1 thread, ALL, median of ${REWRITE_RUNS} interleaved runs, real inputs) ==`);
+  for (const [id, r] of Object.entries(rewrites)) {
+    console.log(`  ${pad(id, 9, true)} published ${r.published.toFixed(3)} ms, rewritten ${r.rewritten.toFixed(3)} ms -> ${r.speedup}x; ` +
+      `outputs max |diff| ${r.maxAbsDiff.toExponential(2)} (${r.rewrites.join(' + ')})`);
   }
   const feature = { t1: levels.t1.feature, t2: levels.t2.feature };
   console.log(`\n== fr_feature (embedding) ALL vs EXTENDED, median of ${FEATURE_LEVEL_RUNS} runs each (the NchwcTransformer effect) ==`);
@@ -338,7 +385,7 @@ async function main(): Promise<void> {
     iterations: ITERATIONS, cpus: os.cpus().length, load: { before: loadBefore, after: loadAfter },
     native: { t1: stagesOf(configs[0]), t2: stagesOf(configs[1]), levels: NATIVE_LEVELS },
     baseline: { t1: stagesOf(configs[2]), t2: stagesOf(configs[3]), levels: baselineLevels },
-    ratio, throughput, targets, agreement, graphLevels: levels, featureLevels: feature,
+    ratio, throughput, targets, agreement, graphLevels: levels, featureLevels: feature, rewrites,
   });
 }
 

@@ -1,9 +1,11 @@
 // LFW development view: pair lists and per-image templates (cached in bench/out so calibration and
 // accuracy runs reuse one pass of the engine).
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
 import { createEngine } from '../src/engine';
+import { packageRoot } from '../src/package-root';
 import type { FaceAnalysis, FaceEngine } from '../src/engine/types';
 import { loadRgb, mapLimit, outDir } from './common';
 
@@ -62,9 +64,11 @@ export interface TemplateSet {
 export async function lfwTemplates(lfwDir: string, names: string[], options: { flipAverage: boolean; tag: string },
   engine?: FaceEngine): Promise<TemplateSet> {
   const cache = path.join(outDir(), `lfw-templates-${options.tag}.json`);
+  // Templates depend on every model (detector and landmarks too): a cache made with other model files is stale.
+  const models = crypto.createHash('sha256').update(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'))).digest('hex');
   if (fs.existsSync(cache)) {
     const c = JSON.parse(fs.readFileSync(cache, 'utf8'));
-    if (names.every((n) => n in c.templates)) {
+    if (c.models === models && names.every((n) => n in c.templates)) {
       return { dim: 512, names, templates: names.map((n) => (c.templates[n] ? Float32Array.from(c.templates[n]) : null)) };
     }
   }
@@ -79,6 +83,6 @@ export async function lfwTemplates(lfwDir: string, names: string[], options: { f
   if (!engine) await own.close();
   const record: Record<string, number[] | null> = {};
   names.forEach((n, i) => { record[n] = templates[i] ? Array.from(templates[i]!) : null; });
-  fs.writeFileSync(cache, JSON.stringify({ flipAverage: options.flipAverage, templates: record }));
+  fs.writeFileSync(cache, JSON.stringify({ models, flipAverage: options.flipAverage, templates: record }));
   return { dim: 512, names, templates };
 }

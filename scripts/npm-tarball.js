@@ -48,8 +48,7 @@ function extractEntries(tarball, entries, destDir) {
   }
 }
 
-function sha256File(file) {
-  return crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
-}
+const sha256 = (bytes) => crypto.createHash('sha256').update(bytes).digest('hex');
+const sha256File = (file) => sha256(fs.readFileSync(file));
 
-module.exports = { cacheDir, packTarball, extractEntries, sha256File };
+module.exports = { cacheDir, packTarball, extractEntries, sha256, sha256File };

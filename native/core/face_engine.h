@@ -26,7 +26,7 @@ struct EngineConfig {
   // scores >= 0.94 while the false detections (between two close faces, in foliage) score 0.77-0.80.
   float minDetectionScore = 0.85f;
   // Off: on LFW the flip-averaged template was within one pair of the plain one (DevTest 99.1 vs 99.0 %,
-  // TAR@FAR1e-3 98.4 vs 98.2 %) for a second 10.8 ms embedding pass (bench:lfw, bench:engine).
+  // TAR@FAR1e-3 98.4 vs 98.2 %) for a second 5.4 ms embedding pass (bench:lfw, bench:engine).
   bool flipAverage = false;
   // Limits checked before any work: larger images are refused, not resized.
   int maxDimension = 16384;
