@@ -148,22 +148,28 @@ async function request(config: Config, jpeg: Buffer, record: boolean): Promise<n
 
 // ---- graph optimisation level: ALL vs EXTENDED per model, on the real inputs ------------------------------
 
-interface LevelResult { all: number; extended: number; allP95: number; extendedP95: number; runs: number }
-
-async function compareLevels(id: ModelId, threads: number, input: Float32Array, runs: number): Promise<LevelResult> {
-  const levels: GraphLevel[] = ['all', 'extended'];
-  const sessions = await Promise.all(levels.map((l) => createSession(id, threads, l)));
-  const feeds = { [sessions[0].inputNames[0]]: new ort.Tensor('float32', input, manifestModels()[id].input.shape) };
-  const times: number[][] = [[], []];
+/** Run times (ms) of two sessions on one input after 5 warm-up runs each, alternating which goes first so
+ *  drift and noise fall on both. */
+async function timeInterleaved(sessions: ort.InferenceSession[], input: Float32Array, shape: number[], runs: number): Promise<number[][]> {
+  const feeds = { [sessions[0].inputNames[0]]: new ort.Tensor('float32', input, shape) };
+  const times: number[][] = sessions.map(() => []);
   for (let i = 0; i < 5; i++) for (const s of sessions) await s.run(feeds);
   for (let i = 0; i < runs; i++) {
-    // Alternate which level goes first so drift and noise fall on both.
     for (const k of i % 2 ? [1, 0] : [0, 1]) {
       const t0 = performance.now();
       await sessions[k].run(feeds);
       times[k].push(performance.now() - t0);
     }
   }
+  return times;
+}
+
+interface LevelResult { all: number; extended: number; allP95: number; extendedP95: number; runs: number }
+
+async function compareLevels(id: ModelId, threads: number, input: Float32Array, runs: number): Promise<LevelResult> {
+  const levels: GraphLevel[] = ['all', 'extended'];
+  const sessions = await Promise.all(levels.map((l) => createSession(id, threads, l)));
+  const times = await timeInterleaved(sessions, input, manifestModels()[id].input.shape, runs);
   for (const s of sessions) await s.release();
   return {
     all: round(median(times[0]), 3), extended: round(median(times[1]), 3),
@@ -186,20 +192,13 @@ async function compareRewrites(inputs: Record<ModelId, Float32Array>): Promise<P
   const out: Partial<Record<ModelId, RewriteResult>> = {};
   for (const id of MODEL_IDS.filter((m) => models[m].rewrites?.length)) {
     const sessions = [await createSession(id, 1, 'all', path.join(publishedDir, models[id].file)), await createSession(id, 1, 'all')];
-    const feeds = { [sessions[0].inputNames[0]]: new ort.Tensor('float32', inputs[id], manifestModels()[id].input.shape) };
+    const shape = manifestModels()[id].input.shape;
+    const feeds = { [sessions[0].inputNames[0]]: new ort.Tensor('float32', inputs[id], shape) };
     const outputs: Float32Array[][] = [];
     for (const s of sessions) outputs.push(Object.values(await s.run(feeds)).map((t) => t.data as Float32Array));
     let maxAbsDiff = 0;
     outputs[0].forEach((a, k) => a.forEach((v, i) => { maxAbsDiff = Math.max(maxAbsDiff, Math.abs(v - outputs[1][k][i])); }));
-    const times: number[][] = [[], []];
-    for (let i = 0; i < 5; i++) for (const s of sessions) await s.run(feeds);
-    for (let i = 0; i < REWRITE_RUNS; i++) {
-      for (const k of i % 2 ? [1, 0] : [0, 1]) {
-        const t0 = performance.now();
-        await sessions[k].run(feeds);
-        times[k].push(performance.now() - t0);
-      }
-    }
+    const times = await timeInterleaved(sessions, inputs[id], shape, REWRITE_RUNS);
     for (const s of sessions) await s.release();
     const published = median(times[0]), rewritten = median(times[1]);
     out[id] = {

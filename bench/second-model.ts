@@ -2,7 +2,7 @@
 // face recognition ResNet (Davis King, released into the public domain), as ported to TensorFlow.js by
 // face-api.js (MIT) and shipped in @vladmandic/face-api@1.7.15 (model/face_recognition_model*: weights
 // stored as uint8 with a scale and offset per tensor). This file rebuilds that network as an ONNX graph,
-// aligns a face to dlib's 150x150 chip, and holds the few protobuf writers ONNX needs.
+// aligns a face to dlib's 150x150 chip.
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -16,38 +16,17 @@ export const CHIP = 150;
 /** Per-channel RGB means of face-api.js's FaceRecognitionNet; input = (pixel - mean) / 255. */
 const MEAN_RGB = [122.782, 117.001, 104.298];
 
-// ---- protobuf: just the message kinds an ONNX model file needs
-function varint(value: number | bigint): Buffer {
-  let n = BigInt(value);
-  if (n < 0n) n += 1n << 64n;
-  const out: number[] = [];
-  do {
-    let b = Number(n & 0x7fn);
-    n >>= 7n;
-    if (n) b |= 0x80;
-    out.push(b);
-  } while (n);
-  return Buffer.from(out);
-}
-const key = (field: number, wire: number) => varint((field << 3) | wire);
-const fInt = (field: number, v: number) => Buffer.concat([key(field, 0), varint(v)]);
-const fBytes = (field: number, b: Buffer) => Buffer.concat([key(field, 2), varint(b.length), b]);
-const fStr = (field: number, s: string) => fBytes(field, Buffer.from(s, 'utf8'));
-const msg = (...parts: (Buffer | Buffer[])[]) => Buffer.concat(parts.flat());
-
-// AttributeProto: name 1, ints 8, type 20 (7 = INTS).
-const intsAttr = (name: string, ints: number[]) => msg(fStr(1, name), ints.map((i) => fInt(8, i)), fInt(20, 7));
-// NodeProto: input 1, output 2, name 3, op_type 4, attribute 5.
-const node = (op: string, inputs: string[], output: string, attrs: Buffer[] = []) =>
-  msg(inputs.map((i) => fStr(1, i)), fStr(2, output), fStr(3, output), fStr(4, op), attrs.map((a) => fBytes(5, a)));
-// TensorProto: dims 1, data_type 2 (1 float, 7 int64), name 8, raw_data 9.
-function tensor(name: string, dims: number[], data: Float32Array | BigInt64Array): Buffer {
-  const raw = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  return msg(dims.map((d) => fInt(1, d)), fInt(2, data instanceof Float32Array ? 1 : 7), fStr(8, name), fBytes(9, raw));
-}
-// ValueInfoProto of a float tensor: name 1, type 2 -> tensor_type 1 -> elem_type 1, shape 2 -> dim 1 -> dim_value 1.
-const floatInfo = (name: string, dims: number[]) =>
-  msg(fStr(1, name), fBytes(2, fBytes(1, msg(fInt(1, 1), fBytes(2, msg(dims.map((d) => fBytes(1, fInt(1, d)))))))));
+// The ONNX model form of scripts/onnx-model.js (shared with the install-time rewrites and their tests).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const onnx = require(path.join(packageRoot(), 'scripts', 'onnx-model.js')) as {
+  newModel(o: { name: string; producer: string; inputs: [string, number[]][]; outputs: [string, number[]][] }): OnnxModel;
+  node(opType: string, inputs: string[], outputs: string[], attributes?: unknown[]): unknown;
+  floatTensor(name: string, dims: number[], data: Float32Array | BigInt64Array): unknown;
+  intsAttribute(name: string, values: number[]): unknown;
+  serialiseModel(model: OnnxModel): Buffer;
+};
+interface OnnxModel { nodes: unknown[]; initializers: Map<string, unknown> }
+const intsAttr = onnx.intsAttribute;
 
 interface Weight { shape: number[]; values: Float32Array }
 
@@ -79,8 +58,14 @@ function readWeights(manifestFile: string, binFile: string): Map<string, Weight>
 
 /** The network of face-api.js's FaceRecognitionNet as ONNX (opset 13): input [1,3,150,150], output [1,128]. */
 function buildGraph(w: Map<string, Weight>): Buffer {
-  const nodes: Buffer[] = [];
-  const inits: Buffer[] = [];
+  const model = onnx.newModel({
+    name: 'dlib_face_recognition_resnet_model_v1', producer: 'face-check bench',
+    inputs: [['input', [1, 3, CHIP, CHIP]]], outputs: [['descriptor', [1, 128]]],
+  });
+  const tensor = (name: string, dims: number[], data: Float32Array | BigInt64Array) =>
+    model.initializers.set(name, onnx.floatTensor(name, dims, data));
+  const node = (op: string, inputs: string[], output: string, attrs: unknown[] = []) =>
+    model.nodes.push(onnx.node(op, inputs, [output], attrs));
   let counter = 0;
   const fresh = (p: string) => `${p}_${counter++}`;
   const get = (name: string) => {
@@ -98,21 +83,22 @@ function buildGraph(w: Map<string, Weight>): Buffer {
       W[((o * ci + i) * kh + y) * kw + x2] = f.values[((y * kw + x2) * ci + i) * co + o] * s[o];
     }
     const B = Float32Array.from({ length: co }, (_, o) => bias[o] * s[o] + b[o]);
-    inits.push(tensor(`${p}.W`, [co, ci, kh, kw], W), tensor(`${p}.B`, [co], B));
+    tensor(`${p}.W`, [co, ci, kh, kw], W);
+    tensor(`${p}.B`, [co], B);
     const out = fresh(p);
     const pad = same ? (kh - 1) / 2 : 0;
-    nodes.push(node('Conv', [x, `${p}.W`, `${p}.B`], out, [intsAttr('kernel_shape', [kh, kw]),
-      intsAttr('strides', [stride, stride]), intsAttr('pads', [pad, pad, pad, pad])]));
+    node('Conv', [x, `${p}.W`, `${p}.B`], out, [intsAttr('kernel_shape', [kh, kw]),
+      intsAttr('strides', [stride, stride]), intsAttr('pads', [pad, pad, pad, pad])]);
     return relu ? op('Relu', [out]) : out;
   }
-  function op(type: string, inputs: string[], attrs: Buffer[] = []): string {
+  function op(type: string, inputs: string[], attrs: unknown[] = []): string {
     const out = fresh(type);
-    nodes.push(node(type, inputs, out, attrs));
+    node(type, inputs, out, attrs);
     return out;
   }
   function pad(x: string, pads: number[]): string {
     const name = fresh('pads');
-    inits.push(tensor(name, [8], BigInt64Array.from(pads.map(BigInt))));
+    tensor(name, [8], BigInt64Array.from(pads.map(BigInt)));
     return op('Pad', [x, name]);
   }
   const residual = (x: string, p: string) =>
@@ -140,14 +126,9 @@ function buildGraph(w: Map<string, Weight>): Buffer {
     for (const p of rest) x = residual(x, p);
   }
   const fc = get('fc');
-  inits.push(tensor('fc.W', fc.shape, fc.values));
-  nodes.push(node('MatMul', [op('Flatten', [op('GlobalAveragePool', [x])]), 'fc.W'], 'descriptor'));
-  // GraphProto: node 1, name 2, initializer 5, input 11, output 12. ModelProto: ir_version 1, producer 2,
-  // graph 7, opset_import 8.
-  const graph = msg(nodes.map((n) => fBytes(1, n)), fStr(2, 'dlib_face_recognition_resnet_model_v1'),
-    inits.map((t) => fBytes(5, t)), fBytes(11, floatInfo('input', [1, 3, CHIP, CHIP])),
-    fBytes(12, floatInfo('descriptor', [1, 128])));
-  return msg(fInt(1, 8), fStr(2, 'face-check bench'), fBytes(7, graph), fBytes(8, msg(fStr(1, ''), fInt(2, 13))));
+  tensor('fc.W', fc.shape, fc.values);
+  node('MatMul', [op('Flatten', [op('GlobalAveragePool', [x])]), 'fc.W'], 'descriptor');
+  return onnx.serialiseModel(model);
 }
 
 /** Path of the converted model (bench/out), made from the npm tarball on first use. */

@@ -1,6 +1,7 @@
 'use strict';
-// Just enough of the ONNX protobuf format to rewrite a model's graph at install time (onnx-rewrites.js):
-// nodes and initializers become editable objects, every other field is carried over byte for byte.
+// Just enough of the ONNX protobuf format to rewrite a model's graph at install time (onnx-rewrites.js) and
+// to build small ones (tests, bench/second-model.ts): nodes and initializers become editable objects, every
+// other field is carried over byte for byte.
 // Field numbers are those of onnx.proto (ModelProto.graph = 7, GraphProto.node = 1, initializer = 5, ...).
 
 const MODEL_GRAPH = 7;
@@ -8,10 +9,14 @@ const GRAPH_NODE = 1;
 const GRAPH_INITIALIZER = 5;
 const GRAPH_OUTPUT = 12;
 const NODE = { input: 1, output: 2, name: 3, opType: 4, attribute: 5 };
-const ATTRIBUTE = { name: 1, i: 3, type: 20 };
-const ATTRIBUTE_TYPE_INT = 2;
+const ATTRIBUTE = { name: 1, i: 3, ints: 8, type: 20 };
+const ATTRIBUTE_TYPE = { int: 2, ints: 7 };
 const TENSOR = { dims: 1, dataType: 2, floatData: 4, name: 8, rawData: 9 };
 const TENSOR_FLOAT = 1;
+const TENSOR_INT64 = 7;
+const MODEL = { irVersion: 1, producerName: 2, opsetImport: 8 };
+const GRAPH_NAME = 2;
+const GRAPH_INPUT = 11;
 
 function readVarint(buf, pos) {
   let value = 0n;
@@ -52,7 +57,7 @@ function readFields(buf) {
 }
 
 function varint(value) {
-  let v = BigInt(value);
+  let v = BigInt.asUintN(64, BigInt(value));  // negative int64 values take ten bytes, as protobuf says
   const bytes = [];
   do {
     let byte = Number(v & 0x7fn);
@@ -116,8 +121,20 @@ function writeNode(node) {
 /** An INT attribute (AttributeProto with name, i and type INT). */
 function intAttribute(name, value) {
   const raw = Buffer.concat([stringField(ATTRIBUTE.name, name), intField(ATTRIBUTE.i, value),
-    intField(ATTRIBUTE.type, ATTRIBUTE_TYPE_INT)]);
+    intField(ATTRIBUTE.type, ATTRIBUTE_TYPE.int)]);
   return { name, int: BigInt(value), raw };
+}
+
+/** An INTS attribute (kernel_shape, pads, strides, ...). */
+function intsAttribute(name, values) {
+  const raw = Buffer.concat([stringField(ATTRIBUTE.name, name), ...values.map((v) => intField(ATTRIBUTE.ints, v)),
+    intField(ATTRIBUTE.type, ATTRIBUTE_TYPE.ints)]);
+  return { name, int: undefined, raw };
+}
+
+/** A node in the form parseModel gives (named after its output when no name is given). */
+function node(opType, inputs, outputs, attributes = [], name = outputs[0]) {
+  return { opType, name, inputs, outputs, attributes, rest: [] };
 }
 
 /** Float initializers are decoded to { dims, data }; other types stay raw and cannot be edited. */
@@ -143,13 +160,45 @@ function readInitializer(raw) {
   return tensor;
 }
 
-/** A float32 initializer, stored as raw little-endian data. */
+/** An initializer of float32 (Float32Array) or int64 (BigInt64Array) values, stored as raw little-endian data. */
 function floatTensor(name, dims, data) {
   if (data.length !== dims.reduce((a, b) => a * b, 1)) throw new Error(`onnx: ${name}: data does not fit ${dims}`);
   const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  const raw = Buffer.concat([...dims.map((d) => intField(TENSOR.dims, d)), intField(TENSOR.dataType, TENSOR_FLOAT),
+  const type = data instanceof BigInt64Array ? TENSOR_INT64 : TENSOR_FLOAT;
+  const raw = Buffer.concat([...dims.map((d) => intField(TENSOR.dims, d)), intField(TENSOR.dataType, type),
     stringField(TENSOR.name, name), bytesField(TENSOR.rawData, bytes)]);
-  return { name, dims, data, raw };
+  return { name, dims, data: type === TENSOR_FLOAT ? data : undefined, raw };
+}
+
+/** ValueInfoProto of a float tensor with fixed dims (graph inputs and outputs). */
+function floatValueInfo(name, dims) {
+  const shape = Buffer.concat(dims.map((d) => bytesField(1 /* dim */, intField(1 /* dim_value */, d))));
+  const tensorType = Buffer.concat([intField(1 /* elem_type */, TENSOR_FLOAT), bytesField(2 /* shape */, shape)]);
+  return Buffer.concat([stringField(1 /* name */, name), bytesField(2 /* type */, bytesField(1 /* tensor_type */, tensorType))]);
+}
+
+/**
+ * An empty model in the form parseModel gives, for code that builds networks (tests, bench/second-model.ts):
+ * add nodes (node()) and initializers (floatTensor()), then serialiseModel().
+ */
+function newModel({ name, producer, inputs, outputs, opset = 13, irVersion = 8 }) {
+  const raw = (field, bytes) => ({ field, raw: bytes });
+  return {
+    modelFields: [
+      raw(MODEL.irVersion, intField(MODEL.irVersion, irVersion)),
+      raw(MODEL.producerName, stringField(MODEL.producerName, producer)),
+      raw(MODEL_GRAPH, Buffer.alloc(0)),
+      raw(MODEL.opsetImport, bytesField(MODEL.opsetImport, Buffer.concat([stringField(1, ''), intField(2, opset)]))),
+    ],
+    nodes: [],
+    initializers: new Map(),
+    outputNames: outputs.map(([n]) => n),
+    otherGraphFields: [
+      raw(GRAPH_NAME, stringField(GRAPH_NAME, name)),
+      ...inputs.map(([n, dims]) => raw(GRAPH_INPUT, bytesField(GRAPH_INPUT, floatValueInfo(n, dims)))),
+      ...outputs.map(([n, dims]) => raw(GRAPH_OUTPUT, bytesField(GRAPH_OUTPUT, floatValueInfo(n, dims)))),
+    ],
+  };
 }
 
 /**
@@ -181,8 +230,4 @@ function serialiseModel(model) {
   return Buffer.concat(model.modelFields.map((f) => (f.field === MODEL_GRAPH ? bytesField(MODEL_GRAPH, graph) : Buffer.from(f.raw))));
 }
 
-module.exports = {
-  parseModel, serialiseModel, floatTensor, intAttribute,
-  // protobuf encoding, for tests that build small models
-  protobuf: { intField, bytesField, stringField },
-};
+module.exports = { parseModel, serialiseModel, newModel, node, floatTensor, intAttribute, intsAttribute };

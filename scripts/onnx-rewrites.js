@@ -3,7 +3,7 @@
 // Each gives the same results (checked by bench:engine and test/model-rewrites.test.ts) in less time on
 // ONNX Runtime's CPU provider, whose fast x86 convolution path (NCHWc, blocks of 8 or 16 channels) does
 // not take PRelu and stops at channel counts that are not a multiple of the block.
-const { parseModel, serialiseModel, floatTensor, intAttribute } = require('./onnx-model');
+const { parseModel, serialiseModel, node: makeNode, floatTensor, intAttribute } = require('./onnx-model');
 
 const attribute = (node, name) => node.attributes.find((a) => a.name === name);
 const group = (node) => Number(attribute(node, 'group')?.int ?? 1n);
@@ -37,6 +37,7 @@ function depthwiseScale(model, name, scales) {
  */
 function preluAsDepthwise(model) {
   const nodes = [];
+  const replacedSlopes = new Set();
   let rewritten = 0;
   for (const node of model.nodes) {
     const slope = node.opType === 'PRelu' ? model.initializers.get(node.inputs[1]) : undefined;
@@ -49,8 +50,7 @@ function preluAsDepthwise(model) {
     const p = `${y}__prelu`;
     depthwiseScale(model, `${p}_minus_one`, new Array(channels).fill(-1));
     depthwiseScale(model, `${p}_minus_slope`, Array.from(slope.data, (s) => -s));
-    const op = (opType, inputs, output, suffix, attributes = []) =>
-      ({ opType, name: `${p}_${suffix}`, inputs, outputs: [output], attributes, rest: [] });
+    const op = (opType, inputs, output, suffix, attributes = []) => makeNode(opType, inputs, [output], attributes, `${p}_${suffix}`);
     const depthwise = [intAttribute('group', channels)];
     nodes.push(
       op('Relu', [x], `${p}_positive`, 'relu'),
@@ -59,9 +59,13 @@ function preluAsDepthwise(model) {
       op('Conv', [`${p}_negative`, `${p}_minus_slope`], `${p}_scaled`, 'scale', depthwise),
       op('Add', [`${p}_positive`, `${p}_scaled`], y, 'add'),
     );
+    replacedSlopes.add(slope.name);
     rewritten++;
   }
-  dropUnused(model, nodes);
+  model.nodes = nodes;
+  // the slopes live on as the -s filters; drop the originals unless something else reads them
+  const stillRead = new Set(nodes.flatMap((n) => n.inputs));
+  for (const name of replacedSlopes) if (!stillRead.has(name)) model.initializers.delete(name);
   return rewritten;
 }
 
@@ -124,12 +128,6 @@ function padAxis(model, name, axis, size) {
   const data = new Float32Array(outer * size * inner);
   for (let o = 0; o < outer; o++) data.set(t.data.subarray(o * from * inner, (o + 1) * from * inner), o * size * inner);
   model.initializers.set(name, floatTensor(name, dims, data));
-}
-
-function dropUnused(model, nodes) {
-  model.nodes = nodes;
-  const used = new Set(nodes.flatMap((n) => n.inputs));
-  for (const name of [...model.initializers.keys()]) if (!used.has(name)) model.initializers.delete(name);
 }
 
 /** value_info entries (GraphProto field 13) are optional shape hints that padding would make wrong. */

@@ -12,48 +12,27 @@ import { samplePhotos } from './helpers/sample-photos';
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const { rewriteModel } = require('../scripts/onnx-rewrites');
-const { protobuf, floatTensor } = require('../scripts/onnx-model');
+const onnx = require('../scripts/onnx-model');
 const { extractPublishedModels } = require('../scripts/fetch-assets');
 const { sha256 } = require('../scripts/npm-tarball');
 /* eslint-enable @typescript-eslint/no-require-imports */
-const { intField, bytesField, stringField } = protobuf as {
-  intField: (f: number, v: number) => Buffer; bytesField: (f: number, b: Buffer) => Buffer; stringField: (f: number, s: string) => Buffer;
-};
 
 const root = path.resolve(__dirname, '..');
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'models', 'manifest.json'), 'utf8'));
 
-// ---- a tiny ONNX writer (ModelProto / GraphProto / NodeProto / ValueInfoProto field numbers) -----------------
-
 type Attr = [string, number | number[]];
 interface NodeSpec { op: string; inputs: string[]; output: string; attrs?: Attr[] }
 
-function attribute([name, value]: Attr): Buffer {
-  return Array.isArray(value)
-    ? Buffer.concat([stringField(1, name), ...value.map((v) => intField(8, v)), intField(20, 7)])
-    : Buffer.concat([stringField(1, name), intField(3, value), intField(20, 2)]);
-}
-
-function valueInfo(name: string, dims: number[]): Buffer {
-  const shape = Buffer.concat(dims.map((d) => bytesField(1, intField(1, d))));
-  const tensorType = Buffer.concat([intField(1, 1), bytesField(2, shape)]);
-  return Buffer.concat([stringField(1, name), bytesField(2, bytesField(1, tensorType))]);
-}
-
+/** A model from a node list, with the builders of scripts/onnx-model.js. */
 function buildModel(nodes: NodeSpec[], weights: Map<string, { dims: number[]; data: Float32Array }>,
   input: [string, number[]], outputs: Array<[string, number[]]>): Buffer {
-  const graph = Buffer.concat([
-    ...nodes.map((n, i) => bytesField(1, Buffer.concat([
-      ...n.inputs.map((x) => stringField(1, x)), stringField(2, n.output), stringField(3, `n${i}`), stringField(4, n.op),
-      ...(n.attrs ?? []).map((a) => bytesField(5, attribute(a))),
-    ]))),
-    stringField(2, 'test'),
-    ...[...weights].map(([name, w]) => bytesField(5, floatTensor(name, w.dims, w.data).raw)),
-    bytesField(11, valueInfo(...input)),
-    ...outputs.map((o) => bytesField(12, valueInfo(...o))),
-  ]);
-  const opset = Buffer.concat([stringField(1, ''), intField(2, 13)]);
-  return Buffer.concat([intField(1, 7), bytesField(7, graph), bytesField(8, opset)]);
+  const model = onnx.newModel({ name: 'test', producer: 'face-check test', inputs: [input], outputs });
+  for (const n of nodes) {
+    const attrs = (n.attrs ?? []).map(([name, v]) => (Array.isArray(v) ? onnx.intsAttribute(name, v) : onnx.intAttribute(name, v)));
+    model.nodes.push(onnx.node(n.op, n.inputs, [n.output], attrs));
+  }
+  for (const [name, w] of weights) model.initializers.set(name, onnx.floatTensor(name, w.dims, w.data));
+  return onnx.serialiseModel(model);
 }
 
 function seeded(seed: number): () => number {
