@@ -36,14 +36,16 @@ export function modelPath(id: ModelId): string {
 }
 
 /** Session options equivalent to the native engine's (native/core/ort_session.cpp): N intra-op threads, one
- *  inter-op thread, sequential execution, no spin-waiting; only the graph optimisation level varies. */
+ *  inter-op thread, sequential execution, no spin-waiting, denormals as zero; only the graph optimisation level
+ *  varies. (ORT applies denormals-as-zero to its pool threads only: a single-threaded session computes on the
+ *  calling thread, which onnxruntime-node gives no way to set; the engine sets it there, float_mode.h.) */
 export function nativeEquivalentOptions(threads: number, level: GraphLevel): ort.InferenceSession.SessionOptions {
   return {
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: level,
-    extra: { session: { intra_op: { allow_spinning: '0' } } },
+    extra: { session: { intra_op: { allow_spinning: '0' }, set_denormal_as_zero: '1' } },
   };
 }
 

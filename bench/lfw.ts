@@ -33,6 +33,11 @@ async function evaluate(lfwDir: string, flipAverage: boolean) {
   const impostors = impostorScores(set.names.filter((n) => at.get(n)), (a, b) => score(a, b)!);
   const farThreshold = thresholdAtFar(impostors, 1e-3);
   const genuineTest = testScored.scored.filter((s) => s.same);
+  // The DevTest pairs decided wrongly at the DevTrain threshold, so each error can be looked at.
+  const errors = test.flatMap((p, i) => {
+    const s = testScored.scored[i].score;
+    return (s >= threshold) === p.same ? [] : [{ kind: p.same ? 'false non-match' : 'false match', a: p.a, b: p.b, score: +s.toFixed(4) }];
+  });
   return {
     flipAverage,
     images: names.length,
@@ -46,6 +51,7 @@ async function evaluate(lfwDir: string, flipAverage: boolean) {
     tarAtFar1e3: +acceptRate(genuineTest.map((s) => s.score), farThreshold).toFixed(4),
     genuine: distribution(genuineTest.map((s) => s.score)),
     impostor: distribution(Array.from(impostors)),
+    errors,
   };
 }
 
@@ -60,6 +66,8 @@ async function main() {
       `(DevTrain ${(r.trainAccuracy * 100).toFixed(2)}%), TAR@FAR1e-3 ${(r.tarAtFar1e3 * 100).toFixed(2)}% ` +
       `(threshold ${r.thresholdFar1e3} over ${r.impostorPairs} impostor pairs), images without a face ${r.noFace}`);
     console.log(`  genuine ${JSON.stringify(r.genuine)}\n  impostor ${JSON.stringify(r.impostor)}`);
+    console.log(`  ${r.errors.length} DevTest errors at the DevTrain threshold:`);
+    for (const e of r.errors) console.log(`    ${e.kind.padEnd(15)} ${e.score.toFixed(3).padStart(6)}  ${e.a}  ${e.b}`);
   }
   printJsonLine({ bench: 'lfw', results });
 }

@@ -2,7 +2,8 @@
 // Graph rewrites applied to the downloaded models at install time (named per model in models/manifest.json).
 // Each gives the same results (checked by bench:engine and test/model-rewrites.test.ts) in less time on
 // ONNX Runtime's CPU provider, whose fast x86 convolution path (NCHWc, blocks of 8 or 16 channels) does
-// not take PRelu and stops at channel counts that are not a multiple of the block.
+// not take PRelu and stops at channel counts that are not a multiple of the block, and which slows down
+// on denormal weights wherever the calling thread does not flush them.
 const { parseModel, serialiseModel, node: makeNode, floatTensor, intAttribute } = require('./onnx-model');
 
 const attribute = (node, name) => node.attributes.find((a) => a.name === name);
@@ -135,7 +136,35 @@ function dropShapeHints(model) {
   model.otherGraphFields = model.otherGraphFields.filter((f) => f.field !== 13);
 }
 
+/** Smallest positive normal float32 (2^-126): anything nonzero below it is a denormal. */
+const FLT_MIN = 1.1754943508222875e-38;
+
+/**
+ * Float weights below 2^-126 in magnitude become zero. Weight decay leaves such values in trained networks
+ * (fr_feature: 8,938, fr_landmark: 26,567), and Intel cores take a slow microcode assist on every denormal
+ * operand unless the thread flushes denormals. The engine's inference threads do (native/core/float_mode.h:
+ * DAZ reads these weights as zero already, so the rewrite changes nothing there); other runtimes given
+ * these files, such as onnxruntime-node in bench:engine, cannot set that mode on the thread that runs a
+ * single-threaded session. Returns the number of weights flushed.
+ */
+function flushDenormalWeights(model) {
+  let flushed = 0;
+  for (const [name, tensor] of model.initializers) {
+    if (!tensor.data) continue;
+    let copy;
+    tensor.data.forEach((v, i) => {
+      if (v === 0 || Math.abs(v) >= FLT_MIN) return;
+      copy ??= Float32Array.from(tensor.data);
+      copy[i] = 0;
+      flushed++;
+    });
+    if (copy) model.initializers.set(name, floatTensor(name, tensor.dims, copy));
+  }
+  return flushed;
+}
+
 const REWRITES = {
+  'flush-denormal-weights': flushDenormalWeights,
   'pad-hidden-channels-16': (model) => padHiddenChannels(model, 16),
   'prelu-as-depthwise': preluAsDepthwise,
 };

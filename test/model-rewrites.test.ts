@@ -105,6 +105,29 @@ t.test('hidden channels padded to 16: same outputs, and the padded graph still r
   t.ok(maxAbsDiff(a, b) <= 1e-6 * scale, `max |diff| ${maxAbsDiff(a, b)} against outputs up to ${scale.toFixed(2)}`);
 });
 
+t.test('denormal weights flushed to zero: every other value kept, outputs unchanged', async (t) => {
+  const FLT_MIN = 2 ** -126;
+  const weights = randomTensor([4, 3, 1, 1], seeded(17));
+  // denormals of both signs, the smallest normal float, zero
+  weights.data.set([FLT_MIN / 4, -FLT_MIN / 2 ** 20, FLT_MIN, 0, -FLT_MIN * 3]);
+  const bias = { dims: [4], data: Float32Array.from([2 ** -140, 0.5, -0.25, 1]) };
+  const model = buildModel([{ op: 'Conv', inputs: ['x', 'w', 'b'], output: 'y', attrs: [['kernel_shape', [1, 1]]] }],
+    new Map([['w', weights], ['b', bias]]), ['x', [1, 3, 5, 5]], [['y', [1, 4, 5, 5]]]);
+  const { bytes, changed } = rewriteModel(model, ['flush-denormal-weights']);
+  t.same(changed, { 'flush-denormal-weights': 3 });
+  const after = onnx.parseModel(bytes).initializers;
+  const expected = Float32Array.from(weights.data);
+  expected[0] = 0;
+  expected[1] = 0;
+  t.same(Array.from(after.get('w').data), Array.from(expected), 'only the weight denormals became zero');
+  t.same(Array.from(after.get('b').data), [0, 0.5, -0.25, 1], 'and the bias denormal');
+  const input = randomTensor([1, 3, 5, 5], seeded(19), -3, 3).data;
+  const [a] = await run(model, input, [1, 3, 5, 5]);
+  const [b] = await run(bytes, input, [1, 3, 5, 5]);
+  t.ok(maxAbsDiff(a, b) <= 1e-30, `max |diff| ${maxAbsDiff(a, b)}`);
+  t.same(rewriteModel(bytes, ['flush-denormal-weights']).changed, { 'flush-denormal-weights': 0 }, 'nothing left to flush');
+});
+
 t.test('rewrites leave alone what they cannot prove equal', async (t) => {
   // the 13-channel tensor is also a graph output: padding it would change that output's shape
   const shared = bottleneck(seeded(3), true);
@@ -124,12 +147,16 @@ t.test('the installed models are the published ones rewritten: pinned hashes, th
   extractPublishedModels(dir);
   const photo = samplePhotos()[0];
   const rewritten = manifest.models.filter((m: { rewrites?: string[] }) => m.rewrites?.length);
-  t.ok(rewritten.length >= 2, 'the embedding and liveness models are rewritten');
+  t.ok(rewritten.length >= 3, 'the embedding, landmark and liveness models are rewritten');
   for (const m of rewritten) {
     const installed = fs.readFileSync(path.join(root, 'models', m.file));
     t.equal(sha256(installed), m.rewritten_sha256, `${m.file}: installed file has the pinned sha256`);
     const published = fs.readFileSync(path.join(dir, m.file));
     t.equal(sha256(rewriteModel(published, m.rewrites).bytes), m.rewritten_sha256, `${m.file}: the rewrite is deterministic`);
+    if (m.rewrites.includes('flush-denormal-weights')) {
+      t.same(rewriteModel(installed, ['flush-denormal-weights']).changed, { 'flush-denormal-weights': 0 }, `${m.file}: no denormal weight left`);
+      t.not(rewriteModel(published, ['flush-denormal-weights']).changed['flush-denormal-weights'], 0, `${m.file}: the published file had some`);
+    }
     const [, channels, height, width] = m.input.shape as number[];
     // a real photo, resized to the model's input and normalised as the manifest says, and seeded noise
     const { data } = await sharp(photo).resize(width, height, { fit: 'cover' }).removeAlpha().raw().toBuffer({ resolveWithObject: true });

@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "core/float_mode.h"
 #include "core/ort_api.h"
 
 namespace facecheck {
@@ -86,6 +87,10 @@ Result OrtModel::load(const std::string& path, const SessionConfig& config, cons
   if (!(r = ortCheck(api->AddSessionConfigEntry(options.get(), "session.intra_op.allow_spinning", "0"),
                      "AddSessionConfigEntry")).ok())
     return r;
+  // Denormals as zero on ORT's own pool threads too (run() sets it on the calling thread; see float_mode.h).
+  if (!(r = ortCheck(api->AddSessionConfigEntry(options.get(), "session.set_denormal_as_zero", "1"),
+                     "AddSessionConfigEntry")).ok())
+    return r;
   if (!config.disabledOptimizers.empty()) {
     r = ortCheck(api->AddSessionConfigEntry(options.get(), "optimization.disable_specified_optimizers",
                                             config.disabledOptimizers.c_str()),
@@ -140,6 +145,7 @@ Result OrtModel::run(float* input, float* const* outputs) const {
   }
   const char* inputName = input_.name.c_str();
   const OrtValue* inputs[] = {inputValue.get()};
+  FlushDenormals flush;  // a single-threaded session computes on this thread
   return ortCheck(api->Run(session_.get(), nullptr, &inputName, inputs, 1, outputNames_.data(), outputs_.size(),
                            rawOutputs.data()),
                   "Run");
