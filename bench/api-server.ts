@@ -44,7 +44,7 @@ async function main() {
   const image = crypto.randomBytes(64);
   const now = new Date().toISOString();
   await store.persons.createMany('default', Array.from({ length: persons }, (_, i) => ({
-    personId: `synthetic-${i}`, modelId: engine.modelId, template: randomUnit(512), referenceImage: image,
+    personId: `synthetic-${i}`, modelId: engine.modelId, template: randomUnit(engine.templateSize), referenceImage: image,
   })), now);
   // A second key of the same account that signs its requests (spec 5), for the signed-identify run.
   const signing = await generateRsaKeyPair();

@@ -2,8 +2,8 @@
 // sharp, model for model and step for step (see native/core/*.cpp), so bench/engine.ts can show what the
 // C++ engine buys. sharp decodes and does every crop/resize (extract + resize, extend for parts outside the
 // image); JS loops normalise to NCHW Float32Arrays, decode the detector, run NMS, softmax, the Umeyama
-// similarity, a bilinear alignment warp (on a sharp-shrunk region, like the native image pyramid) and the
-// quality measures. Never used by the service.
+// similarity, a bilinear alignment warp (on a sharp-shrunk region, like the native image pyramid), the
+// quality measures and the two-network template. Never used by the service.
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -14,20 +14,24 @@ import { packageRoot } from '../src/package-root';
 import type { Point, RgbImage } from '../src/engine/types';
 import { landmarkPose } from './landmark-pose';
 
-export type ModelId = 'detect' | 'landmark' | 'eye' | 'liveness' | 'feature';
+export type ModelId = 'detect' | 'landmark' | 'eye' | 'liveness' | 'feature' | 'mobilefacenet';
 export type GraphLevel = 'all' | 'extended';
-export const MODEL_IDS: ModelId[] = ['detect', 'landmark', 'eye', 'liveness', 'feature'];
+export const MODEL_IDS: ModelId[] = ['detect', 'landmark', 'eye', 'liveness', 'feature', 'mobilefacenet'];
 
 interface ManifestModel {
   id: ModelId;
   file: string;
-  input: { name: string; shape: number[]; channels: 'RGB' | 'GREY'; mean: number[]; std: number[] };
+  input: { name: string; shape: number[]; channels: 'RGB' | 'BGR' | 'GREY'; mean: number[]; std: number[] };
+  outputs: Record<string, number[]>;
+}
+
+function readManifest(): { models: ManifestModel[]; template: { models: Array<{ id: ModelId; weight: number }> } } {
+  return JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'), 'utf8'));
 }
 
 export function manifestModels(): Record<ModelId, ManifestModel> {
-  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'), 'utf8'));
   const out = {} as Record<ModelId, ManifestModel>;
-  for (const m of manifest.models as ManifestModel[]) out[m.id] = m;
+  for (const m of readManifest().models) out[m.id] = m;
   return out;
 }
 
@@ -51,7 +55,7 @@ export function nativeEquivalentOptions(threads: number, level: GraphLevel): ort
 
 /** The native engine's choice: ALL for every model (see face_engine.cpp). */
 export const NATIVE_LEVELS: Record<ModelId, GraphLevel> = {
-  detect: 'all', landmark: 'all', eye: 'all', liveness: 'all', feature: 'all',
+  detect: 'all', landmark: 'all', eye: 'all', liveness: 'all', feature: 'all', mobilefacenet: 'all',
 };
 
 export interface BaselineTimings {
@@ -63,9 +67,11 @@ export interface BaselineTimings {
   liveness: number;
   /** Umeyama alignment, the warp to the 112x112 crop and the quality measures. */
   quality: number;
+  /** Both networks (each crop's tensor and run, the mirror's too when flip-averaging; with threads=2 the two
+   *  lanes' times, summed as the native does) and the template. */
   embed: number;
   total: number;
-  /** Time inside session.run() per model (summed over runs: eye x2, feature x2). */
+  /** Time inside session.run() per model (summed over runs: eye x2; feature, mobilefacenet x2 when flip-averaging). */
   runs: Record<ModelId, number>;
 }
 
@@ -80,6 +86,7 @@ export interface BaselineFace {
   sharpness: number;
   mouthOpenness: number;
   sunglasses: number;
+  /** The template as the native's: fr_feature's part, then MobileFaceNet's (templateNets). */
   embedding: Float32Array;
 }
 
@@ -105,7 +112,7 @@ export interface BaselinePipeline {
 
 const DET_W = 320, DET_H = 240, ANCHORS = 4420, NMS_IOU = 0.4;
 const LM = 64, EYE = 24, LIVE = 128, LIVENESS_SCALE = 2.7;
-const ALIGNED = 112, EMBEDDING = 512;
+const ALIGNED = 112;
 const TEMPLATE_112: Array<[number, number]> = [
   [38.2946, 51.6963], [73.5318, 51.5014], [56.0252, 71.7366], [41.5493, 92.3655], [70.7299, 92.2041],
 ];
@@ -149,13 +156,15 @@ async function cropResize(img: RgbImage, rect: Rect, outW: number, outH: number,
   return new Uint8Array(data.buffer, data.byteOffset, data.length);
 }
 
-/** Interleaved RGB -> planar NCHW float32, (v - mean) / std per plane; `bgr` puts blue in plane 0. */
-function rgbToTensor(rgb: Uint8Array, mean: number[], std: number[], bgr = false): Float32Array {
+/** Interleaved RGB -> planar NCHW float32, (v - mean) / std per plane; `bgr` puts blue in plane 0. A NaN
+ *  sample (outside the image, see alignedCrop) stays 0, i.e. the mean, as in native warpToTensor. */
+function rgbToTensor(rgb: Uint8Array | Float32Array, mean: number[], std: number[], bgr = false): Float32Array {
   const n = rgb.length / 3;
   const out = new Float32Array(rgb.length);
   const s0 = 1 / std[0], s1 = 1 / std[1], s2 = 1 / std[2];
   const [r, b] = bgr ? [2, 0] : [0, 2];
   for (let i = 0, j = 0; i < n; i++, j += 3) {
+    if (Number.isNaN(rgb[j])) continue;
     out[i] = (rgb[j + r] - mean[0]) * s0;
     out[n + i] = (rgb[j + 1] - mean[1]) * s1;
     out[2 * n + i] = (rgb[j + b] - mean[2]) * s2;
@@ -213,13 +222,19 @@ function invert(m: Affine): Affine {
   return [ra, rb, -(ra * c + rb * f), rd, re, -(rd * c + re * f)];
 }
 
+interface AlignedCrop {
+  /** Interleaved RGB bytes, outside the image black (as native warpToRgb): the quality measures' input. */
+  rgb: Uint8Array;
+  /** The same bilinear samples unrounded, NaN outside the image: both networks' input (cropTensor). */
+  samples: Float32Array;
+}
+
 /**
  * The 112x112 aligned crop: dst->src affine `m`. Like the native pyramid, a scale >= 2 is first reduced by a
- * power of two (sharp resize of the region the crop reads), then sampled bilinearly in JS. Returns the RGB crop
- * (outside = black, as native warpToRgb) and the embedding tensor (outside = the mean, i.e. 0).
+ * power of two (sharp resize of the region the crop reads), then sampled bilinearly in JS. Sampled once and
+ * shared by the quality measures and both embedding networks, which differ only in normalisation.
  */
-async function alignedCrop(img: RgbImage, m: Affine, norm: { mean: number[]; std: number[] }):
-    Promise<{ rgb: Uint8Array; tensor: Float32Array }> {
+async function alignedCrop(img: RgbImage, m: Affine): Promise<AlignedCrop> {
   const scale = Math.sqrt(Math.abs(m[0] * m[4] - m[1] * m[3]));
   let factor = 1;
   while (scale >= 2 * factor && img.width / factor >= 4 && img.height / factor >= 4) factor *= 2;
@@ -232,8 +247,8 @@ async function alignedCrop(img: RgbImage, m: Affine, norm: { mean: number[]; std
   const left = Math.max(0, Math.floor(minX) - factor), top = Math.max(0, Math.floor(minY) - factor);
   const right = Math.min(img.width, Math.ceil(maxX) + factor), bottom = Math.min(img.height, Math.ceil(maxY) + factor);
   const rgb = new Uint8Array(ALIGNED * ALIGNED * 3);
-  const tensor = new Float32Array(ALIGNED * ALIGNED * 3);  // zeros = the normalisation mean
-  if (right <= left || bottom <= top) return { rgb, tensor };
+  const samples = new Float32Array(ALIGNED * ALIGNED * 3).fill(NaN);
+  if (right <= left || bottom <= top) return { rgb, samples };
   const lw = Math.max(1, Math.round((right - left) / factor)), lh = Math.max(1, Math.round((bottom - top) / factor));
   let level: Uint8Array;
   if (factor === 1) {
@@ -249,8 +264,6 @@ async function alignedCrop(img: RgbImage, m: Affine, norm: { mean: number[]; std
   }
   // Source pixel centre sx -> level pixel (sx - left + 0.5) * kx - 0.5 (pixel edges matched).
   const kx = lw / (right - left), ky = lh / (bottom - top);
-  const plane = ALIGNED * ALIGNED;
-  const s = [1 / norm.std[0], 1 / norm.std[1], 1 / norm.std[2]];
   const stride = lw * 3;
   for (let y = 0; y < ALIGNED; y++) {
     for (let x = 0; x < ALIGNED; x++) {
@@ -268,11 +281,11 @@ async function alignedCrop(img: RgbImage, m: Affine, norm: { mean: number[]; std
         const b = level[p10 + c] + (level[p11 + c] - level[p10 + c]) * fx;
         const v = t + (b - t) * fy;
         rgb[o * 3 + c] = Math.round(Math.min(255, v));
-        tensor[(2 - c) * plane + o] = (v - norm.mean[c]) * s[c];  // BGR planes, as the native embedder
+        samples[o * 3 + c] = v;
       }
     }
   }
-  return { rgb, tensor };
+  return { rgb, samples };
 }
 
 /** The tensor of the horizontally mirrored crop. */
@@ -283,6 +296,12 @@ function mirrorTensor(t: Float32Array, size: number): Float32Array {
     for (let x = 0; x < size; x++) out[base + x] = t[base + size - 1 - x];
   }
   return out;
+}
+
+/** A network's input tensor of the aligned crop, normalised as the manifest says: fr_feature takes BGR planes,
+ *  MobileFaceNet RGB, each with its own mean and std (as native/core/face_embedder.cpp). */
+function cropTensor(crop: AlignedCrop, input: ManifestModel['input']): Float32Array {
+  return rgbToTensor(crop.samples, input.mean, input.std, input.channels === 'BGR');
 }
 
 // ---- quality (port of native/core/face_quality.cpp) ------------------------------------------------------
@@ -339,8 +358,37 @@ export async function createSession(id: ModelId, threads: number, level: GraphLe
   return ort.InferenceSession.create(file, nativeEquivalentOptions(threads, level));
 }
 
+/** The template's networks in the native engine's order (fr_feature, then MobileFaceNet: models/manifest.json
+ *  `template`), each with its output size and sqrt(weight / sum of weights), as native FaceEmbedder::load. */
+export function templateNets(): Array<{ id: ModelId; size: number; scale: number }> {
+  const { template } = readManifest();
+  const models = manifestModels();
+  const total = template.models.reduce((s, m) => s + m.weight, 0);
+  return template.models.map(({ id, weight }) => ({
+    id, size: Object.values(models[id].outputs)[0][1], scale: Math.sqrt(weight / total),
+  }));
+}
+
+/** The template: per network, the crop's (plus the mirror's) embedding, L2-normalised and scaled by
+ *  sqrt(weight); the parts concatenated in `nets` order (native FaceEmbedder::combine). */
+function combineTemplate(nets: ReturnType<typeof templateNets>, passes: Array<[Float32Array, Float32Array | undefined]>): Float32Array {
+  const out = new Float32Array(nets.reduce((s, n) => s + n.size, 0));
+  let offset = 0;
+  nets.forEach(({ size, scale }, k) => {
+    const [first, second] = passes[k];
+    let n2 = 0;
+    for (let i = 0; i < size; i++) { const v = first[i] + (second ? second[i] : 0); out[offset + i] = v; n2 += v * v; }
+    const f = n2 > 0 ? scale / Math.sqrt(n2) : 0;
+    for (let i = 0; i < size; i++) out[offset + i] *= f;
+    offset += size;
+  });
+  return out;
+}
+
 export async function createBaseline(options: BaselineOptions): Promise<BaselinePipeline> {
   const models = manifestModels();
+  const nets = templateNets();
+  if (nets.length !== 2) throw new Error(`baseline: the lanes expect a template of 2 networks, the manifest names ${nets.length}`);
   const levels = { ...NATIVE_LEVELS, ...(options.levels ?? {}) };
   const sessions = {} as Record<ModelId, ort.InferenceSession>;
   for (const id of MODEL_IDS) sessions[id] = await createSession(id, options.threads, levels[id]);
@@ -358,7 +406,7 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
 
   const flip = options.flipAverage ?? false;
   async function analyze(img: RgbImage): Promise<{ faces: BaselineFace[]; timings: BaselineTimings }> {
-    const runs: Record<ModelId, number> = { detect: 0, landmark: 0, eye: 0, liveness: 0, feature: 0 };
+    const runs: Record<ModelId, number> = { detect: 0, landmark: 0, eye: 0, liveness: 0, feature: 0, mobilefacenet: 0 };
     const t: BaselineTimings = { detect: 0, landmarks: 0, attributes: 0, eyes: 0, liveness: 0, quality: 0, embed: 0, total: 0, runs };
     const start = performance.now();
     let last = start;
@@ -431,7 +479,7 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
         return r;
       };
       const toSrc = invert(estimateSimilarity(p5, TEMPLATE_112));
-      const crop = await timed('quality', () => alignedCrop(img, toSrc, models.feature.input));
+      const crop = await timed('quality', () => alignedCrop(img, toSrc));
       // Liveness: 2.7x the box, shrunk to fit and shifted inside the image, 128x128 raw 0..255.
       const livenessScore = () => timed('liveness', async () => {
         const side = Math.min(b.size * LIVENESS_SCALE, img.width, img.height);
@@ -456,33 +504,33 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
         }
         return open;
       });
-      // Lane A: the crop's embedding, then (flip-averaging) liveness, then quality. Lane B: the mirror
-      // embedding when flip-averaging, otherwise liveness; then the eyes. As native/core/face_engine.cpp.
+      // One network's passes: the crop, then its mirror when flip-averaging (they stay in the network's lane).
+      const embedPasses = (net: number) => timed('embed', async (): Promise<[Float32Array, Float32Array | undefined]> => {
+        const { id } = nets[net];
+        const tensor = cropTensor(crop, models[id].input);
+        const [e1] = await run(id, tensor, runs);
+        const e2 = flip ? (await run(id, mirrorTensor(tensor, ALIGNED), runs))[0] : undefined;
+        return [e1, e2];
+      });
+      // Lane A: the first network (fr_feature), then quality. Lane B: the second (MobileFaceNet), then
+      // liveness, then the eyes. As native/core/face_engine.cpp.
       const laneA = async () => {
-        const e1 = await timed('embed', () => run('feature', crop.tensor, runs));
-        const liveness = flip ? await livenessScore() : undefined;
+        const passes = await embedPasses(0);
         const q = await timed('quality', async () => measureQuality(crop.rgb, landmarks));
-        return { e1, liveness, q };
+        return { passes, q };
       };
       const laneB = async () => {
-        const e2 = flip ? await timed('embed', () => run('feature', mirrorTensor(crop.tensor, ALIGNED), runs)) : undefined;
-        const liveness = flip ? undefined : await livenessScore();
+        const passes = await embedPasses(1);
+        const liveness = await livenessScore();
         const eyeOpen = await eyeStates();
-        return { e2, liveness, eyeOpen };
+        return { passes, liveness, eyeOpen };
       };
       const [a, bLane] = options.threads > 1
         ? await Promise.all([laneA(), laneB()])
         : [await laneA(), await laneB()];
-      const { e1, q } = a;
-      const { e2, eyeOpen } = bLane;
-      const liveness = (a.liveness ?? bLane.liveness)!;
-
-      // Embedding: the crop (and its mirror), summed, L2-normalised.
-      const embedding = new Float32Array(EMBEDDING);
-      let n2 = 0;
-      for (let i = 0; i < EMBEDDING; i++) { embedding[i] = e1[0][i] + (e2 ? e2[0][i] : 0); n2 += embedding[i] * embedding[i]; }
-      const inv = n2 > 0 ? 1 / Math.sqrt(n2) : 0;
-      for (let i = 0; i < EMBEDDING; i++) embedding[i] *= inv;
+      const { q } = a;
+      const { liveness, eyeOpen } = bLane;
+      const embedding = await timed('embed', async () => combineTemplate(nets, [a.passes, bLane.passes]));
 
       faces.push({
         box: { x: b.x, y: b.y, width: b.size, height: b.size, score: b.score },

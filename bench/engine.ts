@@ -5,7 +5,7 @@
 // Decode is the service's own (src/image/decode.ts: sharp, EXIF rotation, limits), identical for both sides.
 // Separately: ORT graph optimisation level ALL vs EXTENDED per model (the NchwcTransformer question), which also
 // picks the baseline's fastest level per model; and each rewritten model (models/manifest.json `rewrites`) against
-// the model as published. Both sides load the same (rewritten) files.
+// the model as published (converted to ONNX where published as tflite). Both sides load the same (rewritten) files.
 // Targets (issue 2): end-to-end <= 30 ms p50 on the 2-core machine, >= 1.5x faster than the baseline.
 // BENCH_ENGINE_ITERATIONS (default 80) sets the measured iterations per configuration.
 import fs from 'node:fs';
@@ -18,7 +18,7 @@ import type { RgbImage } from '../src/engine/types';
 import { decodeImageBytes } from '../src/image/decode';
 import { packageRoot } from '../src/package-root';
 import {
-  createBaseline, createSession, manifestModels, MODEL_IDS, NATIVE_LEVELS,
+  createBaseline, createSession, manifestModels, MODEL_IDS, NATIVE_LEVELS, templateNets,
   type BaselinePipeline, type BaselineTimings, type GraphLevel, type ModelId,
 } from './baseline-pipeline';
 import { mapLimit, percentile, printJsonLine, sharedDataDir } from './common';
@@ -35,6 +35,7 @@ const TARGET_MS = 30, TARGET_RATIO = 1.5;
 const LIMITS = { maxBytes: 20 * 1024 * 1024, maxPixels: 100_000_000 };
 
 const round = (v: number, d = 2) => (Number.isFinite(v) ? +v.toFixed(d) : v);
+const ID_W = Math.max(...MODEL_IDS.map((id) => id.length));  // model column of the tables
 const median = (v: number[]) => percentile(v, 50);
 
 // ---- the test image ---------------------------------------------------------------------------------------
@@ -253,18 +254,18 @@ async function main(): Promise<void> {
   }
 
   console.log('\n== Graph optimisation level (onnxruntime-node sessions with the native session options, real inputs from the test image) ==');
-  console.log(`${pad('model', 12, true)} ${pad('threads', 7)} ${pad('ALL p50', 9)} ${pad('EXT p50', 9)} ${pad('ALL/EXT', 8)} ${pad('runs', 5)}  native uses  baseline uses`);
+  console.log(`${pad('model', ID_W, true)} ${pad('threads', 7)} ${pad('ALL p50', 9)} ${pad('EXT p50', 9)} ${pad('ALL/EXT', 8)} ${pad('runs', 5)}  native uses  baseline uses`);
   for (const threads of [1, 2]) {
     for (const id of MODEL_IDS) {
       const r = levels[`t${threads}`][id];
-      console.log(`${pad(id, 12, true)} ${pad(String(threads), 7)} ${pad(r.all.toFixed(3), 9)} ${pad(r.extended.toFixed(3), 9)} ` +
+      console.log(`${pad(id, ID_W, true)} ${pad(String(threads), 7)} ${pad(r.all.toFixed(3), 9)} ${pad(r.extended.toFixed(3), 9)} ` +
         `${pad((r.all / r.extended).toFixed(2), 8)} ${pad(String(r.runs), 5)}  ${pad(NATIVE_LEVELS[id], 11, true)}  ${baselineLevels[`t${threads}`][id]}`);
     }
   }
   const rewrites = await compareRewrites(inputs);
   console.log(`\n== Rewritten models vs as published (1 thread, ALL, median of ${REWRITE_RUNS} interleaved runs, real inputs) ==`);
   for (const [id, r] of Object.entries(rewrites)) {
-    console.log(`  ${pad(id, 9, true)} published ${r.published.toFixed(3)} ms, rewritten ${r.rewritten.toFixed(3)} ms -> ${r.speedup}x; ` +
+    console.log(`  ${pad(id, ID_W, true)} published ${r.published.toFixed(3)} ms, rewritten ${r.rewritten.toFixed(3)} ms -> ${r.speedup}x; ` +
       `outputs max |diff| ${r.maxAbsDiff.toExponential(2)} (${r.rewrites.join(' + ')})`);
   }
   const feature = { t1: levels.t1.feature, t2: levels.t2.feature };
@@ -285,9 +286,18 @@ async function main(): Promise<void> {
   const nf = n1[0], bf = b1[0];
   let lmDiff = 0;
   for (let i = 0; i < 68; i++) lmDiff += Math.hypot(nf.landmarks[i].x - bf.landmarks[2 * i], nf.landmarks[i].y - bf.landmarks[2 * i + 1]) / 68;
+  // Each network's part too: the template's cosine weights MobileFaceNet's by 0.38 only, so it could hide a
+  // baseline that feeds one network wrongly.
+  const networkCosines: Record<string, number> = {};
+  let offset = 0;
+  for (const { id, size } of templateNets()) {
+    networkCosines[id] = round(partCosine(nf.embedding.subarray(offset, offset + size), bf.embedding.subarray(offset, offset + size)), 4);
+    offset += size;
+  }
   const agreement = {
     nativeFaces: n1.length, baselineFaces: b1.length,
-    embeddingCosine: round(cosine(nf.embedding, bf.embedding), 4),
+    templateLength: { native: nf.embedding.length, baseline: bf.embedding.length, expected: offset },
+    embeddingCosine: round(cosine(nf.embedding, bf.embedding), 4), networkCosines,
     nativeT1VsT2Cosine: round(cosine(nf.embedding, n2[0].embedding), 6),
     boxIou: round(boxIou(nf.box, bf.box), 4),
     landmarkMeanDiffPx: round(lmDiff, 2), faceSizePx: round(nf.box.width, 1),
@@ -295,12 +305,13 @@ async function main(): Promise<void> {
     baseline: { yaw: round(bf.pose.yaw, 1), pitch: round(bf.pose.pitch, 1), roll: round(bf.pose.roll, 1), eyes: [round(bf.eyes.left, 3), round(bf.eyes.right, 3)], liveness: round(bf.liveness, 3), brightness: round(bf.brightness, 1), sharpness: round(bf.sharpness, 1), mouth: round(bf.mouthOpenness, 3), sunglasses: round(bf.sunglasses, 3) },
   };
   console.log('\n== Agreement native vs baseline on the test image ==');
-  console.log(`  faces: native ${agreement.nativeFaces}, baseline ${agreement.baselineFaces}; embedding cosine ${agreement.embeddingCosine} ` +
-    `(native 1 vs 2 threads: ${agreement.nativeT1VsT2Cosine}); box IoU ${agreement.boxIou}; landmarks mean diff ${agreement.landmarkMeanDiffPx} px ` +
+  console.log(`  faces: native ${agreement.nativeFaces}, baseline ${agreement.baselineFaces}; ${offset}-value template cosine ` +
+    `${agreement.embeddingCosine} (per network ${JSON.stringify(networkCosines)}; native 1 vs 2 threads: ${agreement.nativeT1VsT2Cosine}); box IoU ${agreement.boxIou}; landmarks mean diff ${agreement.landmarkMeanDiffPx} px ` +
     `on a ${agreement.faceSizePx} px face`);
   console.log(`  native:   ${JSON.stringify(agreement.native)}`);
   console.log(`  baseline: ${JSON.stringify(agreement.baseline)}`);
-  if (agreement.nativeFaces !== 1 || agreement.baselineFaces !== 1 || agreement.embeddingCosine <= 0.95) {
+  if (agreement.nativeFaces !== 1 || agreement.baselineFaces !== 1 || nf.embedding.length !== offset ||
+      bf.embedding.length !== offset || agreement.embeddingCosine <= 0.95 || Object.values(networkCosines).some((c) => c <= 0.95)) {
     throw new Error('native and baseline disagree on the test image: the comparison would not be honest');
   }
 
@@ -336,7 +347,7 @@ async function main(): Promise<void> {
   const rows: Array<[StageName, string]> = [
     ['decode', 'decode (sharp JPEG -> RGB)'], ['detect', 'detect'],
     ['landmarks', 'landmarks + pose'], ['eyes', 'eyes (2 runs)'],
-    ['liveness', 'liveness'], ['quality', 'quality (align+warp+measures)'], ['embed', 'embed'],
+    ['liveness', 'liveness'], ['quality', 'quality (align+warp+measures)'], ['embed', 'embed (both networks)'],
     ['pipeline', 'pipeline total (no decode)'], ['e2e', 'END-TO-END (decode+pipeline)'],
   ];
   const cell = (c: Config, k: StageName) => {
@@ -347,8 +358,9 @@ async function main(): Promise<void> {
   console.log(`\n== Latency, ms p50 / p95 over ${ITERATIONS} interleaved iterations (640x480 JPEG, 1 face) ==`);
   console.log(`${pad('stage', 32, true)}${configs.map((c) => pad(c.name, W)).join('')}`);
   for (const [k, label] of rows) console.log(`${pad(label, 32, true)}${configs.map((c) => pad(cell(c, k), W)).join('')}`);
-  console.log('  threads=2 (both sides) runs the liveness and eye models beside the embedding and quality (no flip-averaging, the\n' +
-    '  engine default): its stage times overlap and add up to more than the pipeline total.');
+  console.log('  embed: fr_feature + MobileFaceNet + the template (no flip-averaging, the engine default). threads=2 (both sides)\n' +
+    '  runs MobileFaceNet, liveness and the eye models beside fr_feature and quality: its stage times overlap (embed sums both\n' +
+    '  lanes) and add up to more than the pipeline total.');
 
   const e2e = (name: string) => stat(configs.find((c) => c.name === name)!, 'e2e')!;
   const pipe = (name: string) => stat(configs.find((c) => c.name === name)!, 'pipeline')!;
@@ -386,6 +398,13 @@ async function main(): Promise<void> {
     baseline: { t1: stagesOf(configs[2]), t2: stagesOf(configs[3]), levels: baselineLevels },
     ratio, throughput, targets, agreement, graphLevels: levels, featureLevels: feature, rewrites,
   });
+}
+
+/** Cosine of two parts of unit-length templates (the parts themselves are not unit length). */
+function partCosine(a: Float32Array, b: Float32Array): number {
+  let ab = 0, aa = 0, bb = 0;
+  for (let i = 0; i < a.length; i++) { ab += a[i] * b[i]; aa += a[i] * a[i]; bb += b[i] * b[i]; }
+  return aa > 0 && bb > 0 ? ab / Math.sqrt(aa * bb) : 0;
 }
 
 function boxIou(a: { x: number; y: number; width: number; height: number }, b: { x: number; y: number; width: number; height: number }): number {

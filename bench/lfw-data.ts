@@ -53,6 +53,8 @@ export function centralFace(faces: FaceAnalysis[], width: number, height: number
   return best;
 }
 
+const dimensionOf = (templates: (Float32Array | null)[]) => templates.find((t) => t)?.length ?? 0;
+
 export interface TemplateSet {
   dim: number;
   names: string[];
@@ -69,7 +71,8 @@ export async function lfwTemplates(lfwDir: string, names: string[], options: { f
   if (fs.existsSync(cache)) {
     const c = JSON.parse(fs.readFileSync(cache, 'utf8'));
     if (c.models === models && names.every((n) => n in c.templates)) {
-      return { dim: 512, names, templates: names.map((n) => (c.templates[n] ? Float32Array.from(c.templates[n]) : null)) };
+      const templates = names.map((n) => (c.templates[n] ? Float32Array.from(c.templates[n]) : null));
+      return { dim: dimensionOf(templates), names, templates };
     }
   }
   const own = engine ?? await createEngine({ flipAverage: options.flipAverage });
@@ -84,5 +87,5 @@ export async function lfwTemplates(lfwDir: string, names: string[], options: { f
   const record: Record<string, number[] | null> = {};
   names.forEach((n, i) => { record[n] = templates[i] ? Array.from(templates[i]!) : null; });
   fs.writeFileSync(cache, JSON.stringify({ models, flipAverage: options.flipAverage, templates: record }));
-  return { dim: 512, names, templates };
+  return { dim: dimensionOf(templates), names, templates };
 }

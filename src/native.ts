@@ -52,7 +52,7 @@ export interface NativeEngineHandle {
 export interface NativeAddon {
   errorTable: NativeErrorRow[];
   createEngine(options: {
-    modelDir: string; ortLibrary: string; threads?: number; flipAverage?: boolean;
+    modelDir: string; ortLibrary: string; threads?: number; flipAverage?: boolean; templateWeights?: number[];
     minDetectionScore?: number; maxPixels?: number;
   }): Promise<NativeEngineHandle>;
   [binding: string]: unknown;

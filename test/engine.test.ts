@@ -1,5 +1,8 @@
 // The native face engine on real photos: face counts, landmarks, pose, quality measures, templates,
 // bad input, concurrency and closing.
+import fs from 'node:fs';
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
 import t from 'tap';
 
 import { cosine, createEngine } from '../src/engine';
@@ -65,7 +68,8 @@ t.test('a face carries consistent landmarks, pose, measures and template', async
   }
   t.ok(face.points5[0].x < face.points5[1].x, 'left eye left of right eye');
   t.ok(face.points5[2].y > face.points5[0].y && face.points5[3].y > face.points5[2].y, 'eyes, nose, mouth top to bottom');
-  t.equal(face.embedding.length, 512);
+  t.equal(face.embedding.length, 512 + 192, 'fr_feature and MobileFaceNet parts');
+  t.equal(engine.templateSize, face.embedding.length, 'templateSize tells the length');
   t.ok(Math.abs(cosine(face.embedding, face.embedding) - 1) < 1e-4, 'template is L2-normalised');
   t.equal(face.alignedCrop?.length, 112 * 112 * 3, '112x112 RGB aligned crop');
   for (const v of [face.eyes.left, face.eyes.right, face.liveness, face.sunglasses]) t.ok(v >= 0 && v <= 1);
@@ -122,6 +126,35 @@ t.test('same-person pairs score higher than different-person pairs (identities)'
     if (bestId === templates[i].id) rank1++;
   }
   t.ok(rank1 / templates.length > 0.9, `rank-1 identification ${rank1}/${templates.length}`);
+});
+
+t.test('the template is each network\'s embedding of the aligned crop, normalised and weighted', async (t) => {
+  // Each part, recomputed here with onnxruntime-node from the returned aligned crop and the manifest's
+  // normalisation, points the same way as the engine's (the crop is rounded to bytes, so not bit for bit):
+  // a wrong channel order, normalisation or model in either network would not.
+  const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'models', 'manifest.json'), 'utf8'));
+  const [face] = await engine.analyze(await loadRgb(samplePhotos()[2]), { crop: true, maxFaces: 1 });
+  const crop = face.alignedCrop!;
+  let offset = 0;
+  for (const { id, weight } of manifest.template.models as { id: string; weight: number }[]) {
+    const m = manifest.models.find((x: { id: string }) => x.id === id);
+    const session = await ort.InferenceSession.create(path.join(__dirname, '..', 'models', m.file), { logSeverityLevel: 3 });
+    const input = new Float32Array(3 * 112 * 112);
+    const order = m.input.channels === 'BGR' ? [2, 1, 0] : [0, 1, 2];
+    for (let c = 0; c < 3; c++) {
+      for (let i = 0; i < 112 * 112; i++) input[c * 112 * 112 + i] = (crop[i * 3 + order[c]] - m.input.mean[c]) / m.input.std[c];
+    }
+    const out = await session.run({ [m.input.name]: new ort.Tensor('float32', input, [1, 3, 112, 112]) });
+    await session.release();
+    const reference = out[Object.keys(m.outputs)[0]].data as Float32Array;
+    const part = face.embedding.subarray(offset, offset + reference.length);
+    offset += reference.length;
+    const norm = Math.sqrt(cosine(part, part)), refNorm = Math.sqrt(cosine(reference, reference));
+    t.ok(Math.abs(norm * norm - weight) < 1e-4, `${id}: its part carries weight ${weight} (${(norm * norm).toFixed(5)})`);
+    const c = cosine(part, reference) / (norm * refNorm);
+    t.ok(c > 0.999, `${id}: the engine's part matches the network run on the crop (cosine ${c.toFixed(5)})`);
+  }
+  t.equal(offset, face.embedding.length, 'the parts make up the whole template');
 });
 
 t.test('flip-averaging is off by default, an option with its own model id, and the same face either way', async (t) => {

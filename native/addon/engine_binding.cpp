@@ -231,6 +231,17 @@ Napi::Value CreateEngine(const Napi::CallbackInfo& info) {
   config.modelDir = o.Get("modelDir").As<Napi::String>().Utf8Value();
   config.threads = std::max(1, IntOption(o, "threads", config.threads));
   config.flipAverage = BoolOption(o, "flipAverage", config.flipAverage);
+  Napi::Value weights = o.Get("templateWeights");
+  if (weights.IsArray()) {
+    Napi::Array list = weights.As<Napi::Array>();
+    if (list.Length() != kEmbeddingNets)
+      return RejectWith(env, Status::FieldsValidation, "templateWeights needs one weight per embedding network");
+    for (uint32_t i = 0; i < kEmbeddingNets; ++i) {
+      Napi::Value w = list.Get(i);
+      if (!w.IsNumber()) return RejectWith(env, Status::FieldsValidation, "templateWeights must be numbers");
+      config.templateWeights[i] = w.As<Napi::Number>().FloatValue();
+    }
+  }
   Napi::Value score = o.Get("minDetectionScore");
   if (score.IsNumber()) config.minDetectionScore = score.As<Napi::Number>().FloatValue();
   Napi::Value maxPixels = o.Get("maxPixels");

@@ -33,7 +33,8 @@ Result FaceEngine::load(const EngineConfig& config, std::unique_ptr<FaceEngine>*
   Result r = FaceDetector::load(config.modelDir, all, &engine->detector_);
   if (r.ok()) r = Landmarker::load(config.modelDir, all, &engine->landmarker_);
   if (r.ok()) r = FaceAttributes::load(config.modelDir, all, all, &engine->attributes_);
-  if (r.ok()) r = FaceEmbedder::load(config.modelDir, all, config.flipAverage, &engine->embedder_);
+  const bool embeds = config.templateWeights != std::array<float, kEmbeddingNets>{};
+  if (r.ok() && embeds) r = FaceEmbedder::load(config.modelDir, all, config.templateWeights, config.flipAverage, &engine->embedder_);
   if (r.ok()) *out = std::move(engine);
   return r;
 }
@@ -51,9 +52,11 @@ std::unique_ptr<FaceEngine::Workspace> FaceEngine::acquire() {
   detector_->prepare(&ws->detector);
   landmarker_->prepare(&ws->landmarker);
   attributes_->prepare(&ws->attributes);
-  for (int pass = 0; pass < 2; ++pass) {
-    embedder_->prepare(&ws->embedder[pass]);
-    ws->passOutput[pass].resize(kEmbeddingSize);
+  if (embedder_) {
+    for (int net = 0; net < kEmbeddingNets; ++net) {
+      embedder_->prepare(&ws->embedder[net]);
+      for (auto& out : ws->passOutput[net]) out.resize(kNetOutputSize[net]);
+    }
   }
   ws->aligned.resize(kAlignedSize * kAlignedSize * 3);
   return ws;
@@ -67,20 +70,25 @@ void FaceEngine::release(std::unique_ptr<Workspace> ws) {
 Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, FaceResult* face,
                                StageTimings* timings) const {
   const Affine aligned = FaceEmbedder::alignment(*face);
-  const bool mirrorPass = options.embed && embedder_->flipAverage();
-  // Two lanes of about equal cost (run side by side when threads > 1): lane A (this thread) runs the crop's
-  // embedding and the quality measures; lane B the eye states, plus the mirror-image embedding when
-  // flip-averaging, otherwise the colour liveness model. Lanes share only the read-only image.
-  const bool livenessInLaneB = !mirrorPass;
+  const bool embed = options.embed;
+  const bool mirror = embed && embedder_->flipAverage();
+  // Two lanes of about equal cost for a recognition (run side by side when threads > 1): lane A (this
+  // thread) runs the first network and the quality measures, lane B the second network, the colour
+  // liveness and the eye states; each network's mirror pass, when flip-averaging, stays in its lane.
+  // Lanes share only the read-only image.
+  auto embedPasses = [&](int net, double* time) {
+    Stopwatch watch;
+    Result r = embedder_->embedPass(net, ws.pyramid, ws.embedder[net], aligned, false, ws.passOutput[net][0].data());
+    if (r.ok() && mirror) r = embedder_->embedPass(net, ws.pyramid, ws.embedder[net], aligned, true, ws.passOutput[net][1].data());
+    watch.lap(time);
+    return r;
+  };
   StageTimings laneB;
   Result resultB;
   auto runLaneB = [&] {
+    if (embed) resultB = embedPasses(1, &laneB.embed);
     Stopwatch watch;
-    if (mirrorPass) {
-      resultB = embedder_->embedPass(ws.pyramid, ws.embedder[1], aligned, true, ws.passOutput[1].data());
-      watch.lap(&laneB.embed);
-    }
-    if (resultB.ok() && livenessInLaneB && options.liveness) resultB = attributes_->liveness(ws.pyramid, ws.attributes, face);
+    if (resultB.ok() && options.liveness) resultB = attributes_->liveness(ws.pyramid, ws.attributes, face);
     watch.lap(&laneB.liveness);
     if (resultB.ok() && options.eyes) resultB = attributes_->eyes(ws.pyramid, ws.attributes, face);
     watch.lap(&laneB.eyes);
@@ -89,14 +97,9 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
   if (config_.threads > 1) worker = std::thread(runLaneB);
 
   StageTimings laneA;
-  Stopwatch watch;
   Result r;
-  if (options.embed) {
-    r = embedder_->embedPass(ws.pyramid, ws.embedder[0], aligned, false, ws.passOutput[0].data());
-    watch.lap(&laneA.embed);
-  }
-  if (r.ok() && !livenessInLaneB && options.liveness) r = attributes_->liveness(ws.pyramid, ws.attributes, face);
-  watch.lap(&laneA.liveness);
+  if (embed) r = embedPasses(0, &laneA.embed);
+  Stopwatch watch;
   if (r.ok()) {
     warpToRgb(ws.pyramid, aligned, kAlignedSize, kAlignedSize, ws.aligned.data());
     measureQuality(ws.aligned.data(), face);
@@ -110,9 +113,13 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
   timings->add(laneB);
   if (!r.ok()) return r;
   if (!resultB.ok()) return resultB;
-  if (options.embed) {
+  if (embed) {
     Stopwatch combineWatch;
-    FaceEmbedder::combine(ws.passOutput[0].data(), mirrorPass ? ws.passOutput[1].data() : nullptr, &face->embedding);
+    std::array<std::array<const float*, 2>, kEmbeddingNets> passes{};
+    for (int net = 0; net < kEmbeddingNets; ++net) {
+      passes[net] = {ws.passOutput[net][0].data(), mirror ? ws.passOutput[net][1].data() : nullptr};
+    }
+    embedder_->combine(passes, &face->embedding);
     combineWatch.lap(&timings->embed);
   }
   face->analyzed = true;
@@ -128,6 +135,7 @@ Result FaceEngine::analyze(const uint8_t* rgb, size_t bytes, int width, int heig
     return Result::fail(Status::FieldsValidation, "image exceeds the pixel limit");
   if (bytes != static_cast<size_t>(width) * height * 3)
     return Result::fail(Status::FieldsValidation, "pixel buffer does not hold width*height RGB pixels");
+  if (options.embed && !embedder_) return Result::fail(Status::Internal, "engine loaded without embedding models");
 
   struct ActiveGuard {
     std::atomic<int>& n;

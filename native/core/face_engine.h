@@ -19,14 +19,17 @@ namespace facecheck {
 
 struct EngineConfig {
   std::string modelDir;
-  // Threads one analysis may use: 2 runs the eye and liveness models (or, flip-averaging, the mirror-image
-  // embedding) beside the crop's embedding and quality. Each ONNX session itself runs single-threaded.
+  // Threads one analysis may use: 2 runs the second embedding network, the liveness and the eye models
+  // beside the first network and the quality measures. Each ONNX session itself runs single-threaded.
   int threads = 1;
+  // Each embedding network's share of the template (FaceEmbedder), from models/manifest.json `template`.
+  // All zero: no embedding network is loaded and analyses cannot embed (the device camera's own engine).
+  std::array<float, kEmbeddingNets> templateWeights{};
   // Detector confidence for a face. 0.85: on the annotated scenes of ../shared/data/quality every real face
   // scores >= 0.94 while the false detections (between two close faces, in foliage) score 0.77-0.80.
   float minDetectionScore = 0.85f;
-  // Off: on LFW the flip-averaged template was within one pair of the plain one (DevTest 99.1 vs 99.0 %,
-  // TAR@FAR1e-3 98.4 vs 98.2 %) for a second 5.4 ms embedding pass (bench:lfw, bench:engine).
+  // Off: on LFW the flip-averaged fr_feature template was within one pair of the plain one (DevTest 99.1 vs
+  // 99.0 %, TAR@FAR1e-3 98.4 vs 98.2 %) for a second pass of every network (bench:lfw, bench:engine).
   bool flipAverage = false;
   // Limits checked before any work: larger images are refused, not resized.
   int maxDimension = 16384;
@@ -53,8 +56,8 @@ class FaceEngine {
     FaceDetector::Workspace detector;
     Landmarker::Workspace landmarker;
     FaceAttributes::Workspace attributes;
-    FaceEmbedder::Workspace embedder[2];  // one per pass (crop, mirror), so the passes can overlap
-    std::vector<float> passOutput[2];
+    FaceEmbedder::Workspace embedder[kEmbeddingNets];  // one per network: each runs in its own lane
+    std::vector<float> passOutput[kEmbeddingNets][2];  // per network: the crop's and the mirror's embedding
     std::vector<FaceBox> boxes;
     std::vector<uint8_t> aligned;
   };
@@ -66,7 +69,7 @@ class FaceEngine {
   std::unique_ptr<FaceDetector> detector_;
   std::unique_ptr<Landmarker> landmarker_;
   std::unique_ptr<FaceAttributes> attributes_;
-  std::unique_ptr<FaceEmbedder> embedder_;
+  std::unique_ptr<FaceEmbedder> embedder_;  // null when the config has no template weights
   std::mutex poolMutex_;
   std::vector<std::unique_ptr<Workspace>> pool_;
   std::atomic<int> active_{0};

@@ -38,18 +38,35 @@ function toAnalysis(f: NativeFace): FaceAnalysis {
   return analysis;
 }
 
-/** The identifier of the embedding model: templates carry it so a model change forces a reindex. */
-function embeddingModelId(modelDir: string, flipAverage: boolean): string {
-  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'), 'utf8'));
-  const feature = manifest.models.find((m: { id: string }) => m.id === 'feature');
-  if (!fs.existsSync(path.join(modelDir, feature.file))) {
-    throw new Error(`face-check: model ${feature.file} missing in ${modelDir}; run npm install (or scripts/fetch-assets.js)`);
-  }
-  return `${feature.file.replace(/\.onnx$/, '')}@${feature.sha256.slice(0, 12)}${flipAverage ? '+flip' : ''}`;
+interface ManifestModel { id: string; file: string; sha256: string; outputs: Record<string, number[]> }
+interface TemplateSpec { models: { id: string; weight: number }[] }
+
+/**
+ * The embedding networks of the template (models/manifest.json `template`, in the native engine's order:
+ * fr_feature, then MobileFaceNet), their weights, and the template's identifier: templates carry it, so a
+ * change of any network's file, of a weight or of flip-averaging forces a reindex.
+ */
+function templateModels(modelDir: string, flipAverage: boolean): { modelId: string; weights: number[]; size: number } {
+  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'), 'utf8')) as
+    { models: ManifestModel[]; template: TemplateSpec };
+  // The native engine takes the weights by position: fr_feature's, then MobileFaceNet's.
+  const order = manifest.template.models.map((m) => m.id).join(',');
+  if (order !== 'feature,mobilefacenet') throw new Error(`face-check: the manifest's template must list feature, mobilefacenet (has ${order})`);
+  let size = 0;
+  const parts = manifest.template.models.map(({ id, weight }) => {
+    const model = manifest.models.find((m) => m.id === id);
+    if (!model) throw new Error(`face-check: the manifest's template names an unknown model ${id}`);
+    size += Object.values(model.outputs)[0][1];
+    if (!fs.existsSync(path.join(modelDir, model.file))) {
+      throw new Error(`face-check: model ${model.file} missing in ${modelDir}; run npm install (or scripts/fetch-assets.js)`);
+    }
+    return `${model.file.replace(/\.onnx$/, '')}@${model.sha256.slice(0, 12)}:${weight}`;
+  });
+  return { modelId: `${parts.join('+')}${flipAverage ? '+flip' : ''}`, weights: manifest.template.models.map((m) => m.weight), size };
 }
 
 class NativeFaceEngine implements FaceEngine {
-  constructor(private handle: NativeEngineHandle, readonly modelId: string) {}
+  constructor(private handle: NativeEngineHandle, readonly modelId: string, readonly templateSize: number) {}
 
   async analyze(image: RgbImage, options: AnalyzeOptions = {}): Promise<FaceAnalysis[]> {
     return (await this.profile(image, options)).faces;
@@ -68,16 +85,17 @@ class NativeFaceEngine implements FaceEngine {
 export async function createEngine(options: EngineOptions = {}): Promise<FaceEngine> {
   const modelDir = path.resolve(options.modelDir ?? path.join(packageRoot(), 'models'));
   const flipAverage = options.flipAverage ?? false;
-  const modelId = embeddingModelId(modelDir, flipAverage);
+  const { modelId, weights, size } = templateModels(modelDir, flipAverage);
   const handle = await native.createEngine({
     modelDir,
     ortLibrary: options.ortLibrary ?? resolveOrtLibrary(),
     threads: options.threads ?? 1,
     flipAverage,
+    templateWeights: weights,
     ...(options.minDetectionScore !== undefined ? { minDetectionScore: options.minDetectionScore } : {}),
     ...(options.maxPixels !== undefined ? { maxPixels: options.maxPixels } : {}),
   });
-  return new NativeFaceEngine(handle, modelId);
+  return new NativeFaceEngine(handle, modelId, size);
 }
 
 /** Cosine similarity of two L2-normalised templates. */

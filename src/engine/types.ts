@@ -55,7 +55,9 @@ export interface FaceAnalysis {
   eyeDistance: number;
   /** Passive colour liveness 0 (attack) .. 1 (live) from the fr_liveness model. */
   liveness: number;
-  /** 512-d L2-normalised template; empty when embeddings were not asked for. */
+  /** The face template (704 values, unit length): fr_feature's 512-d and MobileFaceNet's 192-d embeddings,
+   *  each L2-normalised and weighted (models/manifest.json `template`); the cosine of two templates is the
+   *  weighted sum of the two networks' cosines. Empty when embeddings were not asked for. */
   embedding: Float32Array;
   /** The 112x112 RGB aligned crop, when asked for. */
   alignedCrop?: Uint8Array;
@@ -77,13 +79,14 @@ export interface AnalyzeOptions {
 export interface EngineOptions {
   /** Folder holding the ONNX models named in models/manifest.json (default: the package's models/). */
   modelDir?: string;
-  /** Threads one analysis may use (default 1; 2 runs the eye and liveness models beside the embedding). Each
+  /** Threads one analysis may use (default 1; 2 runs the second embedding network, the eye and liveness models
+   *  beside the first network). Each
    *  ONNX session runs single-threaded: the service gets its parallelism from concurrent analyses. */
   threads?: number;
   /** Path of libonnxruntime.so.1 (default: resolved from the onnxruntime-node package). */
   ortLibrary?: string;
-  /** Average the templates of the aligned crop and its mirror image (default false: on LFW it changed one
-   *  pair in 1,000 for twice the embedding time). Templates made either way get different model ids. */
+  /** Average each network's embeddings of the aligned crop and its mirror image (default false: on LFW it
+   *  changed one pair in 1,000 for twice the embedding time). Templates made either way get different model ids. */
   flipAverage?: boolean;
   /** Detector confidence below which a candidate is not a face (default 0.85). */
   minDetectionScore?: number;
@@ -94,6 +97,8 @@ export interface EngineOptions {
 export interface FaceEngine {
   /** Identifier of the embedding model; templates of different models are never compared. */
   readonly modelId: string;
+  /** Number of values in a template (704: fr_feature's 512 and MobileFaceNet's 192). */
+  readonly templateSize: number;
   /** Every face in the image, largest first. No face: an empty array. */
   analyze(image: RgbImage, options?: AnalyzeOptions): Promise<FaceAnalysis[]>;
   /** analyze() plus the time spent in each stage, for benchmarks. */

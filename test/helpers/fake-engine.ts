@@ -71,6 +71,7 @@ export async function fakePhotoB64(p: FakePhoto): Promise<string> {
 
 export class FakeEngine implements FaceEngine {
   readonly modelId: string;
+  readonly templateSize = DIM;
   calls = 0;
   private closed = false;
   /** Set to make analyze reject (engine failure -> 500). */
