@@ -6,6 +6,8 @@ import * as ort from 'onnxruntime-node';
 import t from 'tap';
 
 import { cosine, createEngine } from '../src/engine';
+import { resolveOrtLibrary } from '../src/engine/ort-library';
+import { native } from '../src/native';
 import type { FaceEngine } from '../src/engine/types';
 import { blurred, darker, loadRgb, mirrored, noise, solid } from './helpers/images';
 import { samplePhotos } from './helpers/sample-photos';
@@ -168,6 +170,19 @@ t.test('flip-averaging is off by default, an option with its own model id, and t
   const [averaged] = await flip.analyze(image, { maxFaces: 1 });
   const c = cosine(plain.embedding, averaged.embedding);
   t.ok(c > 0.9 && c < 0.99999, `the mirror image moves the template a little (cosine ${c.toFixed(4)})`);
+});
+
+t.test('an engine loaded without template weights (the device camera\'s) finds faces but does not embed', async (t) => {
+  const handle = await native.createEngine({ modelDir: path.join(__dirname, '..', 'models'), ortLibrary: resolveOrtLibrary() });
+  t.teardown(() => handle.close());
+  const image = await loadRgb(samplePhotos()[2]);
+  const { faces } = await handle.analyze(image.data, image.width, image.height, { embed: false, maxFaces: 1 });
+  t.ok(faces.length >= 1, 'faces found');
+  await t.rejects(handle.analyze(image.data, image.width, image.height, { maxFaces: 1 }), /without embedding models/, 'embedding refused');
+  await t.rejects(native.createEngine({ modelDir: path.join(__dirname, '..', 'models'), ortLibrary: resolveOrtLibrary(), templateWeights: [0.5] }),
+    /one weight per embedding network/, 'a weight per network');
+  await t.rejects(native.createEngine({ modelDir: path.join(__dirname, '..', 'models'), ortLibrary: resolveOrtLibrary(), templateWeights: [0.7, 0.7] }),
+    /sum to 1/, 'weights that do not sum to 1');
 });
 
 t.test('bad input gives a typed error, never a crash', async (t) => {
