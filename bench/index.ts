@@ -1,6 +1,6 @@
 // Benchmark of the SIMD similarity index (issue 4): `npm run bench:index` (node dist/bench/index.js).
 //
-// For each gallery size (10k, 100k, 1M templates of 512-d, clustered so that near-duplicates exist), in one
+// For each gallery size (10k, 100k, 1M templates of the engine's 704 values, clustered so that near-duplicates exist), in one
 // run: this index with every kernel the CPU has, usearch's exact search (float32 and int8, when the npm
 // package is installed), a plain TypeScript loop, and the memory-read bound (the time to stream the same
 // int8 code bytes once, measured in the same run); single queries and batches of 32, 1 and 2 threads.
@@ -9,6 +9,7 @@
 //
 // Environment: INDEX_BENCH_SIZES=10000,100000,1000000   INDEX_BENCH_RECALL=2000 (queries)
 //              (1000 on galleries of 500k and more)   INDEX_BENCH_SECONDS=1 (time budget per measurement)   INDEX_BENCH_LMDB=0 (skip LMDB) or =only
+//              INDEX_BENCH_DIM=704 (values per template; default the engine's template size)
 //              FACE_CHECK_ADDON=path/to/face_check.node (an addon built elsewhere)
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -19,8 +20,10 @@ import { open as openLmdb } from 'lmdb';
 
 import { openStore } from '../src/storage/store';
 import { loadIndexBinding, SimilarityIndex, type IndexBinding, type KernelName, type SearchHit } from '../src/index/similarity-index';
+import { templateSize } from './common';
 
-const DIM = 512;
+// The engine's template size (704) unless INDEX_BENCH_DIM says otherwise (512: fr_feature alone, as measured before).
+const DIM = Number(process.env.INDEX_BENCH_DIM ?? templateSize());
 const K = 10;
 const BATCH = 32;
 const THREADS = [1, 2];

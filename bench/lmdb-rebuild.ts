@@ -5,10 +5,12 @@
 import { open as openLmdb } from 'lmdb';
 
 import { similarityIndex } from '../src/index/similarity-index';
+import { templateSize } from './common';
 import { Galleries } from '../src/matching/galleries';
 import { openStore } from '../src/storage/store';
 
-const DIM = 512;
+// The engine's template size unless INDEX_BENCH_DIM says otherwise (bench:index passes it on to this child).
+const DIM = Number(process.env.INDEX_BENCH_DIM ?? templateSize());
 const BLOCK = 65536;
 
 async function segments(dir: string, modelId: string): Promise<number> {
