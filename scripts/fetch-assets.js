@@ -88,7 +88,7 @@ function fetchOrtHeaders() {
   return headerDir;
 }
 
-module.exports = { fetchModels, fetchOrtHeaders, modelsPresent, extractPublishedModels, publishedModels, headerDir };
+module.exports = { fetchModels, fetchOrtHeaders, modelsPresent, extractPublishedModels, headerDir };
 
 if (require.main === module) {
   const what = process.argv[2] || 'all';
