@@ -10,6 +10,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 
+import { templateNetworks } from '../src/engine/template-spec';
 import { packageRoot } from '../src/package-root';
 import type { Point, RgbImage } from '../src/engine/types';
 import { landmarkPose } from './landmark-pose';
@@ -22,16 +23,12 @@ interface ManifestModel {
   id: ModelId;
   file: string;
   input: { name: string; shape: number[]; channels: 'RGB' | 'BGR' | 'GREY'; mean: number[]; std: number[] };
-  outputs: Record<string, number[]>;
-}
-
-function readManifest(): { models: ManifestModel[]; template: { models: Array<{ id: ModelId; weight: number }> } } {
-  return JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'), 'utf8'));
 }
 
 export function manifestModels(): Record<ModelId, ManifestModel> {
+  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'), 'utf8'));
   const out = {} as Record<ModelId, ManifestModel>;
-  for (const m of readManifest().models) out[m.id] = m;
+  for (const m of manifest.models as ManifestModel[]) out[m.id] = m;
   return out;
 }
 
@@ -358,15 +355,12 @@ export async function createSession(id: ModelId, threads: number, level: GraphLe
   return ort.InferenceSession.create(file, nativeEquivalentOptions(threads, level));
 }
 
-/** The template's networks in the native engine's order (fr_feature, then MobileFaceNet: models/manifest.json
- *  `template`), each with its output size and sqrt(weight / sum of weights), as native FaceEmbedder::load. */
+/** The template's networks (src/engine/template-spec.ts), each with sqrt(weight / sum of weights), as native
+ *  FaceEmbedder::load. */
 export function templateNets(): Array<{ id: ModelId; size: number; scale: number }> {
-  const { template } = readManifest();
-  const models = manifestModels();
-  const total = template.models.reduce((s, m) => s + m.weight, 0);
-  return template.models.map(({ id, weight }) => ({
-    id, size: Object.values(models[id].outputs)[0][1], scale: Math.sqrt(weight / total),
-  }));
+  const networks = templateNetworks();
+  const total = networks.reduce((s, n) => s + n.weight, 0);
+  return networks.map(({ id, size, weight }) => ({ id: id as ModelId, size, scale: Math.sqrt(weight / total) }));
 }
 
 /** The template: per network, the crop's (plus the mirror's) embedding, L2-normalised and scaled by

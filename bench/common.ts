@@ -23,14 +23,6 @@ export function requireSharedData(what: string): string {
   return dir;
 }
 
-/** Values in one of the engine's templates: the outputs of the networks models/manifest.json's `template` names
- *  (fr_feature 512 + MobileFaceNet 192 = 704). */
-export function templateSize(): number {
-  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'), 'utf8')) as
-    { models: { id: string; outputs: Record<string, number[]> }[]; template: { models: { id: string }[] } };
-  return manifest.template.models.reduce((n, { id }) => n + Object.values(manifest.models.find((m) => m.id === id)!.outputs)[0][1], 0);
-}
-
 export async function loadRgb(file: string): Promise<RgbImage> {
   const { data, info } = await sharp(file).rotate().removeAlpha().toColourspace('srgb').raw()
     .toBuffer({ resolveWithObject: true });

@@ -18,9 +18,9 @@ import path from 'node:path';
 
 import { open as openLmdb } from 'lmdb';
 
+import { templateSize } from '../src/engine/template-spec';
 import { openStore } from '../src/storage/store';
 import { loadIndexBinding, SimilarityIndex, type IndexBinding, type KernelName, type SearchHit } from '../src/index/similarity-index';
-import { templateSize } from './common';
 
 // The engine's template size (704) unless INDEX_BENCH_DIM says otherwise (512: fr_feature alone, as measured before).
 const DIM = Number(process.env.INDEX_BENCH_DIM ?? templateSize());

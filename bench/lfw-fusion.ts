@@ -14,6 +14,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 
 import { createEngine, cosine } from '../src/engine';
+import { templateNetworks } from '../src/engine/template-spec';
 import { packageRoot } from '../src/package-root';
 import { modelPath, nativeEquivalentOptions, NATIVE_LEVELS } from './baseline-pipeline';
 import { loadRgb, mapLimit, outDir, percentile, printJsonLine, requireSharedData } from './common';
@@ -31,18 +32,18 @@ const l2 = (v: Float32Array) => {
   return v.map((x) => x * inv);
 };
 
-const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'), 'utf8'));
-const TEMPLATE_WEIGHTS = (manifest.template.models as { id: string; weight: number }[]).map((m) => m.weight);
+const NETWORKS = templateNetworks();  // fr_feature, then MobileFaceNet
+const TEMPLATE_WEIGHTS = NETWORKS.map((n) => n.weight);
 
-/** Each network's own unit-length embedding, out of the engine's templates (parts 512 + 192, weighted). */
+/** Each network's own unit-length embedding, out of the engine's templates (weighted parts, fr_feature first). */
 async function networkEmbeddings(lfwDir: string, names: string[]): Promise<{ fr: Templates; mfn: Templates }> {
   const set = await lfwTemplates(lfwDir, names, { flipAverage: false, tag: 'noflip' });
   const fr: Templates = new Map(), mfn: Templates = new Map();
   set.names.forEach((name, i) => {
     const t = set.templates[i];
     if (!t) return;
-    fr.set(name, l2(t.subarray(0, 512)));
-    mfn.set(name, l2(t.subarray(512)));
+    fr.set(name, l2(t.subarray(0, NETWORKS[0].size)));
+    mfn.set(name, l2(t.subarray(NETWORKS[0].size)));
   });
   return { fr, mfn };
 }

@@ -5,8 +5,8 @@
 import { open as openLmdb } from 'lmdb';
 
 import { similarityIndex } from '../src/index/similarity-index';
-import { templateSize } from './common';
 import { Galleries } from '../src/matching/galleries';
+import { templateSize } from '../src/engine/template-spec';
 import { openStore } from '../src/storage/store';
 
 // The engine's template size unless INDEX_BENCH_DIM says otherwise (bench:index passes it on to this child).

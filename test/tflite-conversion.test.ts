@@ -25,11 +25,14 @@ interface Operator { builtin: number; inputs: number[]; outputs: number[]; optio
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'models', 'manifest.json'), 'utf8'));
 const spec = manifest.models.find((m: { format?: string }) => m.format === 'tflite');
 
+let published: Buffer | undefined;
+/** The published .tflite file, from the npm tarball (extracted once per run). */
 function publishedTflite(): Buffer {
+  if (published) return published;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-tflite-'));
   try {
     const [file] = extractEntries(packTarball(spec.source), [spec.tarball_path], dir);
-    return fs.readFileSync(file);
+    return (published = fs.readFileSync(file));
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { native, type NativeEngineHandle, type NativeFace, type StageTimings } from '../native';
 import { packageRoot } from '../package-root';
 import { resolveOrtLibrary } from './ort-library';
+import { templateNetworks, templateSize } from './template-spec';
 import type { AnalyzeOptions, EngineOptions, FaceAnalysis, FaceEngine, Point, RgbImage } from './types';
 
 export type * from './types';
@@ -38,31 +39,19 @@ function toAnalysis(f: NativeFace): FaceAnalysis {
   return analysis;
 }
 
-interface ManifestModel { id: string; file: string; sha256: string; outputs: Record<string, number[]> }
-interface TemplateSpec { models: { id: string; weight: number }[] }
-
 /**
- * The embedding networks of the template (models/manifest.json `template`, in the native engine's order:
- * fr_feature, then MobileFaceNet), their weights, and the template's identifier: templates carry it, so a
- * change of any network's file, of a weight or of flip-averaging forces a reindex.
+ * The template's weights and identifier: templates carry the identifier, so a change of any network's file,
+ * of a weight or of flip-averaging forces a reindex.
  */
 function templateModels(modelDir: string, flipAverage: boolean): { modelId: string; weights: number[]; size: number } {
-  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'), 'utf8')) as
-    { models: ManifestModel[]; template: TemplateSpec };
-  // The native engine takes the weights by position: fr_feature's, then MobileFaceNet's.
-  const order = manifest.template.models.map((m) => m.id).join(',');
-  if (order !== 'feature,mobilefacenet') throw new Error(`face-check: the manifest's template must list feature, mobilefacenet (has ${order})`);
-  let size = 0;
-  const parts = manifest.template.models.map(({ id, weight }) => {
-    const model = manifest.models.find((m) => m.id === id);
-    if (!model) throw new Error(`face-check: the manifest's template names an unknown model ${id}`);
-    size += Object.values(model.outputs)[0][1];
-    if (!fs.existsSync(path.join(modelDir, model.file))) {
-      throw new Error(`face-check: model ${model.file} missing in ${modelDir}; run npm install (or scripts/fetch-assets.js)`);
+  const networks = templateNetworks();
+  for (const { file } of networks) {
+    if (!fs.existsSync(path.join(modelDir, file))) {
+      throw new Error(`face-check: model ${file} missing in ${modelDir}; run npm install (or scripts/fetch-assets.js)`);
     }
-    return `${model.file.replace(/\.onnx$/, '')}@${model.sha256.slice(0, 12)}:${weight}`;
-  });
-  return { modelId: `${parts.join('+')}${flipAverage ? '+flip' : ''}`, weights: manifest.template.models.map((m) => m.weight), size };
+  }
+  const parts = networks.map((n) => `${n.file.replace(/\.onnx$/, '')}@${n.sha256.slice(0, 12)}:${n.weight}`);
+  return { modelId: `${parts.join('+')}${flipAverage ? '+flip' : ''}`, weights: networks.map((n) => n.weight), size: templateSize(networks) };
 }
 
 class NativeFaceEngine implements FaceEngine {
