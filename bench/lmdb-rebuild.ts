@@ -8,6 +8,7 @@ import { similarityIndex } from '../src/index/similarity-index';
 import { Galleries } from '../src/matching/galleries';
 import { templateSize } from '../src/engine/template-spec';
 import { openStore } from '../src/storage/store';
+import { entriesWithPrefix } from '../src/storage/key-prefix';
 
 // The engine's template size unless INDEX_BENCH_DIM says otherwise (bench:index passes it on to this child).
 const DIM = Number(process.env.INDEX_BENCH_DIM ?? templateSize());
@@ -38,7 +39,7 @@ async function perPerson(dir: string, account: string): Promise<number> {
     bytes = new Uint8Array(bufs[which].buffer);
     keys = [];
   };
-  for (const { key, value } of db.getRange({ start: [account], end: [`${account}\u0000`] as unknown as [string, string] })) {
+  for (const { key, value } of entriesWithPrefix(db, [account])) {
     bytes.set(value, keys.length * DIM * 4);
     keys.push(key[1]);
     if (keys.length === BLOCK) await flush();

@@ -1,7 +1,7 @@
 // [issue 3] Restart: enrol, stop, start on the same LMDB folder; the gallery is rebuilt and identify finds
 // the same persons with the same created/updated.
 import t from 'tap';
-import { fakePhotoB64, FakeEngine } from './helpers/fake-engine';
+import { FAKE_MODEL_ID, fakePhotoB64, FakeEngine, OTHER_MODEL_IDS } from './helpers/fake-engine';
 import { startTestApp, tempDir } from './helpers/app';
 
 t.test('persons survive a restart', async (t) => {
@@ -32,10 +32,10 @@ t.test('persons survive a restart', async (t) => {
 
 t.test('templates of another model are not loaded after a model change', async (t) => {
   const dir = tempDir();
-  const first = await startTestApp({ dir, engine: new FakeEngine('model-a') });
+  const first = await startTestApp({ dir, engine: new FakeEngine(OTHER_MODEL_IDS[0]) });
   await first.call({ method: 'POST', url: '/person/face/alice', payload: { faceImage: await fakePhotoB64({ identity: 1 }) } });
   await first.stop();
-  const second = await startTestApp({ dir, engine: new FakeEngine('model-b') });
+  const second = await startTestApp({ dir, engine: new FakeEngine(FAKE_MODEL_ID) });
   t.teardown(() => second.close());
   const probe = await fakePhotoB64({ identity: 1 });
   t.equal((await second.call({ method: 'POST', url: '/person/recognize-face', payload: { faceImage: probe } })).statusCode, 410);

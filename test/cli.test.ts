@@ -10,7 +10,7 @@ import { defaultConfig } from '../src/config/load';
 import { startService } from '../src/server';
 import { reindex } from '../src/services/reindex';
 import { openStore } from '../src/storage/store';
-import { FakeEngine, fakePhotoB64 } from './helpers/fake-engine';
+import { FAKE_MODEL_ID, FakeEngine, fakePhotoB64, OTHER_MODEL_IDS } from './helpers/fake-engine';
 import { testErrorCatalog, repoRoot } from './helpers/errors';
 import { startTestApp, tempDir } from './helpers/app';
 
@@ -137,22 +137,22 @@ t.test('serve: first start creates and prints one API key; it works over HTTP; l
 
 t.test('reindex recomputes templates of another model from the stored images; created/updated stay', async (t) => {
   const dir = tempDir();
-  const a = await startTestApp({ dir, engine: new FakeEngine('model-a') });
+  const a = await startTestApp({ dir, engine: new FakeEngine(OTHER_MODEL_IDS[0]) });
   const before = (await a.call({ method: 'POST', url: '/person/face/alice', payload: { faceImage: await fakePhotoB64({ identity: 1 }) } })).json();
   await a.stop();
 
   const store = await openStore(a.config.storage.path);
   const progress: string[] = [];
-  const report = await reindex(a.config, store, new FakeEngine('model-b'), { progress: (l) => progress.push(l) });
+  const report = await reindex(a.config, store, new FakeEngine(FAKE_MODEL_ID), { progress: (l) => progress.push(l) });
   t.same([report.done, report.skipped, report.failed], [1, 0, []]);
   t.same(progress, ['reindexed default/alice']);
-  const again = await reindex(a.config, store, new FakeEngine('model-b'));
+  const again = await reindex(a.config, store, new FakeEngine(FAKE_MODEL_ID));
   t.same([again.done, again.skipped], [0, 1], 'current templates are skipped');
-  t.same((await reindex(a.config, store, new FakeEngine('model-b'), { all: true })).done, 1, '--all recomputes');
-  t.equal(store.persons.get('default', 'alice')!.modelId, 'model-b');
+  t.same((await reindex(a.config, store, new FakeEngine(FAKE_MODEL_ID), { all: true })).done, 1, '--all recomputes');
+  t.equal(store.persons.get('default', 'alice')!.modelId, FAKE_MODEL_ID);
   await store.close();
 
-  const b = await startTestApp({ dir, engine: new FakeEngine('model-b') });
+  const b = await startTestApp({ dir, engine: new FakeEngine(FAKE_MODEL_ID) });
   t.teardown(() => b.close());
   const res = await b.call({ method: 'POST', url: '/person/recognize-face', payload: { faceImage: await fakePhotoB64({ identity: 1 }) } });
   t.same(res.json(), before, 'identify works again with the same created/updated');

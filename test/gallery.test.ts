@@ -3,7 +3,9 @@ import t from 'tap';
 import { ScanGallery, dot } from '../src/matching/gallery';
 import { Galleries } from '../src/matching/galleries';
 import { openStore } from '../src/storage/store';
-import { templateFor } from './helpers/fake-engine';
+import { DIM, templateFor, FAKE_MODEL_ID, OTHER_MODEL_IDS } from './helpers/fake-engine';
+
+const MODEL = FAKE_MODEL_ID;
 import { tempDir } from './helpers/app';
 
 t.test('search: top-k above the floor, best first, deterministic ties', async (t) => {
@@ -23,7 +25,7 @@ t.test('search: top-k above the floor, best first, deterministic ties', async (t
   t.ok(await g.remove('z'));
   t.notOk(await g.remove('z'));
   t.same((await g.search(a, 1, 0.99)).map((h) => h.personId), ['a']);
-  t.equal((await g.get('b'))?.length, 512);
+  t.equal((await g.get('b'))?.length, DIM);
   t.equal(await g.get('nobody'), undefined);
 });
 
@@ -36,7 +38,7 @@ t.test('upsert copies and replaces; dimension is enforced', async (t) => {
   await g.upsert('p', templateFor(4, 0, 1));
   t.equal(g.size, 1);
   t.ok(dot((await g.get('p'))!, templateFor(4, 0, 1)) > 0.999, 'replaced');
-  await t.rejects(g.upsert('q', new Float32Array(3)), /expected 512/);
+  await t.rejects(g.upsert('q', new Float32Array(3)), new RegExp(`expected ${DIM}`));
 });
 
 t.test('galleries per account, rebuilt from the store, other models skipped', async (t) => {
@@ -45,11 +47,11 @@ t.test('galleries per account, rebuilt from the store, other models skipped', as
   t.teardown(() => store.close());
   const img = new Uint8Array([1, 2, 3]);
   const now = new Date().toISOString();
-  await store.persons.create('acc1', 'p1', { modelId: 'm1', template: templateFor(1, 0, 1), referenceImage: img }, now);
-  await store.persons.create('acc2', 'p1', { modelId: 'm1', template: templateFor(2, 0, 1), referenceImage: img }, now);
-  await store.persons.create('acc2', 'old', { modelId: 'm0', template: templateFor(3, 0, 1), referenceImage: img }, now);
+  await store.persons.create('acc1', 'p1', { modelId: MODEL, template: templateFor(1, 0, 1), referenceImage: img }, now);
+  await store.persons.create('acc2', 'p1', { modelId: MODEL, template: templateFor(2, 0, 1), referenceImage: img }, now);
+  await store.persons.create('acc2', 'old', { modelId: OTHER_MODEL_IDS[1], template: templateFor(3, 0, 1), referenceImage: img }, now);
   const galleries = new Galleries();
-  t.same(await galleries.rebuild(store.persons, 'm1'), { loaded: 2, stale: 1 });
+  t.same(await galleries.rebuild(store.persons, MODEL), { loaded: 2, stale: 1 });
   t.equal(galleries.of('acc1').size, 1);
   t.equal(galleries.of('acc2').size, 1);
   t.equal(galleries.of('acc3').size, 0);

@@ -13,15 +13,17 @@ import {
   withoutTemplate, withTemplate,
 } from '../src/storage/template-segment';
 import { tempDir } from './helpers/app';
-import { templateFor } from './helpers/fake-engine';
+import { DIM, templateFor, FAKE_MODEL_ID, OTHER_MODEL_IDS } from './helpers/fake-engine';
+
+const MODEL = FAKE_MODEL_ID;
 
 const same = (a: Float32Array | undefined, b: Float32Array) => !!a && a.length === b.length && a.every((v, i) => v === b[i]);
 
 t.test('segment codec: round trip, in-place update, swap-remove, capacity, damaged bytes', async (t) => {
-  let s = emptySegment(512);
+  let s = emptySegment(DIM);
   for (let i = 0; i < 5; i++) s = withTemplate(s, `p${i}`, templateFor(i, 0, 1));
   const bytes = encodeSegment(s);
-  t.equal(bytes.length, 16 + 5 * 512 * 4 + 'p0\np1\np2\np3\np4\n'.length);
+  t.equal(bytes.length, 16 + 5 * DIM * 4 + 'p0\np1\np2\np3\np4\n'.length);
   // At an odd byte offset, as LMDB may hand it out.
   const shifted = Buffer.alloc(bytes.length + 1);
   bytes.copy(shifted, 1);
@@ -39,7 +41,7 @@ t.test('segment codec: round trip, in-place update, swap-remove, capacity, damag
   t.ok(same(templateOf(removed, 'p4'), templateFor(4, 0, 1)));
   t.equal(templateOf(removed, 'p1'), undefined);
   t.equal(withoutTemplate(removed, 'nobody'), removed);
-  t.same(withoutTemplate(withoutTemplate(emptySegment(512), 'x'), 'x').ids, []);
+  t.same(withoutTemplate(withoutTemplate(emptySegment(DIM), 'x'), 'x').ids, []);
 
   const entries = Array.from({ length: 40 }, (_, i) => ({ personId: `q${i}`, template: templateFor(100 + i, 0, 1) }));
   const { segment: full, taken } = withAppended(back, entries);
@@ -66,7 +68,7 @@ t.test('repository against a Map model: create, replace, model change, remove; s
   let run = 0;
   const op = fc.oneof(
     fc.record({ kind: fc.constant('create' as const), account: fc.constantFrom('a', 'b'), person: fc.integer({ min: 0, max: 80 }), seed: fc.integer({ min: 0, max: 999 }) }),
-    fc.record({ kind: fc.constant('replace' as const), account: fc.constantFrom('a', 'b'), person: fc.integer({ min: 0, max: 80 }), seed: fc.integer({ min: 0, max: 999 }), model: fc.constantFrom('m1', 'm2') }),
+    fc.record({ kind: fc.constant('replace' as const), account: fc.constantFrom('a', 'b'), person: fc.integer({ min: 0, max: 80 }), seed: fc.integer({ min: 0, max: 999 }), model: fc.constantFrom(MODEL, OTHER_MODEL_IDS[0]) }),
     fc.record({ kind: fc.constant('remove' as const), account: fc.constantFrom('a', 'b'), person: fc.integer({ min: 0, max: 80 }) }),
   );
   await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 120 }), async (ops) => {
@@ -75,8 +77,8 @@ t.test('repository against a Map model: create, replace, model change, remove; s
       const id = `r${run}-p${o.person}`;
       const k = `${o.account}/${id}`;
       if (o.kind === 'create') {
-        const r = await store.persons.create(o.account, id, { modelId: 'm1', template: templateFor(o.seed, 0, 1), referenceImage: Buffer.from('i') }, now);
-        if (model.has(k)) { if (r.created) throw new Error('created twice'); } else model.set(k, { modelId: 'm1', seed: o.seed });
+        const r = await store.persons.create(o.account, id, { modelId: MODEL, template: templateFor(o.seed, 0, 1), referenceImage: Buffer.from('i') }, now);
+        if (model.has(k)) { if (r.created) throw new Error('created twice'); } else model.set(k, { modelId: MODEL, seed: o.seed });
       } else if (o.kind === 'replace') {
         const r = await store.persons.replace(o.account, id, { modelId: o.model, template: templateFor(o.seed, 0, 1), referenceImage: Buffer.from('j') }, now);
         if (model.has(k) !== !!r) throw new Error(`replace of ${k}: ${String(!!r)}`);
@@ -95,7 +97,7 @@ t.test('repository against a Map model: create, replace, model change, remove; s
       if (!p || p.modelId !== v.modelId || !same(p.template, templateFor(v.seed, 0, 1))) throw new Error(`${k} reads back wrong`);
     }
     // The blocks of each model hold exactly the live persons of that model, each once, with its template.
-    for (const modelId of ['m1', 'm2']) {
+    for (const modelId of [MODEL, OTHER_MODEL_IDS[0]]) {
       const seen = new Map<string, Float32Array>();
       for (const b of store.persons.templateBlocks(modelId)) {
         // Never an empty segment left behind, never more than the capacity.
@@ -118,12 +120,12 @@ t.test('repository against a Map model: create, replace, model change, remove; s
 
   // After removing all but one person of an account, a new enrolment goes into that person's segment.
   const acc = 'dense';
-  for (let i = 0; i < 70; i++) await store.persons.create(acc, `d${i}`, { modelId: 'm1', template: templateFor(i, 0, 1), referenceImage: Buffer.from('i') }, now);
-  const countSegments = () => [...store.persons.templateBlocks('m1')].filter((b) => b.accountId === acc).length;
+  for (let i = 0; i < 70; i++) await store.persons.create(acc, `d${i}`, { modelId: MODEL, template: templateFor(i, 0, 1), referenceImage: Buffer.from('i') }, now);
+  const countSegments = () => [...store.persons.templateBlocks(MODEL)].filter((b) => b.accountId === acc).length;
   t.equal(countSegments(), 3, '70 persons in 3 segments of 32');
   for (let i = 1; i < 70; i++) await store.persons.remove(acc, `d${i}`);
   t.equal(countSegments(), 1, 'empty segments are deleted');
-  for (let i = 70; i < 100; i++) await store.persons.create(acc, `d${i}`, { modelId: 'm1', template: templateFor(i, 0, 1), referenceImage: Buffer.from('i') }, now);
+  for (let i = 70; i < 100; i++) await store.persons.create(acc, `d${i}`, { modelId: MODEL, template: templateFor(i, 0, 1), referenceImage: Buffer.from('i') }, now);
   t.equal(countSegments(), 1, 'new persons fill the segment with room');
 });
 
@@ -132,8 +134,8 @@ t.test('createMany: one transaction, whole segments, existing ids skipped', asyn
   const store = await openStore(dir);
   t.teardown(async () => { await store.close(); fs.rmSync(dir, { recursive: true, force: true }); });
   const now = '2024-01-01T00:00:00.000Z';
-  await store.persons.create('a', 'p3', { modelId: 'm1', template: templateFor(3, 0, 1), referenceImage: Buffer.from('old') }, now);
-  const items = Array.from({ length: 100 }, (_, i) => ({ personId: `p${i}`, modelId: 'm1', template: templateFor(1000 + i, 0, 1), referenceImage: Buffer.from(`img${i}`) }));
+  await store.persons.create('a', 'p3', { modelId: MODEL, template: templateFor(3, 0, 1), referenceImage: Buffer.from('old') }, now);
+  const items = Array.from({ length: 100 }, (_, i) => ({ personId: `p${i}`, modelId: MODEL, template: templateFor(1000 + i, 0, 1), referenceImage: Buffer.from(`img${i}`) }));
   const r = await store.persons.createMany('a', [...items, items[7]], now);
   t.same(r, { created: 99, skipped: ['p3', 'p7'] });
   t.ok(same(store.persons.get('a', 'p3')!.template, templateFor(3, 0, 1)), 'the existing person is untouched');
@@ -141,7 +143,7 @@ t.test('createMany: one transaction, whole segments, existing ids skipped', asyn
   t.ok(same(store.persons.get('a', 'p99')!.template, templateFor(1099, 0, 1)));
   t.same(store.persons.referenceImage('a', 'p42'), Buffer.from('img42'));
   t.equal(store.persons.count('a'), 100);
-  t.equal([...store.persons.templateBlocks('m1')].length, 4, '100 persons in ceil(100 / 32) segments');
+  t.equal([...store.persons.templateBlocks(MODEL)].length, 4, '100 persons in ceil(100 / 32) segments');
 });
 
 t.test('storage schema 1 (templates inside person records) is migrated on open', async (t) => {
@@ -158,7 +160,7 @@ t.test('storage schema 1 (templates inside person records) is migrated on open',
       const t32 = templateFor(i, 0, 1);
       persons.put([account, `p${i}`], {
         personId: `p${i}`, created: '2023-05-06T07:08:09.010Z', updated: '2023-06-06T00:00:00.000Z',
-        modelId: i === 74 ? 'old-model' : 'm1', template: Buffer.from(t32.buffer, t32.byteOffset, t32.byteLength),
+        modelId: i === 74 ? OTHER_MODEL_IDS[2] : MODEL, template: Buffer.from(t32.buffer, t32.byteOffset, t32.byteLength),
       });
       images.put([account, `p${i}`], Buffer.from(`image ${i}`));
     }
@@ -169,11 +171,11 @@ t.test('storage schema 1 (templates inside person records) is migrated on open',
   for (let i = 0; i < 75; i++) {
     const p = store.persons.get(i % 3 === 0 ? 'x' : 'y', `p${i}`)!;
     t.ok(p && same(p.template, templateFor(i, 0, 1)) && p.created === '2023-05-06T07:08:09.010Z' &&
-      p.updated === '2023-06-06T00:00:00.000Z' && p.modelId === (i === 74 ? 'old-model' : 'm1'), `p${i} migrated`);
+      p.updated === '2023-06-06T00:00:00.000Z' && p.modelId === (i === 74 ? OTHER_MODEL_IDS[2] : MODEL), `p${i} migrated`);
   }
   t.same(store.persons.referenceImage('x', 'p0'), Buffer.from('image 0'));
   const galleries = new Galleries();
-  t.same(await galleries.rebuild(store.persons, 'm1'), { loaded: 74, stale: 1 });
+  t.same(await galleries.rebuild(store.persons, MODEL), { loaded: 74, stale: 1 });
   galleries.close();
   await store.close();
   store = await openStore(dir);  // now schema 2: opens without migrating again
@@ -189,13 +191,13 @@ t.test('rebuild in small blocks across accounts equals the stored persons', asyn
   const sizes: Record<string, number> = { a: 150, b: 1, c: 70 };
   for (const [account, n] of Object.entries(sizes)) {
     await store.persons.createMany(account, Array.from({ length: n }, (_, i) => ({
-      personId: `${account}${i}`, modelId: 'm1', template: templateFor(i + (account === 'a' ? 0 : account === 'b' ? 1000 : 2000), 0, 1), referenceImage: Buffer.from('i'),
+      personId: `${account}${i}`, modelId: MODEL, template: templateFor(i + (account === 'a' ? 0 : account === 'b' ? 1000 : 2000), 0, 1), referenceImage: Buffer.from('i'),
     })), now);
   }
   for (let i = 0; i < 150; i += 7) await store.persons.remove('a', `a${i}`);
   const galleries = new Galleries();
   t.teardown(() => galleries.close());
-  const { loaded, stale } = await galleries.rebuild(store.persons, 'm1', { blockSize: 40 });
+  const { loaded, stale } = await galleries.rebuild(store.persons, MODEL, { blockSize: 40 });
   t.equal(stale, 0);
   t.equal(loaded, store.persons.count());
   for (const account of Object.keys(sizes)) t.equal(galleries.of(account).size, store.persons.count(account), `${account} complete`);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { native, type NativeEngineHandle, type NativeFace, type StageTimings } from '../native';
 import { packageRoot } from '../package-root';
 import { resolveOrtLibrary } from './ort-library';
-import { templateNetworks, templateSize } from './template-spec';
+import { templateModelId, templateNetworks, templateSize } from './template-spec';
 import type { AnalyzeOptions, EngineOptions, FaceAnalysis, FaceEngine, Point, RgbImage } from './types';
 
 export type * from './types';
@@ -50,8 +50,7 @@ function templateModels(modelDir: string, flipAverage: boolean): { modelId: stri
       throw new Error(`face-check: model ${file} missing in ${modelDir}; run npm install (or scripts/fetch-assets.js)`);
     }
   }
-  const parts = networks.map((n) => `${n.file.replace(/\.onnx$/, '')}@${n.sha256.slice(0, 12)}:${n.weight}`);
-  return { modelId: `${parts.join('+')}${flipAverage ? '+flip' : ''}`, weights: networks.map((n) => n.weight), size: templateSize(networks) };
+  return { modelId: templateModelId(networks, flipAverage), weights: networks.map((n) => n.weight), size: templateSize(networks) };
 }
 
 class NativeFaceEngine implements FaceEngine {

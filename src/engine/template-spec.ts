@@ -34,3 +34,12 @@ export function templateNetworks(): TemplateNetwork[] {
 
 /** Values in one template (704: fr_feature's 512 and MobileFaceNet's 192). */
 export const templateSize = (networks = templateNetworks()) => networks.reduce((n, net) => n + net.size, 0);
+
+/**
+ * The identifier stored with every template: each network's file, the first 12 hex digits of its sha256
+ * and its weight, so a change of any file or weight (or flip-averaging) marks old templates for a reindex.
+ */
+export function templateModelId(networks = templateNetworks(), flipAverage = false): string {
+  const parts = networks.map((n) => `${n.file.replace(/\.onnx$/, '')}@${n.sha256.slice(0, 12)}:${n.weight}`);
+  return `${parts.join('+')}${flipAverage ? '+flip' : ''}`;
+}

@@ -8,6 +8,7 @@ import {
   decodeSegment, emptySegment, encodeSegment, SEGMENT_CAPACITY, segmentIds, segmentLayout, templateIn, templateOf, withAppended,
   withoutTemplate, withTemplate, type Segment,
 } from './template-segment';
+import { countWithPrefix, keysWithPrefix, lastNumberedKey } from './key-prefix';
 
 export interface PersonMeta {
   personId: string;
@@ -189,7 +190,7 @@ export class PersonRepository {
    * own, but `bytes` is a view of LMDB's read buffer: copy it before taking the next block.
    */
   *templateBlocks(modelId: string): Generator<TemplateBlock> {
-    for (const key of this.segments.getKeys({ start: [modelId], end: [`${modelId}\u0000`] as unknown as SegmentKey })) {
+    for (const key of keysWithPrefix(this.segments, [modelId])) {
       const value = sharedView(this.segments.getBinaryFast(key));
       if (!value) continue;
       const layout = segmentLayout(value);
@@ -205,7 +206,7 @@ export class PersonRepository {
 
   count(accountId?: string): number {
     if (accountId === undefined) return this.records.getCount();
-    return this.records.getKeysCount({ start: [accountId, ''] as PersonKey, end: [`${accountId}\u0000`, ''] as PersonKey });
+    return countWithPrefix(this.records, [accountId]);
   }
 
   /**
@@ -291,13 +292,12 @@ export class PersonRepository {
   private appendTemplates(modelId: string, accountId: string,
     entries: ReadonlyArray<{ personId: string; template: Float32Array }>): Map<string, number> {
     const placed = new Map<string, number>();
-    const range = { start: [modelId, accountId] as unknown as SegmentKey, end: [modelId, `${accountId}\u0000`] as unknown as SegmentKey };
     // Each segment with room takes at least one entry, so no more of them can be needed than entries.
-    const withRoom = [...this.withRoom.getKeys({ ...range, limit: entries.length })].map((k) => k[2]);
+    const withRoom = [...keysWithPrefix(this.withRoom, [modelId, accountId], entries.length)].map((k) => k[2]);
     let next: number | undefined;
     const newSegment = () => {
       if (next === undefined) {
-        const [last] = this.segments.getKeys({ start: range.end, end: range.start, reverse: true, limit: 1 });
+        const last = lastNumberedKey(this.segments, [modelId, accountId]);
         next = last ? last[2] + 1 : 0;
       }
       return next++;

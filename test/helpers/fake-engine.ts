@@ -9,9 +9,14 @@ import sharp from 'sharp';
 import type { AnalyzeOptions, FaceAnalysis, FaceEngine, RgbImage } from '../../src/engine/types';
 import type { StageTimings } from '../../src/native';
 import { SimilarityScale, roundSimilarity } from '../../src/matching/similarity-scale';
+import { templateModelId, templateSize } from '../../src/engine/template-spec';
 
-export const FAKE_MODEL_ID = 'fake-embedder-v1';
-export const DIM = 512;
+// The installed models' real identifier and template size: storage keys and ranges are exercised with the
+// lengths production uses (a 2-character stand-in once hid a range bug that only long ids trigger).
+export const FAKE_MODEL_ID = templateModelId();
+export const DIM = templateSize();
+/** Ids of other real-length models, for tests of templates left by a model change. */
+export const OTHER_MODEL_IDS = [templateModelId(undefined, true), `${FAKE_MODEL_ID}+old`, `previous-${FAKE_MODEL_ID}`] as const;
 
 /** The enrolment criterion a fake photo fails (the F_ number). */
 export type Fault = 0 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10;
