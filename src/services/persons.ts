@@ -15,17 +15,24 @@ const ENROL_MAX_FACES = 1;
 export async function createPerson(ctx: ServiceContext, caller: Caller, personId: string, input: FaceInput): Promise<PersonView> {
   const image = await faceInputImage(ctx, input);
   const exists = () => ctx.errors.create('ProfileExists', undefined, { person_id: personId });
-  // Cheap pre-check before the engine runs; the write transaction checks again (concurrent creates).
+  // Cheap pre-check before the engine runs; decided again under the account's lock.
   if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
-  const face = await enrolmentFace(ctx, caller, personId, image.rgb, false);
-  const result = await ctx.store.persons.create(
-    caller.accountId, personId,
-    { modelId: ctx.engine.modelId, template: face.embedding, referenceImage: image.bytes },
-    ctx.now().toISOString(),
-  );
-  if (!result.created) throw exists();
-  await ctx.galleries.of(caller.accountId).upsert(personId, face.embedding);
-  return personView(result.person);
+  const faces = await analyse(ctx, image.rgb, ENROL_MAX_FACES, 'enrol');
+  // The engine runs outside the lock; the id check, the duplicate search and both writes run inside it, so
+  // of concurrent creates of one id the first wins and the rest get CP_002, and of concurrent creates of
+  // one face under several ids the first wins and the rest get F_012.
+  return ctx.store.exclusive(caller.accountId, async () => {
+    if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
+    const face = await enrolmentFace(ctx, caller, personId, faces, false);
+    const result = await ctx.store.persons.create(
+      caller.accountId, personId,
+      { modelId: ctx.engine.modelId, template: face.embedding, referenceImage: image.bytes },
+      ctx.now().toISOString(),
+    );
+    if (!result.created) throw exists();
+    await ctx.galleries.of(caller.accountId).upsert(personId, face.embedding);
+    return personView(result.person);
+  });
 }
 
 /** PUT /person/face/{person_id}: enrolled -> enrolled with new reference data. NF_001 when absent. */
@@ -33,24 +40,30 @@ export async function updatePerson(ctx: ServiceContext, caller: Caller, personId
   const image = await faceInputImage(ctx, input);
   const notFound = () => ctx.errors.create('FaceNotInCollection', `person ${personId}`);
   if (!ctx.store.persons.meta(caller.accountId, personId)) throw notFound();
-  const face = await enrolmentFace(ctx, caller, personId, image.rgb, true);
-  const person = await ctx.store.persons.replace(
-    caller.accountId, personId,
-    { modelId: ctx.engine.modelId, template: face.embedding, referenceImage: image.bytes },
-    ctx.now().toISOString(),
-  );
-  if (!person) throw notFound(); // removed while the engine ran
-  await ctx.galleries.of(caller.accountId).upsert(personId, face.embedding);
-  return personView(person);
+  const faces = await analyse(ctx, image.rgb, ENROL_MAX_FACES, 'enrol');
+  return ctx.store.exclusive(caller.accountId, async () => {
+    const face = await enrolmentFace(ctx, caller, personId, faces, true);
+    const person = await ctx.store.persons.replace(
+      caller.accountId, personId,
+      { modelId: ctx.engine.modelId, template: face.embedding, referenceImage: image.bytes },
+      ctx.now().toISOString(),
+    );
+    if (!person) throw notFound(); // removed while the engine ran
+    await ctx.galleries.of(caller.accountId).upsert(personId, face.embedding);
+    return personView(person);
+  });
 }
 
 /** DELETE /person/face/{person_id}: enrolled -> absent; answers the removed person's body. */
 export async function removePerson(ctx: ServiceContext, caller: Caller, personId: string): Promise<PersonView> {
   await consumeQuota(ctx, caller.accountId);
-  const removed = await ctx.store.persons.remove(caller.accountId, personId);
-  if (!removed) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
-  await ctx.galleries.of(caller.accountId).remove(personId);
-  return personView(removed);
+  // Under the lock, so an update finishing at the same time cannot put the template back in the gallery.
+  return ctx.store.exclusive(caller.accountId, async () => {
+    const removed = await ctx.store.persons.remove(caller.accountId, personId);
+    if (!removed) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
+    await ctx.galleries.of(caller.accountId).remove(personId);
+    return personView(removed);
+  });
 }
 
 /** GET /person/face/{person_id}. */
@@ -61,11 +74,10 @@ export async function getPerson(ctx: ServiceContext, caller: Caller, personId: s
   return personView(person);
 }
 
-/** Runs the engine and the enrolment checks; returns the face to enrol or throws its F_ code. */
+/** Runs the enrolment checks on the analysed faces; returns the face to enrol or throws its F_ code. */
 async function enrolmentFace(
-  ctx: ServiceContext, caller: Caller, personId: string, rgb: Parameters<typeof analyse>[1], isUpdate: boolean,
+  ctx: ServiceContext, caller: Caller, personId: string, faces: FaceAnalysis[], isUpdate: boolean,
 ): Promise<FaceAnalysis> {
-  const faces = await analyse(ctx, rgb, ENROL_MAX_FACES, 'enrol');
   const gallery = ctx.galleries.of(caller.accountId);
   const threshold = ctx.config.matching.duplicate_threshold;
   const findDuplicate = async (face: FaceAnalysis): Promise<string | undefined> => {

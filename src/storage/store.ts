@@ -6,6 +6,7 @@ import { PersonRepository } from './persons';
 import { ApiKeyRepository } from './api-keys';
 import { QuotaRepository } from './quota';
 import { ServiceKeyRepository } from './service-key';
+import { AccountLocks } from './account-lock';
 
 // 2: templates in segments of 32 (src/storage/template-segment.ts); 1 kept them in the person records.
 const SCHEMA_VERSION = 2;
@@ -16,6 +17,11 @@ export interface Store {
   readonly apiKeys: ApiKeyRepository;
   readonly quota: QuotaRepository;
   readonly serviceKeys: ServiceKeyRepository;
+  /**
+   * Runs `fn` exclusively for the account: check-then-write rules (a free person_id, a face not enrolled
+   * yet) hold under concurrent requests.
+   */
+  exclusive<T>(accountId: string, fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -33,12 +39,14 @@ export async function openStore(dir: string): Promise<Store> {
     await root.close();
     throw new Error(`storage ${dir}: schema version ${String(version)}, this program reads ${SCHEMA_VERSION}`);
   }
+  const locks = new AccountLocks();
   return {
     path: dir,
     persons,
     apiKeys: new ApiKeyRepository(root),
     quota: new QuotaRepository(root),
     serviceKeys: new ServiceKeyRepository(root),
+    exclusive: (accountId, fn) => locks.run(accountId, fn),
     close: () => root.close(),
   };
 }

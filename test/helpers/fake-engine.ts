@@ -81,6 +81,8 @@ export class FakeEngine implements FaceEngine {
   private closed = false;
   /** Set to make analyze reject (engine failure -> 500). */
   failWith?: Error;
+  /** Each analysis takes 0..jitterMs ms, finishing out of order as a real engine under load does. */
+  jitterMs = 0;
 
   constructor(modelId = FAKE_MODEL_ID) {
     this.modelId = modelId;
@@ -90,6 +92,7 @@ export class FakeEngine implements FaceEngine {
     if (this.closed) throw new Error('engine closed');
     this.calls++;
     if (this.failWith) throw this.failWith;
+    if (this.jitterMs > 0) await new Promise((r) => setTimeout(r, Math.random() * this.jitterMs));
     const d = image.data;
     const marked = d[0] === 0xfa && d[1] === 0xce;
     const count = marked ? d[2] : 1;
