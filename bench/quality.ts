@@ -3,6 +3,10 @@
 // For every check: the measured value's range on good and bad photos and how many of each pass and fail at
 // the default bounds ([quality] of the ini); then which code the whole ordered chain answers for each set.
 // Also compares the pose model with a landmark-based estimate on mirrored and rotated photos.
+// No-face diagnosis: photos made so dark (x0.12), blurred (sigma 7) or rolled (50 degrees) that the detector
+// may miss the face, sent as JPEG like an upload; the chain's code without and with the diagnosis, side by
+// side. Its image bounds were chosen on a sample of LFW (printed as the tuning set) and are judged on the
+// other photos: the identities, the face-api crops and a disjoint LFW sample.
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp, { type Sharp } from 'sharp';
@@ -11,6 +15,7 @@ import { defaultConfig } from '../src/config/load';
 import { createEngine } from '../src/engine';
 import type { FaceAnalysis, FaceEngine, RgbImage } from '../src/engine/types';
 import { ENROLMENT_CHECKS, runEnrolmentChecks } from '../src/services/enrolment-checks';
+import { detectorOf, diagnoseNoFace, measureImage, type ImageMeasures } from '../src/services/no-face-diagnosis';
 import { loadRgb, printJsonLine, requireSharedData } from './common';
 import { poseModel } from './pose-model';
 
@@ -45,14 +50,49 @@ const BAD_CONDITIONS: Record<string, string> = {
   pose_non_frontal: 'WrongFaceYaw', multi_face: 'NotOneFace', no_face: 'NoFace', low_resolution: 'WrongFaceSize',
 };
 
-interface Sample { set: string; expected: string; faces: FaceAnalysis[] }
+/** Degradations that can hide the face from the detector; each must get its own code, not F_002. */
+const HIDING: Record<string, { check: string; make: (img: RgbImage) => Promise<RgbImage> }> = {
+  'dark x0.12': { check: 'BadBrightness', make: (img) => toRgb(raw(img).linear(0.12, 0)) },
+  'blurred sigma 7': { check: 'BadSharpness', make: (img) => toRgb(raw(img).blur(7)) },
+  'rolled 50': { check: 'WrongFaceRoll', make: (img) => toRgb(raw(img).rotate(50, { background: '#808080' })) },
+};
+const asUpload = async (img: RgbImage) => toRgb(sharp(await raw(img).jpeg({ quality: 90 }).toBuffer()));
+
+interface Sample { set: string; expected: string; faces: FaceAnalysis[]; image: ImageMeasures; before: string; after: string; rotation?: number }
+
+/** Every LFW person whose index is `offset` modulo 100: their first photo. */
+function lfwSample(data: string, offset: number): string[] {
+  const dir = path.join(data, 'lfw-view1', 'images');
+  return fs.readdirSync(dir).sort().filter((_, k) => k % 100 === offset).map((n) => path.join(dir, n, fs.readdirSync(path.join(dir, n)).sort()[0]));
+}
 
 async function main() {
   const data = requireSharedData('bench:quality');
   const bounds = defaultConfig().quality;
   const engine: FaceEngine = await createEngine();
   const analyze = (img: RgbImage) => engine.analyze(img, { maxFaces: 4 });
+  const detect = detectorOf(engine);
   const samples: Sample[] = [];
+  const codeOf = (o: Awaited<ReturnType<typeof runEnrolmentChecks>>) => (o.ok ? 'pass' : o.error);
+  let diagnosisMs = 0, diagnoses = 0;
+  /** Analyses a photo; the chain's code without (before) and with (after) the no-face diagnosis. */
+  const sample = async (set: string, expected: string, img: RgbImage): Promise<Sample> => {
+    const faces = await analyze(img);
+    const none = async () => undefined;
+    let rotation: number | undefined;
+    const before = codeOf(await runEnrolmentChecks(faces, bounds, none));
+    const t0 = performance.now();
+    const after = codeOf(await runEnrolmentChecks(faces, bounds, none, async () => {
+      const d = await diagnoseNoFace(img, bounds, detect);
+      rotation = d.found?.rotation;
+      diagnoses++;
+      return d;
+    }));
+    if (!faces.length) diagnosisMs += performance.now() - t0;
+    const s: Sample = { set, expected, faces, image: measureImage(img), before, after, rotation };
+    samples.push(s);
+    return s;
+  };
 
   // Good photos: the single-person photos of identities/ (press and phone photos, not the tiny face-api crops).
   const ids = fs.readFileSync(path.join(data, 'identities', 'identities.csv'), 'utf8').trim().split('\n').slice(1)
@@ -60,14 +100,13 @@ async function main() {
   const goods: { img: RgbImage; face: FaceAnalysis }[] = [];
   for (const p of ids) {
     const img = await loadRgb(path.join(data, 'identities', p));
-    const faces = await analyze(img);
-    samples.push({ set: 'good photos', expected: 'pass', faces });
+    const { faces } = await sample('good photos', 'pass', img);
     if (faces.length) goods.push({ img, face: faces[0] });
   }
   // Generated variants of every fourth good photo.
   for (const [name, v] of Object.entries(VARIANTS)) {
     for (let i = 0; i < goods.length; i += 4) {
-      samples.push({ set: `variant: ${name}`, expected: v.check, faces: await analyze(await v.make(goods[i].img, goods[i].face)) });
+      await sample(`variant: ${name}`, v.check, await v.make(goods[i].img, goods[i].face));
     }
   }
   // Bad photos of quality/.
@@ -75,12 +114,30 @@ async function main() {
   for (const [condition, file] of rows) {
     const expected = BAD_CONDITIONS[condition];
     if (!expected || (condition === 'sunglasses' && file.includes('000_5'))) continue;
-    samples.push({ set: `photos: ${condition}`, expected, faces: await analyze(await loadRgb(path.join(data, 'quality', file))) });
+    await sample(`photos: ${condition}`, expected, await loadRgb(path.join(data, 'quality', file)));
   }
 
   // No photo of quality/ is pitched: three LFW photos that are (checked by eye), looking up or down.
   for (const p of ['Chris_Cornell/Chris_Cornell_0001.jpg', 'Ernie_Stewart/Ernie_Stewart_0001.jpg', 'Bill_OReilly/Bill_OReilly_0001.jpg']) {
-    samples.push({ set: 'photos: pitched (LFW)', expected: 'WrongFacePitch', faces: await analyze(await loadRgb(path.join(data, 'lfw-view1', 'images', p))) });
+    await sample('photos: pitched (LFW)', 'WrongFacePitch', await loadRgb(path.join(data, 'lfw-view1', 'images', p)));
+  }
+
+  // Photos degraded until the detector may miss the face. Tuning set: the LFW sample the image bounds were
+  // chosen on. Held out: every good identities photo, the face-api crops, a disjoint LFW sample.
+  const faceapi = fs.readFileSync(path.join(data, 'identities', 'identities.csv'), 'utf8').trim().split('\n').slice(1)
+    .map((l) => l.split(',')[0]).filter((p) => p.startsWith('faceapi/')).map((p) => path.join(data, 'identities', p));
+  const hidingSources: [string, (RgbImage | string)[]][] = [
+    ['tuning: LFW', lfwSample(data, 7)],
+    ['held out: identities', goods.map((g) => g.img)],
+    ['held out: face-api crops', faceapi],
+    ['held out: LFW', lfwSample(data, 57)],
+  ];
+  for (const [source, photos] of hidingSources) {
+    for (const photo of photos) {
+      const img = typeof photo === 'string' ? await loadRgb(photo) : photo;
+      await sample(`${source}: good`, 'pass', await asUpload(img));
+      for (const [name, v] of Object.entries(HIDING)) await sample(`${source}: ${name}`, v.check, await asUpload(await v.make(img)));
+    }
   }
 
   // Per check: pass/fail counts of good photos and of the photos meant to fail it, checked alone.
@@ -93,22 +150,57 @@ async function main() {
       : (await check.fault({ faces: s.faces, face: s.faces[0], bounds, findDuplicate: async () => undefined })) !== undefined);
     const count = async (list: Sample[]) => (await Promise.all(list.map(fails))).filter(Boolean).length;
     const good = samples.filter((s) => s.set === 'good photos');
-    const bad = samples.filter((s) => s.expected === check.error);
+    // The degraded sets of the no-face diagnosis are reported on their own, below.
+    const bad = samples.filter((s) => s.expected === check.error && !/^(tuning|held out):/.test(s.set));
     const gf = await count(good), bf = await count(bad);
     perCheck[check.error] = { goodPass: good.length - gf, goodFail: gf, badPass: bad.length - bf, badFail: bf };
     console.log(`${check.error.padEnd(16)} ${String(good.length - gf).padStart(5)}/${String(gf).padEnd(9)} ` +
       `${String(bad.length - bf).padStart(5)}/${String(bf).padEnd(8)} ${[...new Set(bad.map((s) => s.set))].join(', ')}`);
   }
 
-  // The whole ordered chain: which code each set gets.
+  // The whole ordered chain: which code each set gets (with the no-face diagnosis).
   console.log('\n== the ordered chain: codes answered per set ==');
   const chain: Record<string, Record<string, number>> = {};
-  for (const s of samples) {
-    const out = await runEnrolmentChecks(s.faces, bounds, async () => undefined);
-    const code = out.ok ? 'pass' : out.error;
-    (chain[s.set] ??= {})[code] = (chain[s.set][code] ?? 0) + 1;
+  for (const s of samples) (chain[s.set] ??= {})[s.after] = (chain[s.set][s.after] ?? 0) + 1;
+  for (const [set, codes] of Object.entries(chain)) console.log(`${set.padEnd(40)} ${JSON.stringify(codes)}`);
+
+  // Without and with the diagnosis: share of each set answered with its own code (good sets: pass), share
+  // answered F_002, share answered another code. Sets the diagnosis never ran on are left out.
+  console.log('\n== no-face diagnosis, % of the set: own code / F_002 / other code, without -> with ==');
+  const noFace: Record<string, unknown> = {};
+  const pct = (n: number, d: number) => +((100 * n) / d).toFixed(1);
+  for (const set of Object.keys(chain)) {
+    const list = samples.filter((s) => s.set === set);
+    const share = (k: 'before' | 'after') => {
+      const own = list.filter((s) => s[k] === s.expected).length, f002 = list.filter((s) => s[k] === 'NoFace').length;
+      const other = list.filter((s) => s[k] !== s.expected && s[k] !== 'NoFace').length;
+      return { own: pct(own, list.length), f002: pct(f002, list.length), other: pct(other, list.length) };
+    };
+    const row = { n: list.length, detected: list.filter((s) => s.faces.length).length, before: share('before'), after: share('after') };
+    if (row.detected === row.n && !set.includes(': good')) continue;
+    noFace[set] = row;
+    console.log(`${set.padEnd(40)} n ${String(row.n).padStart(3)}  detected ${String(row.detected).padStart(3)}  ` +
+      `${row.before.own}/${row.before.f002}/${row.before.other} -> ${row.after.own}/${row.after.f002}/${row.after.other}`);
   }
-  for (const [set, codes] of Object.entries(chain)) console.log(`${set.padEnd(28)} ${JSON.stringify(codes)}`);
+  // Which rotation found the face of a rolled photo (the search stops at the first).
+  const rotations: Record<string, number> = {};
+  for (const s of samples) if (s.rotation !== undefined) rotations[s.rotation] = (rotations[s.rotation] ?? 0) + 1;
+  const diagnosisMeanMs = diagnoses ? +(diagnosisMs / diagnoses).toFixed(1) : 0;
+  console.log(`rotations that found a face: ${JSON.stringify(rotations)}; ${diagnoses} diagnoses, mean ${diagnosisMeanMs} ms`);
+
+  // The diagnosis's image measures per set (min / median / max), for choosing its bounds.
+  console.log('\n== image centre: brightness, contrast, sharpness (min / median / max) per set ==');
+  const imageRanges: Record<string, Record<string, number[]>> = {};
+  for (const set of Object.keys(chain)) {
+    const ms = samples.filter((s) => s.set === set).map((s) => s.image);
+    imageRanges[set] = {};
+    const cells = (['brightness', 'contrast', 'sharpness'] as const).map((k) => {
+      const v = ms.map((m) => m[k]).sort((a, b) => a - b);
+      imageRanges[set][k] = [v[0], v[v.length >> 1], v[v.length - 1]].map((x) => +x.toFixed(1));
+      return `${k} ${imageRanges[set][k].join('/')}`;
+    });
+    console.log(`${set.padEnd(40)} ${cells.join('  ')}`);
+  }
 
   // Value ranges per set, for choosing bounds.
   console.log('\n== measured values (min / median / max) per set ==');
@@ -157,7 +249,8 @@ async function main() {
   for (const [k, v] of Object.entries(poseSummary)) console.log(`${k.padEnd(10)} ${JSON.stringify(v)}`);
 
   await engine.close();
-  printJsonLine({ bench: 'quality', bounds, perCheck, chain, ranges, pose: poseSummary });
+  printJsonLine({ bench: 'quality', bounds, perCheck, chain, ranges, pose: poseSummary,
+    noFace: { sets: noFace, rotations, diagnosisMeanMs, imageRanges } });
 }
 
 main().catch((e) => { console.error(e); process.exit(1); });

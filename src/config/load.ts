@@ -93,6 +93,9 @@ function checkRelations(config: Config, file?: string): void {
   if (config.quality.min_brightness > config.quality.max_brightness) {
     throw new ConfigError('[quality] min_brightness', 'must not exceed [quality] max_brightness', file);
   }
+  if (config.quality.min_image_brightness > config.quality.max_image_brightness) {
+    throw new ConfigError('[quality] min_image_brightness', 'must not exceed [quality] max_image_brightness', file);
+  }
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

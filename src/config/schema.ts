@@ -103,6 +103,9 @@ export const configSchema: ConfigSchema = {
     max_mouth_openness: { default: 0.2, parse: decimal(0, 10) },
     max_sunglasses: { default: 0.5, parse: decimal(0, 1) },
     background_face_ratio: { default: 0.5, parse: decimal(0, 1) },
+    min_image_brightness: { default: 30, parse: decimal(0, 255) },
+    max_image_brightness: { default: 225, parse: decimal(0, 255) },
+    min_image_sharpness: { default: 15, parse: decimal(0, 1e9) },
   },
   // [camera] and [liveness]: device mode (issue 6); docs/device.md documents every key.
   camera: {

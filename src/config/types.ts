@@ -58,6 +58,11 @@ export interface QualityConfig {
   max_sunglasses: number;
   /** Faces smaller than this fraction of the largest face's size are background faces, not counted. */
   background_face_ratio: number;
+  /** Photos without a detected face: bounds of the image centre's mean luma (F_006) and Laplacian variance
+   *  (F_007), measured by src/services/no-face-diagnosis.ts; docs/quality.md. */
+  min_image_brightness: number;
+  max_image_brightness: number;
+  min_image_sharpness: number;
 }
 
 /** [camera] (device mode): the depth camera source and its options; docs/device.md. */

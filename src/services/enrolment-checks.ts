@@ -8,6 +8,8 @@
 // Why: size and pose come first because the later measures are unreliable on tiny or turned faces;
 // sunglasses come before closed eyes because dark glasses make eyes read as closed; the duplicate
 // search comes last because it is the only check that needs the gallery.
+// When no face is found, an optional diagnosis (no-face-diagnosis.ts) may answer F_006, F_007 or F_008
+// instead of F_002: a dark, blurred or tilted photo hides its face from the detector.
 import type { FaceAnalysis } from '../engine/types';
 import type { QualityConfig } from '../config/types';
 import type { ErrorName } from '../errors';
@@ -99,17 +101,26 @@ export const ENROLMENT_CHECKS: readonly EnrolmentCheck[] = Object.freeze([
 
 export type CheckOutcome = { ok: true; face: FaceAnalysis } | { ok: false; error: ErrorName; reason: string };
 
+/** The code (and log reason) for a photo without a detected face; runs only when F_002 would answer. */
+export type NoFaceDiagnoser = () => Promise<{ error: ErrorName; reason: string }>;
+
 /** Runs the checks in order, stopping at the first fault; faces must be sorted largest first. */
 export async function runEnrolmentChecks(
   faces: readonly FaceAnalysis[],
   bounds: QualityConfig,
   findDuplicate: (face: FaceAnalysis) => Promise<string | undefined>,
+  diagnoseNoFace?: NoFaceDiagnoser,
   checks: readonly EnrolmentCheck[] = ENROLMENT_CHECKS,
 ): Promise<CheckOutcome> {
   const ctx: CheckContext = { faces, face: faces[0], bounds, findDuplicate };
   for (const check of checks) {
     const reason = await check.fault(ctx);
-    if (reason !== undefined) return { ok: false, error: check.error, reason };
+    if (reason === undefined) continue;
+    if (check.error === 'NoFace' && diagnoseNoFace) {
+      const d = await diagnoseNoFace();
+      return { ok: false, error: d.error, reason: d.reason };
+    }
+    return { ok: false, error: check.error, reason };
   }
   return { ok: true, face: faces[0] };
 }

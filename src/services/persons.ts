@@ -1,10 +1,11 @@
 // Person management: create, update, remove, get. LMDB is written first; the account's gallery follows
 // only after the commit, so a search never sees a person the store does not hold.
-import type { FaceAnalysis } from '../engine/types';
+import type { FaceAnalysis, RgbImage } from '../engine/types';
 import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { runEnrolmentChecks } from './enrolment-checks';
 import { faceInputImage, type FaceInput } from './face-input';
+import { detectorOf, diagnoseNoFace } from './no-face-diagnosis';
 import { personView, type PersonView } from './person-view';
 import { consumeQuota } from './quota';
 
@@ -23,7 +24,7 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
   // one face under several ids the first wins and the rest get F_012.
   return ctx.store.exclusive(caller.accountId, async () => {
     if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
-    const face = await enrolmentFace(ctx, caller, personId, faces, false);
+    const face = await enrolmentFace(ctx, caller, personId, faces, false, image.rgb);
     const result = await ctx.store.persons.create(
       caller.accountId, personId,
       { modelId: ctx.engine.modelId, template: face.embedding, referenceImage: image.bytes },
@@ -42,7 +43,7 @@ export async function updatePerson(ctx: ServiceContext, caller: Caller, personId
   if (!ctx.store.persons.meta(caller.accountId, personId)) throw notFound();
   const faces = await analyse(ctx, image.rgb, ENROL_MAX_FACES, 'enrol');
   return ctx.store.exclusive(caller.accountId, async () => {
-    const face = await enrolmentFace(ctx, caller, personId, faces, true);
+    const face = await enrolmentFace(ctx, caller, personId, faces, true, image.rgb);
     const person = await ctx.store.persons.replace(
       caller.accountId, personId,
       { modelId: ctx.engine.modelId, template: face.embedding, referenceImage: image.bytes },
@@ -76,7 +77,7 @@ export async function getPerson(ctx: ServiceContext, caller: Caller, personId: s
 
 /** Runs the enrolment checks on the analysed faces; returns the face to enrol or throws its F_ code. */
 async function enrolmentFace(
-  ctx: ServiceContext, caller: Caller, personId: string, faces: FaceAnalysis[], isUpdate: boolean,
+  ctx: ServiceContext, caller: Caller, personId: string, faces: FaceAnalysis[], isUpdate: boolean, rgb: RgbImage,
 ): Promise<FaceAnalysis> {
   const gallery = ctx.galleries.of(caller.accountId);
   const threshold = ctx.config.matching.duplicate_threshold;
@@ -86,7 +87,9 @@ async function enrolmentFace(
     const other = hits.find((h) => !(isUpdate && h.personId === personId));
     return other && roundSimilarity(ctx.scale.toSimilarity(other.cosine)) >= threshold ? other.personId : undefined;
   };
-  const outcome = await runEnrolmentChecks(faces, ctx.config.quality, findDuplicate);
+  // No face: a dark, blurred or rolled photo gets its own code rather than F_002 (no-face-diagnosis.ts).
+  const outcome = await runEnrolmentChecks(faces, ctx.config.quality, findDuplicate,
+    () => diagnoseNoFace(rgb, ctx.config.quality, detectorOf(ctx.engine)));
   if (!outcome.ok) throw ctx.errors.create(outcome.error, `person ${personId}: ${outcome.reason}`);
   return outcome.face;
 }
