@@ -180,18 +180,23 @@ async function recordCommand(args: Args, io: Io): Promise<number> {
 
 async function serveCommand(args: Args, io: Io): Promise<RunningService> {
   const service = await startService(configOf(args), { print: io.out });
+  // First SIGTERM/SIGINT: drain (in-flight requests finish, bounded by [server] drain_timeout_ms), close the
+  // camera, engine and store, exit 0. A second signal exits at once (1), whatever is still running.
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      io.err(`face-check: ${signal} while stopping: exiting now`);
+      process.exit(1);
+    }
     stopping = true;
-    service.app.log.info({ signal }, 'stopping');
+    service.app.log.info({ signal }, 'stopping: draining requests');
     service.close().then(() => process.exit(0), (err) => {
       io.err(`face-check: error while stopping: ${(err as Error).message}`);
       process.exit(1);
     });
   };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
   return service;
 }
 

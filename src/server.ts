@@ -66,6 +66,24 @@ async function closeWhenIdle(engine: FaceEngine): Promise<void> {
   }
 }
 
+/**
+ * Stops accepting connections and lets in-flight requests finish ([server] drain_timeout_ms at most; new
+ * requests on open connections get 503 meanwhile, http/plugins/overload.ts). Past the bound the remaining
+ * connections are cut.
+ */
+async function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
+  const closing = app.close();
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(true), timeoutMs); });
+  const timedOut = await Promise.race([closing.then(() => false), expired]);
+  clearTimeout(timer);
+  if (timedOut) {
+    app.log.warn({ drain_timeout_ms: timeoutMs }, 'requests still running after the drain timeout: closing their connections');
+    app.server.closeAllConnections();
+    await closing;
+  }
+}
+
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const errors = opts.errors ?? loadErrorCatalog();
@@ -94,7 +112,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     return {
       app, store, engine, address,
       close: async () => {
-        await app.close(); // waits for in-flight requests
+        await drain(app, config.server.drain_timeout_ms);
         await ownCamera?.close();
         await closeWhenIdle(engine);
         galleries.close();

@@ -13,7 +13,11 @@ const PERSON_API_SECTIONS = ['server', 'storage', 'auth', 'matching', 'image', '
 
 t.test('defaults', async (t) => {
   const c = defaultConfig('/srv');
-  t.same(c.server, { mode: 'cloud', host: '127.0.0.1', port: 8080, body_limit_bytes: 24 * 1024 * 1024 });
+  t.same(c.server, {
+    mode: 'cloud', host: '127.0.0.1', port: 8080, body_limit_bytes: 24 * 1024 * 1024,
+    request_timeout_ms: 30_000, headers_timeout_ms: 10_000, keep_alive_timeout_ms: 5_000, idle_timeout_ms: 120_000,
+    drain_timeout_ms: 10_000, max_event_loop_delay_ms: 1_000, max_engine_queue: 64,
+  });
   t.equal(c.storage.path, '/srv/data');
   t.equal(c.auth.bootstrap_key, '');
   t.same(c.matching, { identify_threshold: 98, verify_threshold: 80, compare_threshold: 80, duplicate_threshold: 98 });

@@ -57,6 +57,14 @@ export const configSchema: ConfigSchema = {
     port: { default: 8080, parse: integer(0, 65535) },
     // Two base64 images of max_bytes each plus JSON framing fit (compare sends two).
     body_limit_bytes: { default: 24 * MiB, parse: integer(1024, 1024 * MiB) },
+    // Timeouts and overload bounds: README "Limits and hostile input".
+    request_timeout_ms: { default: 30_000, parse: integer(100, 3_600_000) },
+    headers_timeout_ms: { default: 10_000, parse: integer(100, 3_600_000) },
+    keep_alive_timeout_ms: { default: 5_000, parse: integer(1, 3_600_000) },
+    idle_timeout_ms: { default: 120_000, parse: integer(0, 3_600_000) },
+    drain_timeout_ms: { default: 10_000, parse: integer(0, 3_600_000) },
+    max_event_loop_delay_ms: { default: 1_000, parse: integer(0, 600_000) },
+    max_engine_queue: { default: 64, parse: integer(0, 1_000_000) },
   },
   storage: {
     path: { default: './data', parse: text({ allowEmpty: false }) },

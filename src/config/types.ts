@@ -10,6 +10,21 @@ export interface ServerConfig {
   port: number;
   /** Largest accepted request body; a larger one is answered 413 R_002 before it is parsed. */
   body_limit_bytes: number;
+  /** A request (headers and body) not received within this is answered 408 and its connection closed. */
+  request_timeout_ms: number;
+  /** The headers alone must arrive within this (at most request_timeout_ms). */
+  headers_timeout_ms: number;
+  /** An idle keep-alive connection is closed after this. */
+  keep_alive_timeout_ms: number;
+  /** A connection with no traffic either way for this long is closed; 0 = never. */
+  idle_timeout_ms: number;
+  /** On SIGTERM/SIGINT, in-flight requests get this long to finish before their connections are cut. */
+  drain_timeout_ms: number;
+  /** Longest event-loop delay of the last half second above which every request is answered 503 (Retry-After);
+   *  0 = no bound. */
+  max_event_loop_delay_ms: number;
+  /** Face-analysis requests in flight above which further ones are answered 503 (Retry-After); 0 = no bound. */
+  max_engine_queue: number;
 }
 
 export interface StorageConfig {

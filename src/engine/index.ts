@@ -68,6 +68,10 @@ class NativeFaceEngine implements FaceEngine {
   close(): Promise<void> {
     return this.handle.close();
   }
+
+  get pending(): number {
+    return this.handle.pending;
+  }
 }
 
 export async function createEngine(options: EngineOptions = {}): Promise<FaceEngine> {

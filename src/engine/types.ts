@@ -105,4 +105,6 @@ export interface FaceEngine {
   profile(image: RgbImage, options?: AnalyzeOptions): Promise<{ faces: FaceAnalysis[]; timings: StageTimings }>;
   /** Refused (rejects) while analyses are running; afterwards every call rejects. */
   close(): Promise<void>;
+  /** Analyses queued or running (the native engine's count; the HTTP layer's overload bound reads it). */
+  readonly pending?: number;
 }

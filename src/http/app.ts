@@ -1,7 +1,7 @@
 // The fastify application: plugins (request id, JSON bodies, auth, errors, OpenAPI) and the person routes.
 // buildApp does not listen and does not own the engine or the store: the caller opens and closes them.
 import crypto from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import './fastify-types';
 import type { Config } from '../config/types';
 import type { FaceEngine } from '../engine/types';
@@ -12,10 +12,13 @@ import { Authenticator } from '../services/auth';
 import { RequestSigning } from '../services/request-signing';
 import { createServices, type LiveFaceSource } from '../services';
 import type { Store } from '../storage/store';
+import { answerUnroutable, clientErrorHandler } from './client-errors';
 import authPlugin from './plugins/auth';
 import errorHandler, { sendApiError, toApiError } from './plugins/error-handler';
+import hostHeader from './plugins/host-header';
 import jsonBody from './plugins/json-body';
 import openapi from './plugins/openapi';
+import overload from './plugins/overload';
 import requestSigning from './plugins/request-signing';
 import requestId from './plugins/request-id';
 import compareFace from './routes/compare-face';
@@ -38,6 +41,10 @@ export interface AppDeps {
   logger?: FastifyServerOptions['logger'];
 }
 
+/** Longest path parameter the router matches (a request line cannot exceed node's 16 KiB header limit), so a
+ *  long person_id reaches the schema check (R_003) instead of failing in the router. */
+const MAX_PARAM_LENGTH = 16 * 1024;
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, errors } = deps;
   let galleries = deps.galleries;
@@ -56,6 +63,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     now: deps.now ?? (() => new Date()),
   }, deps.camera);
 
+  let logger: FastifyBaseLogger | undefined;
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: config.server.body_limit_bytes,
@@ -64,20 +72,44 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     exposeHeadRoutes: false,
     // Types are checked, never coerced ("80" is not a number); unknown fields are errors, not dropped.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Timeouts ([server] *_timeout_ms); a request not received in time gets 408 (client-errors.ts).
+    requestTimeout: config.server.request_timeout_ms,
+    keepAliveTimeout: config.server.keep_alive_timeout_ms,
+    connectionTimeout: config.server.idle_timeout_ms,
+    http: {
+      headersTimeout: Math.min(config.server.headers_timeout_ms, config.server.request_timeout_ms),
+      // Node checks the two timeouts above only this often (default 30 s).
+      connectionsCheckingInterval: 1000,
+      requireHostHeader: false, // checked by plugins/host-header.ts, with the API's error body
+    },
+    // Parser errors (400/431) and timeouts (408) answered in the API's shape; the drain's 503 is overload.ts's.
+    clientErrorHandler: clientErrorHandler(errors, () => logger),
+    return503OnClosing: false,
     // Errors raised before the hooks run (e.g. a malformed %-escape in person_id).
     frameworkErrors: (err, request, reply) => {
       reply.header('Request-Id', request.id);
       sendApiError(request, reply, toApiError(errors, err), err);
     },
   });
+  logger = app.log;
+  answerUnroutable(app.server, errors, () => logger);
   app.decorate('services', services);
   app.decorate('serviceConfig', config);
 
   await app.register(requestId);
   await app.register(errorHandler, { errors });
+  await app.register(hostHeader, { errors });
   // Order matters for the preValidation hooks: the signature is checked before the body is judged.
   await app.register(authPlugin, {
     authenticator: new Authenticator(deps.store.apiKeys, errors, config.auth.bootstrap_key),
+  });
+  // After authentication: an unauthenticated request is 401 whatever the load.
+  await app.register(overload, {
+    errors,
+    maxEventLoopDelayMs: config.server.max_event_loop_delay_ms,
+    maxEngineQueue: config.server.max_engine_queue,
+    enginePending: () => deps.engine.pending ?? 0,
   });
   const signing = new RequestSigning(errors, () => deps.store.serviceKeys.responseSigning(),
     config.auth.signature_max_age_seconds, deps.now ?? (() => new Date()));

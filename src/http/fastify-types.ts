@@ -10,6 +10,8 @@ declare module 'fastify' {
     permission?: Permission;
     /** The route expects a JSON object body (POST/PUT). */
     jsonBody?: boolean;
+    /** The route runs face analyses: it counts towards, and is refused by, [server] max_engine_queue. */
+    engine?: boolean;
     /** A stand-in that answers 404: not counted as an existing route for 405 answers. */
     unlisted?: boolean;
   }

@@ -1,7 +1,11 @@
 // A small Windows BMP decoder: sharp's libvips build has no BMP loader, and BMP is still what some kiosk
 // and scanner software saves. Supports uncompressed 1/4/8-bit palette, 24-bit and 32-bit (BI_RGB and
 // BI_BITFIELDS) images, bottom-up or top-down. Alpha is ignored (BMP alpha is rarely meaningful).
+// The header is read and checked on the calling thread (cheap, and the pixel limit applies before any
+// allocation); the pixel loop, up to a second of JavaScript for a large image, runs in a worker
+// (decode-worker.ts) so it never stalls the event loop.
 import type { RgbImage } from '../engine/types';
+import { runInWorker } from './decode-worker';
 
 export function isBmp(bytes: Uint8Array): boolean {
   return bytes.length >= 2 && bytes[0] === 0x42 && bytes[1] === 0x4d; // "BM"
@@ -11,7 +15,22 @@ const BI_RGB = 0;
 const BI_BITFIELDS = 3;
 const BI_ALPHABITFIELDS = 6;
 
-export function decodeBmp(bytes: Uint8Array, maxPixels: number): RgbImage {
+/** Everything the pixel loop needs, checked against the file's length. */
+export interface BmpLayout {
+  width: number;
+  height: number;
+  topDown: boolean;
+  bitCount: number;
+  dataOffset: number;
+  stride: number;
+  /** 256 RGB entries for 1/4/8-bit images. */
+  palette?: number[];
+  /** R, G, B masks for BI_BITFIELDS. */
+  masks?: [number, number, number];
+}
+
+/** Reads and checks the header: throws on anything unsupported, truncated or over maxPixels. */
+export function readBmpLayout(bytes: Uint8Array, maxPixels: number): BmpLayout {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const need = (n: number) => {
     if (buf.length < n) throw new Error('BMP file is truncated');
@@ -54,13 +73,13 @@ export function decodeBmp(bytes: Uint8Array, maxPixels: number): RgbImage {
     throw new Error(`unsupported BMP compression ${compression}`);
   }
 
-  let palette: Buffer | undefined;
+  let palette: number[] | undefined;
   if (bitCount <= 8) {
     if (![1, 4, 8].includes(bitCount)) throw new Error(`unsupported BMP bit depth ${bitCount}`);
     const entries = colorsUsed || 1 << bitCount;
     const start = 14 + headerSize;
-    need(start + entries * paletteEntrySize);
-    palette = Buffer.alloc(256 * 3);
+    need(start + Math.min(entries, 256) * paletteEntrySize);
+    palette = new Array<number>(256 * 3).fill(0);
     for (let i = 0; i < entries && i < 256; i++) {
       const p = start + i * paletteEntrySize;
       palette[i * 3] = buf[p + 2];
@@ -73,7 +92,25 @@ export function decodeBmp(bytes: Uint8Array, maxPixels: number): RgbImage {
 
   const stride = Math.floor((bitCount * width + 31) / 32) * 4;
   need(dataOffset + stride * height);
-  const out = Buffer.alloc(width * height * 3);
+  return { width, height, topDown, bitCount, dataOffset, stride, ...(palette ? { palette } : {}), ...(masks ? { masks } : {}) };
+}
+
+/**
+ * The pixel loop. Self-contained (no imports, no module-level names): its source text is what the worker
+ * runs, so it behaves the same from the TypeScript sources and from the compiled dist/.
+ */
+export function bmpPixels(bytes: Uint8Array, layout: BmpLayout): Uint8Array {
+  const { width, height, topDown, bitCount, dataOffset, stride, palette, masks } = layout;
+  const maskReader = (mask: number): ((v: number) => number) => {
+    if (mask === 0) return () => 0;
+    let shift = 0;
+    while (((mask >>> shift) & 1) === 0) shift++;
+    const max = mask >>> shift;
+    return (v) => Math.round((((v & mask) >>> shift) / max) * 255);
+  };
+  const buf = bytes;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Uint8Array(width * height * 3);
   const channel = masks?.map(maskReader);
   for (let y = 0; y < height; y++) {
     const row = dataOffset + (topDown ? y : height - 1 - y) * stride;
@@ -87,7 +124,7 @@ export function decodeBmp(bytes: Uint8Array, maxPixels: number): RgbImage {
         out[o + 1] = palette[index * 3 + 1];
         out[o + 2] = palette[index * 3 + 2];
       } else if (channel) {
-        const v = buf.readUInt32LE(row + x * 4);
+        const v = view.getUint32(row + x * 4, true);
         out[o] = channel[0](v);
         out[o + 1] = channel[1](v);
         out[o + 2] = channel[2](v);
@@ -99,14 +136,18 @@ export function decodeBmp(bytes: Uint8Array, maxPixels: number): RgbImage {
       }
     }
   }
-  return { data: out, width, height };
+  return out;
 }
 
-/** Extracts a masked channel scaled to 0..255. */
-function maskReader(mask: number): (v: number) => number {
-  if (mask === 0) return () => 0;
-  let shift = 0;
-  while (((mask >>> shift) & 1) === 0) shift++;
-  const max = mask >>> shift;
-  return (v) => Math.round((((v & mask) >>> shift) / max) * 255);
+/** Decodes on the calling thread (tools and tests); the service uses decodeBmpOffThread. */
+export function decodeBmp(bytes: Uint8Array, maxPixels: number): RgbImage {
+  const layout = readBmpLayout(bytes, maxPixels);
+  return { data: bmpPixels(bytes, layout), width: layout.width, height: layout.height };
+}
+
+/** Header checks here, the pixel loop in a worker thread. */
+export async function decodeBmpOffThread(bytes: Uint8Array, maxPixels: number): Promise<RgbImage> {
+  const layout = readBmpLayout(bytes, maxPixels);
+  const data = await runInWorker('bmp', bmpPixels, [bytes, layout]);
+  return { data, width: layout.width, height: layout.height };
 }

@@ -1,9 +1,11 @@
 // Image bytes -> interleaved 8-bit RGB for the engine, with explicit limits. EXIF orientation is applied
 // (phones store rotated pixels plus a tag); greyscale, alpha (flattened on white), 16-bit, palette and
 // CMYK all become 3-channel sRGB. Accepted containers: JPEG, PNG, WebP, GIF (first frame), TIFF, AVIF, BMP.
+// No decoding runs on the event loop: sharp decodes on libuv's thread pool, BMP in a worker (bmp.ts); both
+// check width x height from the header before allocating pixels.
 import sharp from 'sharp';
 import type { RgbImage } from '../engine/types';
-import { decodeBmp, isBmp } from './bmp';
+import { decodeBmpOffThread, isBmp } from './bmp';
 import { decodeBase64Field } from './base64';
 
 export interface ImageLimits {
@@ -11,6 +13,12 @@ export interface ImageLimits {
   maxBytes: number;
   /** Largest width x height ([image] max_pixels). */
   maxPixels: number;
+  /**
+   * Refuse files the decoder only warns about (bit-flipped scan data, a JPEG cut short and closed with an end
+   * marker, a header promising more pixels than the file holds): sharp's failOn 'warning' instead of 'error'.
+   * Request images are strict; re-reading stored references (reindex) need not be.
+   */
+  strict?: boolean;
 }
 
 /** The field could not become an image: the service answers R_003. `reason` goes to the log only. */
@@ -47,13 +55,13 @@ export async function decodeImageBytes(field: string, bytes: Uint8Array, limits:
   }
   if (isBmp(bytes)) {
     try {
-      return decodeBmp(bytes, limits.maxPixels);
+      return await decodeBmpOffThread(bytes, limits.maxPixels);
     } catch (err) {
       throw new ImageDecodeError(field, (err as Error).message);
     }
   }
   try {
-    const input = sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: 'error', animated: false });
+    const input = sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: limits.strict ? 'warning' : 'error', animated: false });
     const meta = await input.metadata();
     if (!meta.format || !ACCEPTED_FORMATS.has(meta.format)) {
       throw new Error(`format ${meta.format ?? 'unknown'} is not accepted`);

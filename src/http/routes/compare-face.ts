@@ -28,7 +28,7 @@ const compareFace: FastifyPluginAsync<{ mode: ServiceMode }> = async (app, { mod
         },
       };
   app.post<{ Body: CompareBody }>('/person/compare-face', {
-    config: { permission: 'person:match', jsonBody: true },
+    config: { permission: 'person:match', jsonBody: true, engine: true },
     schema: {
       summary: 'Compare person [beta]',
       description: 'Compares the largest face of sourceImage with the largest face of targetImage.',

@@ -33,7 +33,7 @@ function personRoute(permission: 'person:read' | 'person:write', summary: string
     : { 400: ID_CODES, ...commonErrors };
   if (opts.notFound) errors[404] = ['NF_001'];
   return {
-    config: opts.enrol ? { permission, jsonBody: true } : { permission },
+    config: opts.enrol ? { permission, jsonBody: true, engine: true } : { permission },
     schema: {
       summary,
       description,

@@ -6,7 +6,7 @@ import { apiKeySecurity, bodyErrors, commonErrors, errorResponses, faceBodyFor, 
 
 const recognizeFace: FastifyPluginAsync = async (app) => {
   app.post<{ Body: FaceInput }>('/person/recognize-face', {
-    config: { permission: 'person:match', jsonBody: true },
+    config: { permission: 'person:match', jsonBody: true, engine: true },
     schema: {
       summary: 'Identify person',
       description: 'Returns the best-matching enrolled person of the account when its similarity reaches [matching] ' +

@@ -8,7 +8,7 @@ import {
 
 const verifyFace: FastifyPluginAsync = async (app) => {
   app.post<{ Params: { person_id: string }; Body: FaceInput }>('/person/verify-face/:person_id', {
-    config: { permission: 'person:match', jsonBody: true },
+    config: { permission: 'person:match', jsonBody: true, engine: true },
     schema: {
       summary: 'Verify person [beta]',
       description: 'Matches the photo against the enrolled person. 200 when the similarity reaches [matching] ' +
