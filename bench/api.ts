@@ -6,16 +6,13 @@ import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
 import readline from 'node:readline';
-import sharp from 'sharp';
 
-import { createEngine } from '../src/engine';
 import { packageRoot } from '../src/package-root';
-import { loadRgb, printJsonLine } from './common';
+import { printJsonLine } from './common';
+import { faceCrops } from './face-crops';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { packTarball, extractEntries, cacheDir } = require('../../scripts/npm-tarball');
 
 const PERSONS = Number(process.env.BENCH_API_PERSONS ?? 10000);
 const SECONDS = Number(process.env.BENCH_API_SECONDS ?? 15);
@@ -24,16 +21,7 @@ const KEY = 'bench-api-key-0123456789abcdef';
 
 /** A JPEG of one face (about 480 px), cut from a face-api demo photo: what a gate camera would send. */
 async function facePhoto(): Promise<Buffer> {
-  const [file] = extractEntries(packTarball('@vladmandic/face-api@1.7.15'), ['package/demo/sample3.jpg'], path.join(cacheDir(), 'face-api-demo'));
-  const engine = await createEngine();
-  const image = await loadRgb(file);
-  const [face] = await engine.analyze(image, { embed: false });
-  await engine.close();
-  const side = Math.round(face.box.width * 2);
-  const left = Math.max(0, Math.round(face.box.x + face.box.width / 2 - side / 2));
-  const top = Math.max(0, Math.round(face.box.y + face.box.height / 2 - side / 2));
-  return sharp(file).extract({ left, top, width: Math.min(side, image.width - left), height: Math.min(side, image.height - top) })
-    .resize(480).jpeg({ quality: 90 }).toBuffer();
+  return (await faceCrops(3, 1))[0];
 }
 
 interface Run { requestsPerSecond: number; p50: number; p99: number; requests: number; non2xx: number; errors: number }

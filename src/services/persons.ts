@@ -3,7 +3,7 @@
 import type { FaceAnalysis, RgbImage } from '../engine/types';
 import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
-import { runEnrolmentChecks } from './enrolment-checks';
+import { ENROLMENT_CHECKS, runEnrolmentChecks } from './enrolment-checks';
 import { faceInputImage, type FaceInput } from './face-input';
 import { detectorOf, diagnoseNoFace } from './no-face-diagnosis';
 import { personView, type PersonView } from './person-view';
@@ -12,19 +12,22 @@ import { consumeQuota } from './quota';
 /** Only the enrolment face is analysed; the engine still returns every face's size for the count. */
 const ENROL_MAX_FACES = 1;
 
+/** The checks of the photo itself: all but the duplicate search, which needs the gallery and the lock. */
+const PHOTO_CHECKS = ENROLMENT_CHECKS.filter((c) => c.error !== 'FaceExists');
+
 /** POST /person/face/{person_id}: absent -> enrolled. CP_002 when the id exists. */
 export async function createPerson(ctx: ServiceContext, caller: Caller, personId: string, input: FaceInput): Promise<PersonView> {
   const image = await faceInputImage(ctx, input);
   const exists = () => ctx.errors.create('ProfileExists', undefined, { person_id: personId });
   // Cheap pre-check before the engine runs; decided again under the account's lock.
   if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
-  const faces = await analyse(ctx, image.rgb, ENROL_MAX_FACES, 'enrol');
-  // The engine runs outside the lock; the id check, the duplicate search and both writes run inside it, so
-  // of concurrent creates of one id the first wins and the rest get CP_002, and of concurrent creates of
-  // one face under several ids the first wins and the rest get F_012.
+  const face = await checkedFace(ctx, personId, image.rgb);
+  // The engine and the photo checks run outside the lock; the id check, the duplicate search and both
+  // writes run inside it, so of concurrent creates of one id the first wins and the rest get CP_002, and of
+  // concurrent creates of one face under several ids the first wins and the rest get F_012.
   return ctx.store.exclusive(caller.accountId, async () => {
     if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
-    const face = await enrolmentFace(ctx, caller, personId, faces, false, image.rgb);
+    await refuseDuplicate(ctx, caller, personId, face, false);
     const result = await ctx.store.persons.create(
       caller.accountId, personId,
       { modelId: ctx.engine.modelId, template: face.embedding, referenceImage: image.bytes },
@@ -41,9 +44,9 @@ export async function updatePerson(ctx: ServiceContext, caller: Caller, personId
   const image = await faceInputImage(ctx, input);
   const notFound = () => ctx.errors.create('FaceNotInCollection', `person ${personId}`);
   if (!ctx.store.persons.meta(caller.accountId, personId)) throw notFound();
-  const faces = await analyse(ctx, image.rgb, ENROL_MAX_FACES, 'enrol');
+  const face = await checkedFace(ctx, personId, image.rgb);
   return ctx.store.exclusive(caller.accountId, async () => {
-    const face = await enrolmentFace(ctx, caller, personId, faces, true, image.rgb);
+    await refuseDuplicate(ctx, caller, personId, face, true);
     const person = await ctx.store.persons.replace(
       caller.accountId, personId,
       { modelId: ctx.engine.modelId, template: face.embedding, referenceImage: image.bytes },
@@ -75,21 +78,23 @@ export async function getPerson(ctx: ServiceContext, caller: Caller, personId: s
   return personView(person);
 }
 
-/** Runs the enrolment checks on the analysed faces; returns the face to enrol or throws its F_ code. */
-async function enrolmentFace(
-  ctx: ServiceContext, caller: Caller, personId: string, faces: FaceAnalysis[], isUpdate: boolean, rgb: RgbImage,
-): Promise<FaceAnalysis> {
-  const gallery = ctx.galleries.of(caller.accountId);
-  const threshold = ctx.config.matching.duplicate_threshold;
-  const findDuplicate = async (face: FaceAnalysis): Promise<string | undefined> => {
-    // Two hits: on update the person's own template may be the best one and does not count.
-    const hits = await gallery.search(face.embedding, 2, ctx.scale.toCosineFloor(threshold) - 1e-6);
-    const other = hits.find((h) => !(isUpdate && h.personId === personId));
-    return other && roundSimilarity(ctx.scale.toSimilarity(other.cosine)) >= threshold ? other.personId : undefined;
-  };
+/** Runs the engine and every enrolment check but the duplicate search; returns the face or throws its F_ code. */
+async function checkedFace(ctx: ServiceContext, personId: string, rgb: RgbImage): Promise<FaceAnalysis> {
+  const faces = await analyse(ctx, rgb, ENROL_MAX_FACES, 'enrol');
   // No face: a dark, blurred or rolled photo gets its own code rather than F_002 (no-face-diagnosis.ts).
-  const outcome = await runEnrolmentChecks(faces, ctx.config.quality, findDuplicate,
-    () => diagnoseNoFace(rgb, ctx.config.quality, detectorOf(ctx.engine)));
+  const outcome = await runEnrolmentChecks(faces, ctx.config.quality, async () => undefined,
+    () => diagnoseNoFace(rgb, ctx.config.quality, detectorOf(ctx.engine)), PHOTO_CHECKS);
   if (!outcome.ok) throw ctx.errors.create(outcome.error, `person ${personId}: ${outcome.reason}`);
   return outcome.face;
+}
+
+/** The last check, F_012, under the account's lock: the face must not match another enrolled person. */
+async function refuseDuplicate(ctx: ServiceContext, caller: Caller, personId: string, face: FaceAnalysis, isUpdate: boolean): Promise<void> {
+  const threshold = ctx.config.matching.duplicate_threshold;
+  // Two hits: on update the person's own template may be the best one and does not count.
+  const hits = await ctx.galleries.of(caller.accountId).search(face.embedding, 2, ctx.scale.toCosineFloor(threshold) - 1e-6);
+  const other = hits.find((h) => !(isUpdate && h.personId === personId));
+  if (other && roundSimilarity(ctx.scale.toSimilarity(other.cosine)) >= threshold) {
+    throw ctx.errors.create('FaceExists', `person ${personId}: matches enrolled person ${other.personId}`);
+  }
 }

@@ -1,0 +1,82 @@
+// The service as a real process: an ini file in a temporary folder, `face-check serve` (or the same
+// start-up with the fake engine) as a child, its address read from the "listening" log line, and a hard
+// kill. Restart tests go through these, so nothing survives in memory between two runs.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { BOOTSTRAP_KEY } from './app';
+
+const repoRoot = path.resolve(__dirname, '..', '..');
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  address: string;
+  /** Everything the process wrote so far (stdout and stderr). */
+  output(): string;
+  /** SIGKILL: no handler runs, nothing is flushed. */
+  kill9(): Promise<void>;
+  /** SIGTERM and wait for the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** A cloud-mode ini (no camera) on a loopback port chosen by the system. */
+export function writeIni(dir: string, extra = ''): string {
+  const file = path.join(dir, 'face-check.ini');
+  fs.writeFileSync(file, [
+    '[server]', 'mode = cloud', 'host = 127.0.0.1', 'port = 0',
+    '[storage]', 'path = ./store',
+    '[auth]', `bootstrap_key = ${BOOTSTRAP_KEY}`,
+    '[camera]', 'source = none',
+    extra,
+  ].join('\n'));
+  return file;
+}
+
+/**
+ * Starts `face-check serve --config ini` (engine 'real': the installed program, compiled to dist/) or the
+ * same start-up with the fake engine in a child that runs this repository's TypeScript (engine 'fake').
+ */
+export async function startServiceProcess(ini: string, engine: 'real' | 'fake', timeoutMs = 60_000): Promise<ServiceProcess> {
+  const args = engine === 'real'
+    ? [path.join(repoRoot, 'bin', 'face-check.js'), 'serve', '--config', ini]
+    // The TypeScript loader flags tap gave this process let the child run .ts files too.
+    : [...process.execArgv, path.join(__dirname, 'fake-service-main.ts'), ini];
+  const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  child.stdout!.on('data', (c: Buffer) => { text += c.toString('utf8'); });
+  child.stderr!.on('data', (c: Buffer) => { text += c.toString('utf8'); });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`no listening line in ${timeoutMs} ms:\n${text}`)); }, timeoutMs);
+    const look = () => {
+      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(text);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    };
+    child.stdout!.on('data', look);
+    child.stderr!.on('data', look);
+    void exited.then((code) => { clearTimeout(timer); reject(new Error(`exited with ${code} before listening:\n${text}`)); });
+  });
+  return {
+    child, address,
+    output: () => text,
+    kill9: async () => {
+      child.kill('SIGKILL');
+      await exited;
+    },
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** A JSON request with the bootstrap key; resolves with the status and parsed body (network errors reject). */
+export async function request(base: string, method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${base}${url}`, {
+    method,
+    headers: { 'api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
