@@ -95,7 +95,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     if (!opts.camera && config.server.mode === 'device' && config.camera.source !== 'none') {
       ownCamera = await DeviceCamera.open(config);
     }
-    store = await openStore(config.storage.path);
+    store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
     const galleries = new Galleries();
     const { loaded, stale } = await galleries.rebuild(store.persons, engine.modelId);
     if (stale > 0) {

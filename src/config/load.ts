@@ -60,6 +60,7 @@ export function parseConfig(textValue: string, baseDir: string, file?: string): 
   }
   const result = config as unknown as Config;
   result.storage.path = path.resolve(baseDir, result.storage.path);
+  if (result.storage.key_file) result.storage.key_file = path.resolve(baseDir, result.storage.key_file);
   if (result.camera.replay_path) result.camera.replay_path = path.resolve(baseDir, result.camera.replay_path);
   if (result.camera.photos) {
     result.camera.photos = result.camera.photos.split(',').map((p) => p.trim()).filter(Boolean)

@@ -68,6 +68,8 @@ export const configSchema: ConfigSchema = {
   },
   storage: {
     path: { default: './data', parse: text({ allowEmpty: false }) },
+    // Empty: <path>/face-check.key (src/storage/store.ts).
+    key_file: { default: '', parse: text({ allowEmpty: true }) },
   },
   auth: {
     bootstrap_key: {

@@ -30,6 +30,11 @@ export interface ServerConfig {
 export interface StorageConfig {
   /** LMDB directory, absolute (relative ini values are resolved against the ini file's folder). */
   path: string;
+  /**
+   * The 32-byte key-encryption key that unwraps the store's data key, absolute; empty = `<path>/face-check.key`
+   * (made 0600 for a new store). README "Data at rest", docs/security.md.
+   */
+  key_file: string;
 }
 
 export interface AuthConfig {

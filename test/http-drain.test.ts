@@ -1,0 +1,123 @@
+// Graceful drain of the real program (`node bin/face-check.js serve`, cloud mode, no camera): on SIGTERM it
+// stops accepting connections, lets the request in flight finish, closes engine and store and exits 0;
+// [server] drain_timeout_ms bounds the wait; a second signal exits at once.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import { BOOTSTRAP_KEY, tempDir } from './helpers/app';
+import { repoRoot } from './helpers/errors';
+
+const built = fs.existsSync(path.join(repoRoot, 'dist', 'src', 'cli.js'));
+
+interface Program {
+  child: ChildProcess;
+  port: number;
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+async function startProgram(t: Test, drainMs: number): Promise<Program> {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const ini = path.join(dir, 'face-check.ini');
+  fs.writeFileSync(ini, ['[server]', 'mode = cloud', 'host = 127.0.0.1', 'port = 0', `drain_timeout_ms = ${drainMs}`,
+    '[storage]', 'path = ./store', '[auth]', `bootstrap_key = ${BOOTSTRAP_KEY}`, '[camera]', 'source = none', ''].join('\n'));
+  const child = spawn(process.execPath, [path.join(repoRoot, 'bin', 'face-check.js'), 'serve', '--config', ini],
+    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  child.stdout!.on('data', (c: Buffer) => { text += c.toString('utf8'); });
+  child.stderr!.on('data', (c: Buffer) => { text += c.toString('utf8'); });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`not listening after 60 s:\n${text}`)), 60_000);
+    const look = () => {
+      const m = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(text);
+      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+    };
+    child.stdout!.on('data', look);
+    child.stderr!.on('data', look);
+    void exited.then((code) => { clearTimeout(timer); reject(new Error(`exited with ${code} before listening:\n${text}`)); });
+  });
+  return { child, port, output: () => text, exited };
+}
+
+/** A request whose body is held back: headers and half the body now, the rest when asked. */
+function heldRequest(port: number) {
+  const body = JSON.stringify({ faceImage: 'QUJD' });
+  const head = `POST /person/recognize-face HTTP/1.1\r\nHost: 127.0.0.1\r\nApi-Key: ${BOOTSTRAP_KEY}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+  const socket = net.connect(port, '127.0.0.1');
+  let text = '';
+  socket.on('data', (c) => { text += c.toString('latin1'); });
+  socket.on('error', () => undefined);
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const connected = new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  return {
+    start: async () => {
+      await connected;
+      socket.write(head + body.slice(0, 5));
+      await new Promise((r) => setTimeout(r, 200)); // the server has the headers: the request is in flight
+    },
+    finish: () => socket.write(body.slice(5)),
+    closed,
+    answer: () => text,
+  };
+}
+
+function connectRefused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => { s.destroy(); resolve(false); });
+    s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
+  });
+}
+
+const skip = built ? false : 'dist/ not built (npm run build:ts)';
+
+t.test('SIGTERM: no new connections, the request in flight completes, exit 0', { skip }, async (t) => {
+  const p = await startProgram(t, 10_000);
+  const held = heldRequest(p.port);
+  await held.start();
+  p.child.kill('SIGTERM');
+  // The listener closes at once; the held connection stays.
+  let refused = false;
+  for (let i = 0; i < 50 && !refused; i++) {
+    refused = await connectRefused(p.port);
+    if (!refused) await new Promise((r) => setTimeout(r, 20));
+  }
+  t.ok(refused, 'new connections are refused while draining');
+  t.equal(p.child.exitCode, null, 'still running while a request is in flight');
+  held.finish();
+  await held.closed;
+  t.match(held.answer(), /^HTTP\/1\.1 400 /, 'the in-flight request was answered');
+  t.match(held.answer(), /\r\nrequest-id: [0-9a-f-]{36}\r\n/i);
+  t.match(held.answer(), /\{"code":"R_003","message":"Fields validation exception"\}$/);
+  t.equal(await p.exited, 0, 'exit code 0');
+  t.match(p.output(), /stopping: draining requests/);
+});
+
+t.test('SIGTERM: a request that never completes is cut at [server] drain_timeout_ms, then exit 0', { skip }, async (t) => {
+  const p = await startProgram(t, 500);
+  const held = heldRequest(p.port);
+  await held.start();
+  p.child.kill('SIGTERM');
+  await held.closed;
+  t.equal(await p.exited, 0);
+  t.match(p.output(), /still running after the drain timeout/);
+});
+
+t.test('a second SIGTERM exits at once, without waiting for the drain', { skip }, async (t) => {
+  const p = await startProgram(t, 120_000);
+  const held = heldRequest(p.port);
+  await held.start();
+  p.child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(p.child.exitCode, null, 'draining: the request in flight holds the exit');
+  p.child.kill('SIGTERM');
+  t.equal(await p.exited, 1, 'the second signal exits with 1');
+  t.match(p.output(), /SIGTERM while stopping: exiting now/);
+  await held.closed;
+});
