@@ -1,7 +1,7 @@
 // Persons per account. Keys are [accountId, personId], so accounts never share a record. Three databases,
 // always written in one transaction: `persons` (metadata, model id and the template's segment), `templates`
 // (segments of up to 32 templates of one model and account: src/storage/template-segment.ts) and `images`
-// (the reference image, kept for `face-check reindex`).
+// (the reference image, kept for `face-check reindex`). Segments and images are sealed (./crypto/sealer.ts).
 import type { Database, RootDatabase } from 'lmdb';
 
 import {
@@ -9,6 +9,7 @@ import {
   withoutTemplate, withTemplate, type Segment,
 } from './template-segment';
 import { countWithPrefix, keysWithPrefix, lastNumberedKey } from './key-prefix';
+import type { Sealer } from './crypto/sealer';
 
 export interface PersonMeta {
   personId: string;
@@ -35,12 +36,12 @@ export interface StoredPerson extends PersonMeta {
   segment: number;
 }
 
-/** One stored segment as the gallery rebuild reads it: ids and the raw float32 bytes, nothing copied. */
+/** One stored segment as the gallery rebuild reads it: ids and the float32 bytes as decrypted, not copied again. */
 export interface TemplateBlock {
   accountId: string;
   ids: string[];
   dimension: number;
-  /** ids.length x dimension float32 little-endian, at any byte offset; valid until the next block is taken. */
+  /** ids.length x dimension float32 little-endian, at any byte offset; read it before taking the next block. */
   bytes: Uint8Array;
 }
 
@@ -56,19 +57,24 @@ export interface TemplateInput {
   referenceImage: Uint8Array;
 }
 
+export const IMAGES_DB = 'images';
+export const TEMPLATES_DB = 'templates';
+
 export class PersonRepository {
   private readonly root: RootDatabase;
+  private readonly sealer: Sealer;
   private readonly records: Database<StoredPerson, PersonKey>;
   private readonly images: Database<Buffer, PersonKey>;
   private readonly segments: Database<Buffer, SegmentKey>;
   /** Segments with fewer than SEGMENT_CAPACITY entries, so an enrolment fills them before opening a new one. */
   private readonly withRoom: Database<number, SegmentKey>;
 
-  constructor(root: RootDatabase) {
+  constructor(root: RootDatabase, sealer: Sealer) {
     this.root = root;
+    this.sealer = sealer;
     this.records = root.openDB<StoredPerson, PersonKey>({ name: 'persons' });
-    this.images = root.openDB<Buffer, PersonKey>({ name: 'images', encoding: 'binary' });
-    this.segments = root.openDB<Buffer, SegmentKey>({ name: 'templates', encoding: 'binary' });
+    this.images = root.openDB<Buffer, PersonKey>({ name: IMAGES_DB, encoding: 'binary' });
+    this.segments = root.openDB<Buffer, SegmentKey>({ name: TEMPLATES_DB, encoding: 'binary' });
     this.withRoom = root.openDB<number, SegmentKey>({ name: 'templates-with-room' });
   }
 
@@ -86,7 +92,9 @@ export class PersonRepository {
   }
 
   referenceImage(accountId: string, personId: string): Buffer | undefined {
-    return this.images.get([accountId, personId]);
+    const key: PersonKey = [accountId, personId];
+    const sealed = sharedView(this.images.getBinaryFast(key));
+    return sealed && this.sealer.open(IMAGES_DB, key, sealed);
   }
 
   /** Writes a new person unless the id exists (checked inside the write transaction). */
@@ -96,7 +104,7 @@ export class PersonRepository {
       if (this.records.get(key) !== undefined) return { created: false } as const;
       const segment = this.appendTemplates(input.modelId, accountId, [{ personId, template: input.template }]).get(personId)!;
       this.records.put(key, { personId, created: now, updated: now, modelId: input.modelId, segment });
-      this.images.put(key, Buffer.from(input.referenceImage));
+      this.putImage(key, input.referenceImage);
       const person: PersonRecord = { personId, created: now, updated: now, modelId: input.modelId, template: input.template };
       return { created: true, person } as const;
     });
@@ -127,7 +135,7 @@ export class PersonRepository {
         for (const p of list) {
           const key: PersonKey = [accountId, p.personId];
           this.records.put(key, { personId: p.personId, created: now, updated: now, modelId, segment: placed.get(p.personId)! });
-          this.images.put(key, Buffer.from(p.referenceImage));
+          this.putImage(key, p.referenceImage);
           created++;
         }
       }
@@ -143,7 +151,7 @@ export class PersonRepository {
       if (old === undefined) return undefined;
       const segment = this.moveTemplate(accountId, old, input.modelId, input.template);
       this.records.put(key, { personId, created: old.created, updated: now, modelId: input.modelId, segment });
-      this.images.put(key, Buffer.from(input.referenceImage));
+      this.putImage(key, input.referenceImage);
       return { personId, created: old.created, updated: now, modelId: input.modelId, template: input.template };
     });
   }
@@ -186,13 +194,14 @@ export class PersonRepository {
 
   /**
    * Every stored template of `modelId`, segment by segment in key order (an account's segments are
-   * contiguous): the gallery rebuild copies `bytes` straight into the native index. A block's `ids` are its
-   * own, but `bytes` is a view of LMDB's read buffer: copy it before taking the next block.
+   * contiguous): the gallery rebuild copies `bytes` straight into the native index. A segment is read from
+   * LMDB's shared buffer without a copy and decrypted once; copy `bytes` before taking the next block.
    */
   *templateBlocks(modelId: string): Generator<TemplateBlock> {
     for (const key of keysWithPrefix(this.segments, [modelId])) {
-      const value = sharedView(this.segments.getBinaryFast(key));
-      if (!value) continue;
+      const sealed = sharedView(this.segments.getBinaryFast(key));
+      if (!sealed) continue;
+      const value = this.sealer.open(TEMPLATES_DB, key, sealed);
       const layout = segmentLayout(value);
       if (layout.count === 0) continue;
       yield {
@@ -251,15 +260,24 @@ export class PersonRepository {
   // ---- segments (called inside write transactions) --------------------------------------------------------
 
   private readTemplate(modelId: string, accountId: string, segment: number, personId: string): Float32Array {
-    const bytes = this.segments.get([modelId, accountId, segment]);
+    const bytes = this.segmentBytes([modelId, accountId, segment]);
     const template = bytes && templateIn(bytes, personId);
     if (!template) throw new Error(`storage: template of ${accountId}/${personId} missing from its segment`);
     return template;
   }
 
   private readSegment(key: SegmentKey): Segment | undefined {
-    const bytes = this.segments.get(key);
+    const bytes = this.segmentBytes(key);
     return bytes && decodeSegment(bytes);
+  }
+
+  private segmentBytes(key: SegmentKey): Buffer | undefined {
+    const sealed = sharedView(this.segments.getBinaryFast(key));
+    return sealed && this.sealer.open(TEMPLATES_DB, key, sealed);
+  }
+
+  private putImage(key: PersonKey, image: Uint8Array): void {
+    this.images.put(key, this.sealer.seal(IMAGES_DB, key, image));
   }
 
   private writeSegment(key: SegmentKey, segment: Segment): void {
@@ -268,7 +286,7 @@ export class PersonRepository {
       this.withRoom.remove(key);
       return;
     }
-    this.segments.put(key, encodeSegment(segment));
+    this.segments.put(key, this.sealer.seal(TEMPLATES_DB, key, encodeSegment(segment)));
     if (segment.ids.length < SEGMENT_CAPACITY) this.withRoom.put(key, segment.ids.length);
     else this.withRoom.remove(key);
   }
