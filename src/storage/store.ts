@@ -77,7 +77,9 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
     const serviceKeys = new ServiceKeyRepository(root, sealer);
     if (version === 2) await sealPlainStore(root, meta, sealer, serviceKeys);
     if (version !== SCHEMA_VERSION) {
-      await meta.transaction(() => { endSealing(meta); meta.put(COMPACT_PENDING, true); meta.put('schema', SCHEMA_VERSION); });
+      // A migrated store's plain values are left in freed pages (./compact.ts); a new one has none.
+      const migrated = version !== undefined;
+      await meta.transaction(() => { endSealing(meta); if (migrated) meta.put(COMPACT_PENDING, true); meta.put('schema', SCHEMA_VERSION); });
     }
     if (meta.get(COMPACT_PENDING) === true && soleUser(root)) {
       closed = true;
