@@ -12,7 +12,7 @@ export interface FuzzOptions {
   apiKey: string;
   /** fast-check seed: the same seed sends the same requests. */
   seed?: number;
-  /** Requests in flight at once (default 4). */
+  /** Requests in flight at once (default 8). */
   concurrency?: number;
   /** Per request: no answer within this is a hang (default 35 s, above the default request timeout). */
   hangMs?: number;
@@ -42,7 +42,7 @@ export async function runFuzz(baseUrl: string, opts: FuzzOptions): Promise<FuzzR
   const host = url.hostname;
   const port = Number(url.port || 80);
   const count = opts.count ?? 10_000;
-  const concurrency = opts.concurrency ?? 4;
+  const concurrency = opts.concurrency ?? 8;
   const hangMs = opts.hangMs ?? 35_000;
   const rss = opts.rss ?? ownRss;
   const corpus = await makeImageCorpus(opts.maxPixels ?? 50_000_000);
@@ -51,30 +51,33 @@ export async function runFuzz(baseUrl: string, opts: FuzzOptions): Promise<FuzzR
 
   const result: FuzzResult = { sent: 0, statusCounts: {}, fiveXX: 0, hangs: 0, contractViolations: 0, examples: [], maxRssMb: rss() };
   const sampler = setInterval(() => { result.maxRssMb = Math.max(result.maxRssMb, rss()); }, 250);
-  // Generated in batches (fc.sample keeps the whole batch in memory; some requests are megabytes).
+  // Generated in batches (fc.sample keeps a batch in memory; some requests are megabytes), drawn by the
+  // senders one at a time, so a request that waits out the server's timeout holds one sender, not a batch.
   const BATCH = 200;
-  try {
+  function* requests() {
     for (let start = 0; start < count; start += BATCH) {
-      const batch = fc.sample(arbitrary, { numRuns: Math.min(BATCH, count - start), seed: seed + start });
-      let next = 0;
-      await Promise.all(Array.from({ length: concurrency }, async () => {
-        while (next < batch.length) {
-          const request = batch[next++];
-          const outcome = await sendRaw(host, port, request, hangMs);
-          result.sent++;
-          const key = outcome.kind === 'response' ? String(outcome.response.status) : outcome.kind;
-          result.statusCounts[key] = (result.statusCounts[key] ?? 0) + 1;
-          if (outcome.kind === 'hang') result.hangs++;
-          if (outcome.kind !== 'response') continue;
-          if (outcome.response.status >= 500) result.fiveXX++;
-          const problem = contractProblem(request, outcome.response);
-          if (problem && outcome.response.status < 500) {
-            result.contractViolations++;
-            if (result.examples.length < 5) result.examples.push(`${request.kind}: ${problem}`);
-          }
-        }
-      }));
+      yield* fc.sample(arbitrary, { numRuns: Math.min(BATCH, count - start), seed: seed + start });
     }
+  }
+  const source = requests();
+  try {
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      for (let next = source.next(); !next.done; next = source.next()) {
+        const request = next.value;
+        const outcome = await sendRaw(host, port, request, hangMs);
+        result.sent++;
+        const key = outcome.kind === 'response' ? String(outcome.response.status) : outcome.kind;
+        result.statusCounts[key] = (result.statusCounts[key] ?? 0) + 1;
+        if (outcome.kind === 'hang') result.hangs++;
+        if (outcome.kind !== 'response') continue;
+        if (outcome.response.status >= 500) result.fiveXX++;
+        const problem = contractProblem(request, outcome.response);
+        if (problem && outcome.response.status < 500) {
+          result.contractViolations++;
+          if (result.examples.length < 5) result.examples.push(`${request.kind}: ${problem}`);
+        }
+      }
+    }));
   } finally {
     clearInterval(sampler);
     result.maxRssMb = Math.max(result.maxRssMb, rss());
