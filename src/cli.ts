@@ -6,6 +6,7 @@
 //   face-check keys revoke [--config <file.ini>] <keyId>
 //   face-check keys service-public-key [--config <file.ini>]
 //   face-check reindex [--config <file.ini>] [--all]
+//   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
 //   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
 // Without --config the package's config/default.ini is used.
 import fs from 'node:fs';
@@ -20,6 +21,7 @@ import { checkedPublicKey } from './services/request-signing';
 import { loadEngine, startService, type RunningService } from './server';
 import { generateRsaKeyPair } from './storage/service-key';
 import { openStore } from './storage/store';
+import { lockStore, StoreBusyError } from './storage/process-lock';
 
 export interface Io {
   out(line: string): void;
@@ -39,6 +41,7 @@ export const USAGE = `usage:
   face-check keys revoke [--config <file.ini>] <keyId>
   face-check keys service-public-key [--config <file.ini>]
   face-check reindex [--config <file.ini>] [--all]
+  face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]`;
 
 class UsageError extends Error {}
@@ -48,7 +51,7 @@ interface Args {
   flags: Map<string, string | true>;
 }
 
-const VALUE_FLAGS = new Set(['config', 'account', 'role', 'label', 'out', 'frames', 'seconds', 'format', 'public-key']);
+const VALUE_FLAGS = new Set(['config', 'account', 'role', 'label', 'out', 'frames', 'seconds', 'format', 'public-key', 'new-key-file']);
 const BOOLEAN_FLAGS = new Set(['all', 'help', 'signing']);
 
 export function parseArgs(argv: string[]): Args {
@@ -80,7 +83,7 @@ const ACCOUNT_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 async function keysCommand(args: Args, io: Io): Promise<number> {
   const [, sub, ...rest] = args.positional;
   const config = configOf(args);
-  const store = await openStore(config.storage.path);
+  const store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
   try {
     const now = new Date().toISOString();
     switch (sub) {
@@ -149,16 +152,50 @@ async function signingKeyOf(args: Args): Promise<{ publicKey: string; privateKey
 
 async function reindexCommand(args: Args, io: Io): Promise<number> {
   const config = configOf(args);
-  const engine = await loadEngine();
-  const store = await openStore(config.storage.path);
+  // Refused while a service holds the store: its galleries would keep the old templates.
+  const lock = lockStore(config.storage.path, 'reindex');
+  let engine: Awaited<ReturnType<typeof loadEngine>> | undefined;
+  let store: Awaited<ReturnType<typeof openStore>> | undefined;
   try {
+    engine = await loadEngine();
+    store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
     const report = await reindex(config, store, engine, { all: args.flags.get('all') === true });
     io.out(`reindex with model ${engine.modelId}: ${report.done} recomputed, ${report.skipped} already current, ${report.failed.length} failed`);
     for (const f of report.failed) io.err(`  ${f.accountId}/${f.personId}: ${f.reason}`);
     return report.failed.length ? 1 : 0;
   } finally {
+    await store?.close();
+    await engine?.close();
+    lock.release();
+  }
+}
+
+/**
+ * Wraps the store's data key under a fresh key written to --new-key-file (default: [storage] key_file,
+ * replaced atomically); no record is re-encrypted. Takes the store lock: stop the service first.
+ */
+async function rotateKeyCommand(args: Args, io: Io): Promise<number> {
+  if (args.positional.length > 1) throw new UsageError('rotate-key takes no arguments');
+  const config = configOf(args);
+  const newKeyFile = args.flags.get('new-key-file');
+  if (!fs.existsSync(path.join(config.storage.path, 'data.mdb'))) {
+    io.err(`face-check: no store at ${config.storage.path}`);
+    return 1;
+  }
+  const lock = lockStore(config.storage.path, 'rotate-key');
+  let store: Awaited<ReturnType<typeof openStore>> | undefined;
+  try {
+    store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
+    const target = await store.rotateKey(typeof newKeyFile === 'string' ? path.resolve(newKeyFile) : undefined);
+    io.out(`rotated: the store's data key is now wrapped by the key in ${target}; the previous key no longer opens it`);
+    if (target !== store.keyFile) io.out(`set [storage] key_file = ${target} before the next start, then destroy ${store.keyFile}`);
     await store.close();
-    await engine.close();
+    // Reopened alone (the lock is held): the store is compacted, dropping the page with the old wrap.
+    store = await openStore(config.storage.path, { keyFile: target });
+    return 0;
+  } finally {
+    await store?.close();
+    lock.release();
   }
 }
 
@@ -217,6 +254,8 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
         return await keysCommand(args, io);
       case 'reindex':
         return await reindexCommand(args, io);
+      case 'rotate-key':
+        return await rotateKeyCommand(args, io);
       case 'record':
         return await recordCommand(args, io);
       default:
@@ -227,6 +266,10 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
       io.err(`face-check: ${err.message}`);
       io.err(USAGE);
       return 2;
+    }
+    if (err instanceof StoreBusyError) {
+      io.err(`face-check: ${err.message}`);
+      return 75; // EX_TEMPFAIL: try again once the store is free
     }
     if (err instanceof ConfigError) {
       io.err(`face-check: configuration error: ${err.message}`);

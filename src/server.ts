@@ -9,6 +9,7 @@ import { DEFAULT_ACCOUNT } from './services/auth';
 import type { LiveFaceSource } from './services/live-face';
 import { DeviceCamera } from './device/camera';
 import { openStore, type Store } from './storage/store';
+import { lockStore, type StoreLock } from './storage/process-lock';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -89,12 +90,14 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   const errors = opts.errors ?? loadErrorCatalog();
   const engine = opts.engine ?? (await loadEngine());
   let store: Store | undefined;
+  let storeLock: StoreLock | undefined;
   // Device mode: the configured camera's capture pipeline (src/device), unless the caller brings one.
   let ownCamera: DeviceCamera | undefined;
   try {
     if (!opts.camera && config.server.mode === 'device' && config.camera.source !== 'none') {
       ownCamera = await DeviceCamera.open(config);
     }
+    storeLock = lockStore(config.storage.path, 'serve');
     store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
     const galleries = new Galleries();
     const { loaded, stale } = await galleries.rebuild(store.persons, engine.modelId);
@@ -117,11 +120,13 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         await closeWhenIdle(engine);
         galleries.close();
         await openStoreRef.close();
+        storeLock?.release();
       },
     };
   } catch (err) {
     await ownCamera?.close();
     await store?.close();
+    storeLock?.release();
     if (!opts.engine) await engine.close().catch(() => undefined);
     throw err;
   }

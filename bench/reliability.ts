@@ -1,0 +1,216 @@
+// npm run bench:reliability — the service as a user and an attacker meet it, in one run against the real
+// program (`face-check serve`, real engine, cloud mode) holding 10,000 persons plus real enrolled faces:
+//   1. fuzz: 10,000 generated bad requests (bench/reliability-fuzz.ts): 0 5xx, 0 hangs, RSS bounded;
+//   2. stall: identify p99 at 8 connections alone, then with one client sending the hostile bodies that once
+//      froze the event loop (24 MB of nested '[', a 4-million-deep object, a 50-megapixel 1-bit BMP): loaded
+//      p99 within 2x of unloaded;
+//   3. soak: RELIABILITY_SOAK_S (600) seconds of mixed traffic at 50 connections: 0 5xx, p99 per minute,
+//      resident memory at start, end and peak.
+// Ends with one JSON line. Timings are this machine's; the ratios are what carries over.
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { templateModelId, templateSize } from '../src/engine/template-spec';
+import { packageRoot } from '../src/package-root';
+import { openStore } from '../src/storage/store';
+import { percentile, printJsonLine } from './common';
+import { faceCrops } from './face-crops';
+import { runFuzz } from './reliability-fuzz';
+
+const KEY = 'bench-reliability-key-0123456789';
+const PERSONS = Number(process.env.RELIABILITY_PERSONS ?? 10000);
+const FUZZ = Number(process.env.RELIABILITY_FUZZ ?? 10000);
+const STALL_S = Number(process.env.RELIABILITY_STALL_S ?? 20);
+const SOAK_S = Number(process.env.RELIABILITY_SOAK_S ?? 600);
+const SOAK_CONNECTIONS = 50;
+const REQUEST_TIMEOUT_MS = 30_000;
+
+interface Outcome { ms: number; status: number; at: number }
+
+function randomUnit(dim: number): Float32Array {
+  const v = Float32Array.from({ length: dim }, () => Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random()));
+  const inv = 1 / Math.hypot(...v);
+  return v.map((x) => x * inv);
+}
+
+async function startProgram(dir: string): Promise<{ child: ChildProcess; base: string }> {
+  const ini = path.join(dir, 'face-check.ini');
+  fs.writeFileSync(ini, ['[server]', 'mode = cloud', 'host = 127.0.0.1', 'port = 0', '[storage]', 'path = ./store',
+    '[auth]', `bootstrap_key = ${KEY}`, '[camera]', 'source = none'].join('\n'));
+  const child = spawn(process.execPath, [path.join(packageRoot(), 'bin', 'face-check.js'), 'serve', '--config', ini],
+    { stdio: ['ignore', 'pipe', 'inherit'] });
+  const base = await new Promise<string>((resolve, reject) => {
+    let text = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      text += c.toString();
+      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(text);
+      if (m) resolve(m[1]);
+      if (text.length > 1e6) text = text.slice(-1e5);
+    });
+    child.once('exit', (code) => reject(new Error(`the service exited with ${code} before listening`)));
+  });
+  child.stdout!.resume();
+  return { child, base };
+}
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : NaN;
+}
+
+async function send(base: string, method: string, url: string, body?: string): Promise<Outcome> {
+  const t0 = performance.now();
+  try {
+    const res = await fetch(`${base}${url}`, {
+      method, body, headers: { 'api-key': KEY, 'content-type': 'application/json' }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    await res.arrayBuffer();
+    return { ms: performance.now() - t0, status: res.status, at: t0 };
+  } catch {
+    return { ms: performance.now() - t0, status: 0, at: t0 };  // 0: connection error or timeout
+  }
+}
+
+/** `connections` clients looping `next()` for `seconds`. */
+async function drive(seconds: number, connections: number, next: (worker: number, i: number) => Promise<Outcome>): Promise<Outcome[]> {
+  const until = performance.now() + seconds * 1000;
+  const all: Outcome[] = [];
+  await Promise.all(Array.from({ length: connections }, async (_, w) => {
+    for (let i = 0; performance.now() < until; i++) all.push(await next(w, i));
+  }));
+  return all;
+}
+
+/** The bodies that once took the event loop for seconds. */
+function hostileBodies(): Array<{ url: string; body: string }> {
+  const nested = '['.repeat(24 * 1024 * 1024);
+  const deep = `{"faceImage":${'{"a":'.repeat(4_000_000)}1${'}'.repeat(4_000_000)}}`;
+  // A 1-bit BMP of 10000 x 5000 pixels (50 megapixels, [image] max_pixels): rows of 1252 bytes.
+  const width = 10000, height = 5000, row = Math.ceil(width / 32) * 4;
+  const bmp = Buffer.alloc(62 + row * height, 0x55);
+  bmp.write('BM', 0);
+  bmp.writeUInt32LE(bmp.length, 2);
+  bmp.writeUInt32LE(62, 10);
+  bmp.writeUInt32LE(40, 14);
+  bmp.writeInt32LE(width, 18);
+  bmp.writeInt32LE(height, 22);
+  bmp.writeUInt16LE(1, 26);
+  bmp.writeUInt16LE(1, 28);
+  bmp.writeUInt32LE(0, 30);
+  bmp.writeUInt32LE(row * height, 34);
+  bmp.writeUInt32LE(2, 46);
+  bmp.writeUInt32LE(0x00000000, 54);
+  bmp.writeUInt32LE(0x00ffffff, 58);
+  return [
+    { url: '/person/recognize-face', body: nested },
+    { url: '/person/face/hostile', body: deep },
+    { url: '/person/recognize-face', body: JSON.stringify({ faceImage: bmp.toString('base64') }) },
+  ];
+}
+
+function summary(outcomes: Outcome[]) {
+  const ms = outcomes.map((o) => o.ms);
+  const byStatus: Record<string, number> = {};
+  for (const o of outcomes) byStatus[o.status] = (byStatus[o.status] ?? 0) + 1;
+  return {
+    requests: outcomes.length, p50: +percentile(ms, 50).toFixed(1), p99: +percentile(ms, 99).toFixed(1), byStatus,
+    fiveXX: outcomes.filter((o) => o.status >= 500 && o.status !== 503).length,
+    shed503: outcomes.filter((o) => o.status === 503).length,
+    failed: outcomes.filter((o) => o.status === 0).length,
+  };
+}
+
+async function main(): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-bench-reliability-'));
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  // The gallery: random templates of the installed model written straight to the store.
+  const store = await openStore(path.join(dir, 'store'));
+  await store.persons.createMany('default', Array.from({ length: PERSONS }, (_, i) => ({
+    personId: `synthetic-${i}`, modelId: templateModelId(), template: randomUnit(templateSize()), referenceImage: crypto.randomBytes(64),
+  })), new Date().toISOString());
+  await store.close();
+  const faces = (await faceCrops(3, 6)).map((b) => b.toString('base64'));
+
+  const { child, base } = await startProgram(dir);
+  const pid = child.pid!;
+  const enrolled: number[] = [];
+  for (let i = 0; i < faces.length; i++) {
+    const r = await send(base, 'POST', `/person/face/face-${i}`, JSON.stringify({ faceImage: faces[i] }));
+    if (r.status === 200) enrolled.push(i);
+  }
+  if (enrolled.length < 2) throw new Error(`only ${enrolled.length} demo faces enrolled`);
+  const identifyBody = (i: number) => JSON.stringify({ faceImage: faces[enrolled[i % enrolled.length]] });
+  const rssStart = rssMb(pid);
+  console.error(`service ${base}: ${PERSONS} synthetic persons, ${enrolled.length} real faces enrolled, RSS ${rssStart} MB`);
+
+  // 1. Fuzz.
+  const fuzzStart = performance.now();
+  const fuzz = await runFuzz(base, { count: FUZZ, apiKey: KEY, rss: () => rssMb(pid) });
+  const fuzzSeconds = (performance.now() - fuzzStart) / 1000;
+  console.error(`fuzz: ${JSON.stringify(fuzz)} in ${fuzzSeconds.toFixed(0)} s`);
+
+  // 2. Stall: the same identify load alone and beside one hostile client.
+  const identify = (w: number, i: number) => send(base, 'POST', '/person/recognize-face', identifyBody(w + i));
+  const unloaded = summary(await drive(STALL_S, 8, identify));
+  const hostile = hostileBodies();
+  let stop = false;
+  const hostileSent: number[] = [];
+  const attacker = (async () => {
+    for (let i = 0; !stop; i++) {
+      const h = hostile[i % hostile.length];
+      hostileSent.push((await send(base, 'POST', h.url, h.body)).status);
+    }
+  })();
+  const loaded = summary(await drive(STALL_S, 8, identify));
+  stop = true;
+  await attacker;
+  const stallRatio = +(loaded.p99 / unloaded.p99).toFixed(2);
+  console.error(`stall: unloaded ${JSON.stringify(unloaded)}, with the hostile client ${JSON.stringify(loaded)}, hostile answers ${JSON.stringify(hostileSent.reduce<Record<number, number>>((m, s) => ({ ...m, [s]: (m[s] ?? 0) + 1 }), {}))}`);
+
+  // 3. Soak: mixed traffic at 50 connections.
+  const rss: number[] = [];
+  const sampler = setInterval(() => rss.push(rssMb(pid)), 5000);
+  const soakStart = performance.now();
+  const mixed = async (w: number, i: number): Promise<Outcome> => {
+    const pick = (w * 7919 + i * 104729) % 100;
+    if (pick < 60) return identify(w, i);
+    if (pick < 70) return send(base, 'POST', `/person/verify-face/face-${enrolled[0]}`, identifyBody(0));
+    if (pick < 80) return send(base, 'GET', `/person/face/synthetic-${(w * 31 + i) % PERSONS}`);
+    if (pick < 85) return send(base, 'POST', '/person/compare-face', JSON.stringify({ targetImage: faces[enrolled[0]], sourceImage: faces[enrolled[1]] }));
+    // Enrol and remove: a real face under a fresh id (F_012 when another worker holds it at that moment).
+    const id = `soak-${w}-${i}`;
+    const created = await send(base, 'POST', `/person/face/${id}`, JSON.stringify({ faceImage: faces[(w + i) % faces.length] }));
+    if (created.status === 200) await send(base, 'DELETE', `/person/face/${id}`);
+    return created;
+  };
+  const soakOutcomes = await drive(SOAK_S, SOAK_CONNECTIONS, mixed);
+  clearInterval(sampler);
+  const perMinute: Array<{ minute: number; requests: number; p99: number; fiveXX: number }> = [];
+  for (let m = 0; m * 60 < SOAK_S; m++) {
+    const slice = soakOutcomes.filter((o) => o.at - soakStart >= m * 60_000 && o.at - soakStart < (m + 1) * 60_000);
+    if (slice.length) {
+      const s = summary(slice);
+      perMinute.push({ minute: m + 1, requests: s.requests, p99: s.p99, fiveXX: s.fiveXX + s.shed503 });
+    }
+  }
+  const soak = summary(soakOutcomes);
+  const rssEnd = rssMb(pid);
+  child.kill('SIGTERM');
+  const exitCode = await new Promise<number | null>((r) => child.once('exit', r));
+
+  printJsonLine({
+    bench: 'reliability', persons: PERSONS + enrolled.length,
+    fuzz: { ...fuzz, seconds: +fuzzSeconds.toFixed(1) },
+    stall: { connections: 8, seconds: STALL_S, unloadedP99: unloaded.p99, loadedP99: loaded.p99, ratio: stallRatio, target: '<= 2', hostileRequests: hostileSent.length, unloaded, loaded },
+    soak: { seconds: SOAK_S, connections: SOAK_CONNECTIONS, ...soak, perMinute, rssStartMb: rssStart, rssEndMb: rssEnd, rssPeakMb: Math.max(...rss, rssEnd), rssGrowthMb: rssEnd - rssStart },
+    exitCodeAfterSigterm: exitCode,
+  });
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});
