@@ -94,11 +94,13 @@ export function errorResponses(byStatus: Record<number, string[]>): Record<numbe
   return out;
 }
 
-/** 401/403/500 (and 413 for bodies over [server] body_limit_bytes) on every authenticated route. */
+/** 401/403/500/503 (and 413 for bodies over [server] body_limit_bytes) on every authenticated route; 503
+ *  (with Retry-After) under overload or while shutting down (plugins/overload.ts). */
 export const commonErrors = {
   401: ['UNAUTHORIZED'],
   403: ['FORBIDDEN'],
   500: ['INTERNAL'],
+  503: ['SERVICE_UNAVAILABLE'],
 };
 
 export const bodyErrors = { 413: ['R_002'] };

@@ -20,7 +20,7 @@ const verifyFace: FastifyPluginAsync = async (app) => {
       response: {
         200: personResponse,
         ...errorResponses({
-          400: ['R_002', 'R_003', 'CP_005'], 404: ['NF_001'], 410: ['RF_001'], 503: ['SERVICE_UNAVAILABLE'],
+          400: ['R_002', 'R_003', 'CP_005'], 404: ['NF_001'], 410: ['RF_001'],
           ...bodyErrors, ...commonErrors,
         }),
       },
