@@ -26,8 +26,8 @@ const none = async () => undefined;
 
 t.test('the documented order', async (t) => {
   t.same(ENROLMENT_CHECKS.map((c) => c.error), [
-    'NoFace', 'NotOneFace', 'WrongFaceSize', 'WrongFaceYaw', 'WrongFacePitch', 'WrongFaceRoll',
-    'BadBrightness', 'BadSharpness', 'SunglassesExist', 'EyesClosed', 'MouthOpen', 'FaceExists',
+    'NoFace', 'NotOneFace', 'WrongFaceSize', 'WrongFaceRoll', 'BadBrightness', 'BadSharpness',
+    'WrongFaceYaw', 'WrongFacePitch', 'SunglassesExist', 'EyesClosed', 'MouthOpen', 'FaceExists',
   ]);
 });
 
@@ -87,9 +87,13 @@ t.test('background faces smaller than background_face_ratio x the largest do not
   t.ok((await runEnrolmentChecks([good(), good({ faceSize: 60, analyzed: false })], bounds, none)).ok);
 });
 
+// Roll before the image quality (the crop brightness and sharpness are measured in is aligned on the eyes),
+// the image quality before yaw and pitch (finer landmarks that darkness and blur displace).
 t.test('precedence: the earlier criterion wins', async (t) => {
-  const bad = good({ faceSize: 50, pose: { yaw: 40, pitch: 40, roll: 40 }, brightness: 10, sunglasses: 1, eyes: { left: 0, right: 0 }, mouthOpenness: 1 });
-  const order = ['WrongFaceSize', 'WrongFaceYaw', 'WrongFacePitch', 'WrongFaceRoll', 'BadBrightness', 'SunglassesExist', 'EyesClosed', 'MouthOpen'];
+  const bad = good({
+    faceSize: 50, pose: { yaw: 40, pitch: 40, roll: 40 }, brightness: 10, sharpness: 5, sunglasses: 1, eyes: { left: 0, right: 0 }, mouthOpenness: 1,
+  });
+  const order = ['WrongFaceSize', 'WrongFaceRoll', 'BadBrightness', 'BadSharpness', 'WrongFaceYaw', 'WrongFacePitch', 'SunglassesExist', 'EyesClosed', 'MouthOpen'];
   let face = bad;
   for (const expected of order) {
     const out = await runEnrolmentChecks([face], bounds, none);
@@ -103,10 +107,11 @@ t.test('precedence: the earlier criterion wins', async (t) => {
 
 const fixes: Record<string, Partial<FaceAnalysis>> = {
   WrongFaceSize: { faceSize: 200 },
-  WrongFaceYaw: { pose: { yaw: 0, pitch: 40, roll: 40 } },
-  WrongFacePitch: { pose: { yaw: 0, pitch: 0, roll: 40 } },
-  WrongFaceRoll: { pose: { yaw: 0, pitch: 0, roll: 0 } },
+  WrongFaceRoll: { pose: { yaw: 40, pitch: 40, roll: 0 } },
   BadBrightness: { brightness: 128 },
+  BadSharpness: { sharpness: 500 },
+  WrongFaceYaw: { pose: { yaw: 0, pitch: 40, roll: 0 } },
+  WrongFacePitch: { pose: { yaw: 0, pitch: 0, roll: 0 } },
   SunglassesExist: { sunglasses: 0 },
   EyesClosed: { eyes: { left: 1, right: 1 } },
   MouthOpen: { mouthOpenness: 0 },
