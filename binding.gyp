@@ -1,5 +1,6 @@
 # Secondary build (node-gyp), used when neither a prebuild nor cmake-js is available.
-# Reads the same source list as CMakeLists.txt: native/sources.json.
+# Reads the same source list and compiler flags as CMakeLists.txt: native/sources.json and
+# native/build-flags.json.
 {
   "variables": {
     "ort_include%": "deps/onnxruntime/include",
@@ -7,9 +8,9 @@
   },
   "target_defaults": {
     "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
-    "cflags_cc": ["-std=c++17", "-fexceptions", "-fvisibility=hidden", "-O3", "-fno-math-errno"],
+    "cflags_cc": ["<!@(node -p \"const f=require('./native/build-flags.json'); f.cxx.concat(f.addon).join(' ')\")"],
     "include_dirs": ["native", "<(ort_include)", "<!(node -p \"require('node-addon-api').include_dir\")"],
-    "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"]
+    "defines": ["<!@(node -p \"require('./native/build-flags.json').defines.join(' ')\")"]
   },
   "targets": [
     {
@@ -17,7 +18,8 @@
       "sources": [
         "<!@(node -p \"const s=require('./native/sources.json'); s.core.concat(s.addon).join(' ')\")"
       ],
-      "libraries": ["-ldl", "-lpthread"],
+      "ldflags": ["<!@(node -p \"require('./native/build-flags.json').link.join(' ')\")"],
+      "libraries": ["<!@(node -p \"require('./native/build-flags.json').libs.join(' ')\")"],
       "conditions": [
         ["target_arch=='x64'", { "dependencies": ["simd_x64"] }],
         ["target_arch=='arm64'", { "sources": ["<!@(node -p \"require('./native/sources.json').simd_neon.join(' ')\")"] }],
@@ -41,13 +43,13 @@
         {
           "target_name": "simd_avx2",
           "type": "static_library",
-          "cflags": ["-mavx2", "-mfma", "-fPIC"],
+          "cflags": ["<!@(node -p \"require('./native/build-flags.json').isa.avx2.join(' ')\")", "-fPIC"],
           "sources": ["<!@(node -p \"require('./native/sources.json').simd_avx2.join(' ')\")"]
         },
         {
           "target_name": "simd_avx512",
           "type": "static_library",
-          "cflags": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mfma", "-fPIC"],
+          "cflags": ["<!@(node -p \"require('./native/build-flags.json').isa.avx512.join(' ')\")", "-fPIC"],
           "sources": ["<!@(node -p \"require('./native/sources.json').simd_avx512.join(' ')\")"]
         }
       ]
