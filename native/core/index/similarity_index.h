@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/error_table.h"
@@ -165,6 +166,16 @@ class Collection {
  private:
   struct Prepared;
   IndexResult prepareQueries(const float* queries, size_t nq, const Kernel* k, Prepared* p) const;
+
+  // Bulk load steps (bulk_load.cpp). A SlotSource is (row slot, index of the template in the batch).
+  using SlotSource = std::pair<uint32_t, uint32_t>;
+  IndexResult replaceContent(const float* data, size_t n, const std::vector<std::string>& keys, unsigned threads,
+                             BulkStats* stats);
+  IndexResult upsertInPlace(const float* data, size_t n, const std::vector<std::string>& keys, unsigned threads,
+                            BulkStats* stats);
+  void redoRowsForRepeatedKeys(Storage& st, const float* data, size_t n, const std::vector<std::string>& keys,
+                               unsigned threads) const;
+  bool encodeRowsInto(Storage& st, const float* data, const std::vector<SlotSource>& rows, unsigned threads) const;
 
   const size_t dim_;
   const size_t stride_;

@@ -1,0 +1,263 @@
+// Collection::bulkLoad: many templates at once, either replacing the whole content (built outside the
+// lock, then swapped in) or upserting in place under the lock. Both paths encode rows on several threads.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "core/index/guarded.h"
+#include "core/index/partition.h"
+#include "core/index/similarity_index.h"
+#include "core/index/storage.h"
+
+namespace facecheck::index {
+
+namespace {
+
+constexpr size_t kRowsPerBulkThread = 4096;  // fewer rows than this per thread is not worth a thread
+
+IndexResult checkBatch(const float* data, size_t n, const std::vector<std::string>& keys) {
+  if (keys.size() != n) return IndexResult::fail(IndexCode::BadArgument, "keys and templates differ in count");
+  if (n > 0 && !data) return IndexResult::fail(IndexCode::BadArgument, "missing templates");
+  for (const auto& k : keys)
+    if (k.empty()) return IndexResult::fail(IndexCode::BadArgument, "empty key");
+  return {};
+}
+
+unsigned bulkThreads(unsigned requested, size_t n) {
+  return unsigned(std::min<size_t>(requested ? requested : hardwareThreads(), std::max<size_t>(1, n / kRowsPerBulkThread)));
+}
+
+IndexResult notFinite() { return IndexResult::fail(IndexCode::BadArgument, "a template has a NaN or an infinity"); }
+
+// Encodes template i into row i of `st` for every i < n, handed out in grains to the threads that call
+// run(part); a non-finite template stops everyone.
+class InOrderEncoder {
+ public:
+  InOrderEncoder(Storage& st, const float* data, size_t n, size_t dim, size_t stride, size_t vstride, unsigned parts)
+      : st_(st), data_(data), n_(n), dim_(dim), stride_(stride), vstride_(vstride), maxScale_(parts, 0.0f) {}
+
+  void run(unsigned part) {
+    constexpr size_t kGrain = 512;
+    float ms = 0;
+    for (;;) {
+      const size_t lo = next_.fetch_add(kGrain);
+      if (lo >= n_ || bad_.load(std::memory_order_relaxed)) break;
+      const size_t hi = std::min(n_, lo + kGrain);
+      for (size_t i = lo; i < hi; ++i) {
+        RowView rv = rowAt(st_, i, stride_, vstride_);
+        if (!encode(data_ + i * dim_, dim_, stride_, rv.vec, rv.code, &rv.chunk->scale[rv.row], &rv.chunk->sums[rv.row])) {
+          bad_ = true;
+          break;
+        }
+        ms = std::max(ms, rv.chunk->scale[rv.row]);
+      }
+    }
+    maxScale_[part] = ms;
+  }
+  void stop() { bad_ = true; }
+  bool failed() const { return bad_; }
+  float maxScale() const { return *std::max_element(maxScale_.begin(), maxScale_.end()); }
+
+ private:
+  Storage& st_;
+  const float* data_;
+  const size_t n_, dim_, stride_, vstride_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> bad_{false};
+  std::vector<float> maxScale_;
+};
+
+// Starts encoder.run(1..parts-1) on threads of their own; fewer when a thread cannot be started (the
+// work is shared through the encoder, so it still all gets done).
+std::vector<std::thread> startEncoders(InOrderEncoder& encoder, unsigned parts) {
+  std::vector<std::thread> workers;
+  for (unsigned p = 1; p < parts; ++p) {
+    try {
+      workers.emplace_back([&encoder, p] { encoder.run(p); });
+    } catch (...) {
+      break;
+    }
+  }
+  return workers;
+}
+
+void joinAll(std::vector<std::thread>& workers) {
+  for (auto& w : workers) w.join();
+}
+
+// Key i -> slot i; false (and the map left partial) at the first repeated key.
+bool mapKeysInOrder(Storage& st, const std::vector<std::string>& keys) {
+  const size_t n = keys.size();
+  st.slots.reserve(n);
+  st.keys.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto ins = st.slots.emplace(keys[i], uint32_t(i));
+    if (!ins.second) return false;
+    st.keys.push_back(&*ins.first);
+    st.keyBytes += keyHeapBytes(ins.first->first);
+  }
+  return true;
+}
+
+}  // namespace
+
+IndexResult Collection::bulkLoad(const float* data, size_t n, const std::vector<std::string>& keys, bool clear,
+                                 unsigned threads, BulkStats* stats) {
+  *stats = BulkStats{};
+  IndexResult r = checkBatch(data, n, keys);
+  if (!r.ok()) return r;
+  const unsigned T = bulkThreads(threads, n);
+  r = guarded([&] { return clear ? replaceContent(data, n, keys, T, stats) : upsertInPlace(data, n, keys, T, stats); });
+  if (!r.ok()) *stats = BulkStats{};
+  return r;
+}
+
+// Builds the new content outside the lock, then swaps it in, so searches go on meanwhile. Keys are
+// normally unique, so row i takes template i: the other threads encode rows while this one builds the key
+// map, then joins them. If a key repeats, the rows are redone with the general mapping (last template wins).
+IndexResult Collection::replaceContent(const float* data, size_t n, const std::vector<std::string>& keys,
+                                       unsigned threads, BulkStats* stats) {
+  const size_t vstride = vectorStride(dim_);
+  Storage ns;
+  if (!reserveRows(ns, n, stride_, vstride)) return IndexResult::fail(IndexCode::OutOfMemory, "cannot allocate index rows");
+  InOrderEncoder encoder(ns, data, n, dim_, stride_, vstride, threads);
+  std::vector<std::thread> workers = startEncoders(encoder, threads);
+  bool unique;
+  try {
+    unique = mapKeysInOrder(ns, keys);
+  } catch (...) {
+    encoder.stop();  // stop the encoders before reporting
+    joinAll(workers);
+    throw;
+  }
+  encoder.run(0);
+  joinAll(workers);
+  if (encoder.failed()) return notFinite();
+  if (unique) {
+    ns.n = n;
+    ns.maxScale = std::max(ns.maxScale, encoder.maxScale());
+  } else {
+    redoRowsForRepeatedKeys(ns, data, n, keys, threads);
+  }
+  stats->added = ns.n;
+  {
+    std::lock_guard<RwGate> lock(gate_);
+    std::swap(ns, st_);
+    publish();
+  }
+  return {};  // the old content (now in ns) is freed outside the lock
+}
+
+// After mapKeysInOrder met a repeated key: one slot per distinct key in order of first appearance, each
+// holding the last template given for it. Templates were all checked by the first pass.
+void Collection::redoRowsForRepeatedKeys(Storage& st, const float* data, size_t n, const std::vector<std::string>& keys,
+                                         unsigned threads) const {
+  const size_t vstride = vectorStride(dim_);
+  st.slots.clear();
+  st.keys.clear();
+  st.keyBytes = 0;
+  std::vector<SlotSource> rows;
+  rows.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto ins = st.slots.emplace(keys[i], uint32_t(st.n));
+    if (ins.second) {
+      st.keys.push_back(&*ins.first);
+      st.keyBytes += keyHeapBytes(ins.first->first);
+      rows.emplace_back(uint32_t(st.n), uint32_t(i));
+      st.n++;
+    } else {
+      rows[ins.first->second].second = uint32_t(i);  // repeated key: last template wins
+    }
+  }
+  // Rows past st.n hold encoded templates of repeated keys: zero them (no trace), then redo.
+  for (size_t slot = st.n; slot < n; ++slot) wipeRow(rowAt(st, slot, stride_, vstride), stride_, vstride);
+  trimChunks(st);
+  encodeRowsInto(st, data, rows, threads);
+}
+
+// Appends new keys and replaces existing ones under the lock. A bad template must change nothing:
+// replaced rows are checked before any row is written; new rows are checked while they are encoded and,
+// if one is bad, the new keys are taken back (one pass over the data instead of two: this is the start-up
+// rebuild's path).
+IndexResult Collection::upsertInPlace(const float* data, size_t n, const std::vector<std::string>& keys,
+                                      unsigned threads, BulkStats* stats) {
+  const size_t vstride = vectorStride(dim_);
+  std::lock_guard<RwGate> lock(gate_);
+  const size_t n0 = st_.n;
+  // New keys get slots n0.. in order of first appearance (index in `added` = slot - n0); replaced keys are
+  // listed in `replaced` (one entry per slot, the last template wins).
+  std::vector<SlotSource> added, replaced;
+  std::unordered_map<uint32_t, uint32_t> replacedIndex;  // slot -> index in `replaced`
+  try {
+    added.reserve(n);
+    st_.keys.reserve(n0 + n);
+    for (size_t i = 0; i < n; ++i) {
+      auto ins = st_.slots.emplace(keys[i], uint32_t(st_.n));
+      const uint32_t slot = ins.first->second;
+      if (ins.second) {
+        st_.keys.push_back(&*ins.first);
+        st_.keyBytes += keyHeapBytes(ins.first->first);
+        st_.n++;
+        added.emplace_back(slot, uint32_t(i));
+      } else if (slot >= n0) {
+        added[slot - n0].second = uint32_t(i);
+      } else {
+        auto t = replacedIndex.emplace(slot, uint32_t(replaced.size()));
+        if (t.second)
+          replaced.emplace_back(slot, uint32_t(i));
+        else
+          replaced[t.first->second].second = uint32_t(i);
+      }
+    }
+    if (!reserveRows(st_, st_.n, stride_, vstride)) throw std::bad_alloc();
+  } catch (...) {
+    undoNewKeys(n0, false);
+    return IndexResult::fail(IndexCode::OutOfMemory, "out of memory");
+  }
+  std::vector<float> scratch(dim_);
+  for (const SlotSource& r : replaced) {
+    if (!normalise(data + size_t(r.second) * dim_, dim_, scratch.data())) {
+      undoNewKeys(n0, false);
+      return notFinite();
+    }
+  }
+  if (!encodeRowsInto(st_, data, added, threads)) {
+    undoNewKeys(n0, true);
+    return notFinite();
+  }
+  encodeRowsInto(st_, data, replaced, threads);  // checked above: cannot fail
+  stats->added = st_.n - n0;
+  stats->replaced = replaced.size();
+  publish();
+  return {};
+}
+
+// Encodes rows[i] = (slot, template index) in parallel; false if a template is not finite.
+bool Collection::encodeRowsInto(Storage& st, const float* data, const std::vector<SlotSource>& rows,
+                                unsigned threads) const {
+  const size_t vstride = vectorStride(dim_);
+  std::vector<float> maxScale(threads, 0.0f);
+  std::vector<char> bad(threads, 0);
+  runPartitioned(threads, rows.size(), [&](unsigned p, size_t lo, size_t hi) {
+    float ms = 0;
+    for (size_t i = lo; i < hi; ++i) {
+      RowView rv = rowAt(st, rows[i].first, stride_, vstride);
+      if (!encode(data + size_t(rows[i].second) * dim_, dim_, stride_, rv.vec, rv.code, &rv.chunk->scale[rv.row],
+                  &rv.chunk->sums[rv.row])) {
+        bad[p] = 1;
+        return;
+      }
+      ms = std::max(ms, rv.chunk->scale[rv.row]);
+    }
+    maxScale[p] = ms;
+  });
+  for (unsigned p = 0; p < threads; ++p)
+    if (bad[p]) return false;
+  for (float s : maxScale) st.maxScale = std::max(st.maxScale, s);
+  return true;
+}
+
+}  // namespace facecheck::index

@@ -1,0 +1,73 @@
+// Collection reads by key (a stored template, scores against given keys) and the memory-read benchmark.
+#include <chrono>
+#include <limits>
+#include <mutex>
+#include <shared_mutex>
+
+#include "core/index/guarded.h"
+#include "core/index/partition.h"
+#include "core/index/similarity_index.h"
+#include "core/index/storage.h"
+
+namespace facecheck::index {
+
+IndexResult Collection::get(std::string_view key, std::vector<float>* out) const {
+  return guarded([&]() -> IndexResult {
+    std::string k(key);
+    std::shared_lock<RwGate> lock(gate_);
+    auto it = st_.slots.find(k);
+    if (it == st_.slots.end()) return IndexResult::fail(IndexCode::KeyNotFound, "key not in the collection");
+    const float* v = rowAt(st_, it->second, stride_, vectorStride(dim_)).vec;
+    out->assign(v, v + dim_);
+    return {};
+  });
+}
+
+IndexResult Collection::score(const float* query, const std::vector<std::string>& keys, std::vector<float>* out) const {
+  if (!query) return IndexResult::fail(IndexCode::BadArgument, "no query");
+  return guarded([&]() -> IndexResult {
+    std::vector<float> q(dim_);
+    if (!normalise(query, dim_, q.data()))
+      return IndexResult::fail(IndexCode::BadArgument, "query has a NaN or an infinity");
+    const Kernel* K = activeKernel();
+    out->assign(keys.size(), std::numeric_limits<float>::quiet_NaN());
+    std::shared_lock<RwGate> lock(gate_);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto it = st_.slots.find(keys[i]);
+      if (it != st_.slots.end())
+        (*out)[i] = K->dot_f32(q.data(), rowAt(st_, it->second, stride_, vectorStride(dim_)).vec, dim_);
+    }
+    return {};
+  });
+}
+
+IndexResult Collection::streamCodes(const Kernel* kernel, unsigned threads, double* seconds, size_t* bytes) const {
+  const Kernel* K = kernel ? kernel : activeKernel();
+  return guarded([&]() -> IndexResult {
+    std::shared_lock<RwGate> lock(gate_);
+    const size_t n = st_.n;
+    const unsigned T = std::max(1u, std::min(threads ? threads : hardwareThreads(), 64u));
+    std::vector<uint64_t> sink(T, 0);
+    auto t0 = std::chrono::steady_clock::now();
+    runPartitioned(T, n, [&](unsigned part, size_t lo, size_t hi) {
+      uint64_t x = 0;
+      for (size_t s = lo; s < hi;) {
+        const Chunk& ch = *st_.chunks[s / kChunkRows];
+        const size_t r0 = s % kChunkRows;
+        const size_t nr = std::min(kChunkRows - r0, hi - s);
+        x ^= K->stream(ch.codes.data() + r0 * stride_, nr * stride_);
+        s += nr;
+      }
+      sink[part] = x;
+    });
+    auto t1 = std::chrono::steady_clock::now();
+    volatile uint64_t keep = 0;
+    for (uint64_t x : sink) keep = keep ^ x;
+    (void)keep;
+    *seconds = std::chrono::duration<double>(t1 - t0).count();
+    *bytes = n * stride_;
+    return {};
+  });
+}
+
+}  // namespace facecheck::index

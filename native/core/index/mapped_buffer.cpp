@@ -1,0 +1,41 @@
+#include "core/index/mapped_buffer.h"
+
+#include <sys/mman.h>
+
+namespace facecheck::index {
+
+namespace {
+constexpr int kMadvPopulateWrite = 23;  // MADV_POPULATE_WRITE (Linux 5.14); older headers lack the name
+}  // namespace
+
+MappedBuffer::MappedBuffer(size_t bytes, bool hugeAdvice) {
+  if (bytes == 0) return;
+  const bool huge = hugeAdvice && bytes >= kHugePage;
+  const size_t size = huge ? roundUp(bytes, kHugePage) : roundUp(bytes, 4096);
+  const size_t span = huge ? size + kHugePage : size;
+  void* p = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  uint8_t* base = static_cast<uint8_t*>(p);
+  if (huge) {
+    uint8_t* aligned = reinterpret_cast<uint8_t*>(roundUp(reinterpret_cast<uintptr_t>(base), kHugePage));
+    if (aligned > base) munmap(base, size_t(aligned - base));
+    uint8_t* end = aligned + size;
+    if (base + span > end) munmap(end, size_t(base + span - end));
+    base = aligned;
+#ifdef MADV_HUGEPAGE
+    madvise(base, size, MADV_HUGEPAGE);
+#endif
+  }
+  // Fault every page in now, in one call: chunks are filled right after they are made, and a bulk load
+  // of 1M templates otherwise took ~600k separate page faults (measured: sys time 2.2-5.4 s -> 1.6-1.8 s).
+  // Ignored by kernels before 5.14.
+  madvise(base, size, kMadvPopulateWrite);
+  ptr_ = base;
+  size_ = size;
+}
+
+MappedBuffer::~MappedBuffer() {
+  if (ptr_) munmap(ptr_, size_);
+}
+
+}  // namespace facecheck::index
