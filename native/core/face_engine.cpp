@@ -4,6 +4,9 @@
 #include "core/landmark_pose.h"
 
 #include <chrono>
+#include <exception>
+#include <new>
+#include <system_error>
 #include <thread>
 
 namespace facecheck {
@@ -20,6 +23,32 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
+
+class JoinOnExit {
+ public:
+  explicit JoinOnExit(std::thread& t) : t_(t) {}
+  ~JoinOnExit() {
+    if (t_.joinable()) t_.join();
+  }
+  JoinOnExit(const JoinOnExit&) = delete;
+  JoinOnExit& operator=(const JoinOnExit&) = delete;
+
+ private:
+  std::thread& t_;
+};
+
+// The failure an exception caught in a worker thread stands for.
+Result resultOf(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::bad_alloc&) {
+    return Result::fail(Status::Internal, "out of memory");
+  } catch (const std::exception& e) {
+    return Result::fail(Status::Internal, e.what());
+  } catch (...) {
+    return Result::fail(Status::Internal, "unexpected failure in a face analysis thread");
+  }
+}
 }  // namespace
 
 Result FaceEngine::load(const EngineConfig& config, std::unique_ptr<FaceEngine>* out) {
@@ -93,8 +122,26 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
     if (resultB.ok() && options.eyes) resultB = attributes_->eyes(ws.pyramid, ws.attributes, face);
     watch.lap(&laneB.eyes);
   };
+  // Lane B's exceptions are caught in its own thread (an escaped one would end the process) and turned
+  // into a Result after the join.
+  std::exception_ptr laneBError;
+  auto runLaneBCaught = [&] {
+    try {
+      runLaneB();
+    } catch (...) {
+      laneBError = std::current_exception();
+    }
+  };
   std::thread worker;
-  if (config_.threads > 1) worker = std::thread(runLaneB);
+  if (config_.threads > 1) {
+    try {
+      worker = std::thread(runLaneBCaught);
+    } catch (const std::system_error&) {
+      // no thread to be had: lane B runs after lane A on this one
+    }
+  }
+  // Joins lane B however lane A ends, so no exception leaves this scope with the thread still running.
+  JoinOnExit joinLaneB(worker);
 
   StageTimings laneA;
   Result r;
@@ -108,10 +155,11 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
   watch.lap(&laneA.quality);
 
   if (worker.joinable()) worker.join();
-  else runLaneB();
+  else runLaneBCaught();
   timings->add(laneA);
   timings->add(laneB);
   if (!r.ok()) return r;
+  if (laneBError) return resultOf(laneBError);
   if (!resultB.ok()) return resultB;
   if (embed) {
     Stopwatch combineWatch;
