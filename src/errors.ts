@@ -35,6 +35,9 @@ export class ApiError extends Error {
     this.name = 'ApiError';
   }
 
+  /** Sent as Retry-After when set: the refusal is momentary (busy), not a fault of the request. */
+  retryAfterSeconds?: number;
+
   body(): { code: string; message: string } {
     return { code: this.code, message: this.publicMessage };
   }

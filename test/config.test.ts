@@ -21,7 +21,7 @@ t.test('defaults', async (t) => {
   t.equal(c.storage.path, '/srv/data');
   t.equal(c.auth.bootstrap_key, '');
   t.same(c.matching, { identify_threshold: 98, verify_threshold: 80, compare_threshold: 80, duplicate_threshold: 98 });
-  t.same(c.image, { max_bytes: 8 * 1024 * 1024, max_pixels: 50_000_000 });
+  t.same(c.image, { max_bytes: 8 * 1024 * 1024, max_pixels: 50_000_000, max_pixels_in_flight: 150_000_000 });
   t.equal(c.quality.min_face_size, 80);
   t.equal(c.quality.max_yaw, 30);
   t.equal(c.quality.max_pitch, 30);

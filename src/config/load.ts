@@ -91,6 +91,9 @@ function checkRelations(config: Config, file?: string): void {
   if (config.camera.source === 'replay' && !config.camera.replay_path) {
     throw new ConfigError('[camera] replay_path', 'is required when [camera] source = replay', file);
   }
+  if (config.image.max_pixels_in_flight < config.image.max_pixels) {
+    throw new ConfigError('[image] max_pixels_in_flight', 'must be at least [image] max_pixels', file);
+  }
   if (config.quality.min_brightness > config.quality.max_brightness) {
     throw new ConfigError('[quality] min_brightness', 'must not exceed [quality] max_brightness', file);
   }

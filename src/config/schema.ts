@@ -100,6 +100,8 @@ export const configSchema: ConfigSchema = {
     max_bytes: { default: 8 * MiB, parse: integer(1, 256 * MiB) },
     // 50 MP admits 7360x4912 camera photos; the decoder refuses larger ones before allocating.
     max_pixels: { default: 50_000_000, parse: integer(1, 268_402_689) },
+    // Three images at max_pixels (450 MB of decoded RGB): src/image/pixel-budget.ts.
+    max_pixels_in_flight: { default: 150_000_000, parse: integer(1, 16_000_000_000) },
   },
   quality: {
     min_face_size: { default: 80, parse: decimal(0, 100_000) },

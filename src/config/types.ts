@@ -62,6 +62,8 @@ export interface ImageConfig {
   max_bytes: number;
   /** Largest image in pixels (width x height), enforced by the decoder before it allocates. */
   max_pixels: number;
+  /** Decoded pixels of all requests in flight together; an image beyond it is answered 503 at once. */
+  max_pixels_in_flight: number;
 }
 
 /** Bounds of the enrolment checks (issue 5 tunes the numbers). Units as in src/engine/types.ts. */

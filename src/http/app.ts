@@ -6,6 +6,7 @@ import './fastify-types';
 import type { Config } from '../config/types';
 import type { FaceEngine } from '../engine/types';
 import type { ErrorCatalog } from '../errors';
+import { PixelBudget } from '../image/pixel-budget';
 import { Galleries } from '../matching/galleries';
 import { SimilarityScale } from '../matching/similarity-scale';
 import { Authenticator } from '../services/auth';
@@ -61,6 +62,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     scale: deps.scale ?? new SimilarityScale(),
     errors,
     now: deps.now ?? (() => new Date()),
+    pixels: new PixelBudget(config.image.max_pixels_in_flight),
   }, deps.camera);
 
   let logger: FastifyBaseLogger | undefined;

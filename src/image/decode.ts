@@ -5,7 +5,8 @@
 // check width x height from the header before allocating pixels.
 import sharp from 'sharp';
 import type { RgbImage } from '../engine/types';
-import { decodeBmpOffThread, isBmp } from './bmp';
+import { decodeBmpOffThread, isBmp, readBmpLayout } from './bmp';
+import { PixelBudgetError, type PixelBudget, type PixelLease } from './pixel-budget';
 import { decodeBase64Field } from './base64';
 
 export interface ImageLimits {
@@ -19,6 +20,8 @@ export interface ImageLimits {
    * Request images are strict; re-reading stored references (reindex) need not be.
    */
   strict?: boolean;
+  /** Decoded pixels in flight across requests; the image's pixels are admitted before they are decoded. */
+  budget?: PixelBudget;
 }
 
 /** The field could not become an image: the service answers R_003. `reason` goes to the log only. */
@@ -36,6 +39,8 @@ export interface DecodedImage {
   /** The original file bytes (kept as the reference image). */
   bytes: Buffer;
   rgb: RgbImage;
+  /** Gives the pixels back to the budget once the engine is done with them (safe to call twice). */
+  release(): void;
 }
 
 /** Decodes a base64 JSON field (strict; data URL accepted) into file bytes and RGB pixels. */
@@ -46,7 +51,32 @@ export async function decodeImageField(field: string, value: string, limits: Ima
   } catch (err) {
     throw new ImageDecodeError(field, `base64: ${(err as Error).message}`);
   }
-  return { bytes, rgb: await decodeImageBytes(field, bytes, limits) };
+  const lease = limits.budget && await admit(field, bytes, limits, limits.budget);
+  try {
+    return { bytes, rgb: await decodeImageBytes(field, bytes, limits), release: () => lease?.release() };
+  } catch (err) {
+    lease?.release();
+    throw err;
+  }
+}
+
+/** Reads width x height from the header (no pixel decoded) and takes them from the budget. */
+async function admit(field: string, bytes: Buffer, limits: ImageLimits, budget: PixelBudget): Promise<PixelLease> {
+  let pixels: number;
+  try {
+    if (isBmp(bytes)) {
+      const { width, height } = readBmpLayout(bytes, limits.maxPixels);
+      pixels = width * height;
+    } else {
+      const meta = await sharp(bytes, { limitInputPixels: limits.maxPixels, animated: false }).metadata();
+      pixels = (meta.width ?? 0) * (meta.height ?? 0);
+    }
+  } catch (err) {
+    throw new ImageDecodeError(field, (err as Error).message);
+  }
+  const lease = budget.tryAdmit(pixels);
+  if (!lease) throw new PixelBudgetError(field, pixels, budget);
+  return lease;
 }
 
 export async function decodeImageBytes(field: string, bytes: Uint8Array, limits: ImageLimits): Promise<RgbImage> {

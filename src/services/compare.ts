@@ -8,7 +8,7 @@ import type { FaceAnalysis } from '../engine/types';
 import { similarityIndex } from '../index/similarity-index';
 import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
-import { decodeField } from './images';
+import { decodeField, releasing } from './images';
 import { consumeQuota } from './quota';
 
 export interface CompareInput {
@@ -24,10 +24,11 @@ export interface CompareResult {
 
 export async function comparePersons(ctx: ServiceContext, caller: Caller, input: CompareInput): Promise<CompareResult> {
   // Sequential decoding: a bad targetImage is reported before sourceImage is even decoded.
-  const target = await decodeField(ctx, 'targetImage', input.targetImage);
-  const source = await decodeField(ctx, 'sourceImage', input.sourceImage);
-  await consumeQuota(ctx, caller.accountId);
-  const [targetFaces, sourceFaces] = await Promise.all([analyse(ctx, target.rgb, 1, 'match'), analyse(ctx, source.rgb, 1, 'match')]);
+  const [targetFaces, sourceFaces] = await releasing(await decodeField(ctx, 'targetImage', input.targetImage), async (target) =>
+    releasing(await decodeField(ctx, 'sourceImage', input.sourceImage), async (source) => {
+      await consumeQuota(ctx, caller.accountId);
+      return Promise.all([analyse(ctx, target.rgb, 1, 'match'), analyse(ctx, source.rgb, 1, 'match')]);
+    }));
   const [a, b] = [sourceFaces[0], targetFaces[0]];
   if (!a || !b) return { similarity: 0, facesMatched: 0 };
   const similarity = pairSimilarity(ctx, a, b);

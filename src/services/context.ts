@@ -3,6 +3,7 @@
 import type { Config } from '../config/types';
 import type { FaceEngine, FaceAnalysis, RgbImage } from '../engine/types';
 import type { ErrorCatalog } from '../errors';
+import type { PixelBudget } from '../image/pixel-budget';
 import type { Galleries } from '../matching/galleries';
 import type { SimilarityScale } from '../matching/similarity-scale';
 import type { Store } from '../storage/store';
@@ -17,6 +18,8 @@ export interface ServiceContext {
   errors: ErrorCatalog;
   /** Injectable for tests (timestamps, quota days). */
   now(): Date;
+  /** Decoded request pixels in flight ([image] max_pixels_in_flight). */
+  pixels: PixelBudget;
   /** Device mode: the camera (the live face, and the captures its faceKeys stand for). */
   camera?: LiveFaceSource;
 }

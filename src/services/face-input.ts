@@ -26,7 +26,8 @@ export async function faceInputImage(ctx: ServiceContext, input: FaceInput): Pro
   const bytes = await sharp(Buffer.from(rgb.data.buffer, rgb.data.byteOffset, rgb.data.byteLength), {
     raw: { width: rgb.width, height: rgb.height, channels: 3 },
   }).jpeg({ quality: 95 }).toBuffer();
-  return { bytes, rgb };
+  // The capture belongs to the camera's own bounded buffers, not to the request pixel budget.
+  return { bytes, rgb, release: () => undefined };
 }
 
 export function cropAroundFace({ image, box }: LiveCaptureView): RgbImage {

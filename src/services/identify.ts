@@ -4,13 +4,16 @@
 import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { faceInputImage, type FaceInput } from './face-input';
+import { releasing } from './images';
 import { personView, type PersonView } from './person-view';
 import { consumeQuota } from './quota';
 
 export async function identifyPerson(ctx: ServiceContext, caller: Caller, input: FaceInput): Promise<PersonView> {
   const image = await faceInputImage(ctx, input);
-  await consumeQuota(ctx, caller.accountId);
-  const [face] = await analyse(ctx, image.rgb, 1, 'match');
+  const [face] = await releasing(image, async () => {
+    await consumeQuota(ctx, caller.accountId);
+    return analyse(ctx, image.rgb, 1, 'match');
+  });
   if (!face) throw ctx.errors.create('NoPersonMatched', 'no face in the probe image');
   const minSize = ctx.config.quality.min_face_size;
   if (face.faceSize < minSize) throw ctx.errors.create('WrongFaceSize', `face ${face.faceSize} px < ${minSize} px`);

@@ -5,6 +5,7 @@ import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { ENROLMENT_CHECKS, runEnrolmentChecks } from './enrolment-checks';
 import { faceInputImage, type FaceInput } from './face-input';
+import { releasing } from './images';
 import { detectorOf, diagnoseNoFace } from './no-face-diagnosis';
 import { personView, type PersonView } from './person-view';
 import { consumeQuota } from './quota';
@@ -20,8 +21,10 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
   const image = await faceInputImage(ctx, input);
   const exists = () => ctx.errors.create('ProfileExists', undefined, { person_id: personId });
   // Cheap pre-check before the engine runs; decided again under the account's lock.
-  if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
-  const face = await checkedFace(ctx, personId, image.rgb);
+  const face = await releasing(image, async () => {
+    if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
+    return checkedFace(ctx, personId, image.rgb);
+  });
   // The engine and the photo checks run outside the lock; the id check, the duplicate search and both
   // writes run inside it, so of concurrent creates of one id the first wins and the rest get CP_002, and of
   // concurrent creates of one face under several ids the first wins and the rest get F_012.
@@ -43,8 +46,10 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
 export async function updatePerson(ctx: ServiceContext, caller: Caller, personId: string, input: FaceInput): Promise<PersonView> {
   const image = await faceInputImage(ctx, input);
   const notFound = () => ctx.errors.create('FaceNotInCollection', `person ${personId}`);
-  if (!ctx.store.persons.meta(caller.accountId, personId)) throw notFound();
-  const face = await checkedFace(ctx, personId, image.rgb);
+  const face = await releasing(image, async () => {
+    if (!ctx.store.persons.meta(caller.accountId, personId)) throw notFound();
+    return checkedFace(ctx, personId, image.rgb);
+  });
   return ctx.store.exclusive(caller.accountId, async () => {
     await refuseDuplicate(ctx, caller, personId, face, true);
     const person = await ctx.store.persons.replace(

@@ -6,19 +6,22 @@ import { similarityIndex } from '../index/similarity-index';
 import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { faceInputImage, type FaceInput } from './face-input';
+import { releasing } from './images';
 import { personView, type PersonView } from './person-view';
 import { consumeQuota } from './quota';
 
 export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId: string, input: FaceInput): Promise<PersonView> {
   const image = await faceInputImage(ctx, input);
-  await consumeQuota(ctx, caller.accountId);
-  const person = ctx.store.persons.meta(caller.accountId, personId);
-  if (!person) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
-  if (person.modelId !== ctx.engine.modelId) {
-    // Templates of another model are not comparable; `face-check reindex` recomputes them.
-    throw ctx.errors.create('ServiceUnavailable', `person ${personId} has a ${person.modelId} template: run reindex`);
-  }
-  const [face] = await analyse(ctx, image.rgb, 1, 'match');
+  const { person, face } = await releasing(image, async () => {
+    await consumeQuota(ctx, caller.accountId);
+    const stored = ctx.store.persons.meta(caller.accountId, personId);
+    if (!stored) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
+    if (stored.modelId !== ctx.engine.modelId) {
+      // Templates of another model are not comparable; `face-check reindex` recomputes them.
+      throw ctx.errors.create('ServiceUnavailable', `person ${personId} has a ${stored.modelId} template: run reindex`);
+    }
+    return { person: stored, face: (await analyse(ctx, image.rgb, 1, 'match'))[0] };
+  });
   if (!face) throw ctx.errors.create('NoPersonMatched', 'no face in the probe image');
   const threshold = ctx.config.matching.verify_threshold;
   // The account's index answers (float32 re-score of the stored copy); LMDB's template is the fallback

@@ -37,6 +37,7 @@ export function sendApiError(request: FastifyRequest, reply: FastifyReply, apiEr
   else request.log.info({ code: apiError.code, detail: apiError.detail }, 'request refused');
   // Sent pre-serialised: the body is exactly {code, message} whatever the route's schema, and the
   // Content-Type stays "application/json" even on paths where the onSend hooks do not run.
+  if (apiError.retryAfterSeconds !== undefined) reply.header('Retry-After', String(apiError.retryAfterSeconds));
   return reply.code(apiError.statusCode).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(apiError.body())));
 }
 
