@@ -1,6 +1,8 @@
-// Module entry: exports the error table and the engine and index bindings.
+// Module entry: creates the environment's addon data, then exports the error table and the engine, index
+// and camera bindings. Runs once per environment (the main thread and each worker thread).
 #include <napi.h>
 
+#include "addon/addon_data.h"
 #include "addon/bindings.h"
 #include "core/error_table.h"
 
@@ -23,6 +25,7 @@ static Napi::Array ExportErrorTable(Napi::Env env) {
 }
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  AddonData::Create(env);
   exports.Set("errorTable", ExportErrorTable(env));
   InitEngineBinding(env, exports);
   InitIndexBinding(env, exports);

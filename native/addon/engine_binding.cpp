@@ -8,7 +8,9 @@
 
 #include <memory>
 
+#include "addon/addon_data.h"
 #include "addon/bindings.h"
+#include "addon/js_convert.h"
 #include "addon/js_errors.h"
 #include "addon/js_options.h"
 #include "core/face_engine.h"
@@ -38,8 +40,6 @@ class EngineHandle : public Napi::ObjectWrap<EngineHandle> {
   int pending_ = 0;                     // queued or running analyses (JS thread only)
   friend class AnalyzeWorker;
 };
-
-Napi::FunctionReference* gEngineConstructor = nullptr;
 
 // Analyses run on libuv's pool threads at a lower scheduling priority than the event loop, so that on a
 // small board with more busy workers than cores the loop still answers requests and timers promptly.
@@ -71,7 +71,7 @@ class LoadWorker : public Napi::AsyncWorker {
       deferred_.Reject(MakeError(env, result_).Value());
       return;
     }
-    Napi::Object handle = gEngineConstructor->New({});
+    Napi::Object handle = AddonData::Of(env).engineConstructor.New({});
     EngineHandle::Unwrap(handle)->adopt(std::shared_ptr<FaceEngine>(std::move(engine_)));
     deferred_.Resolve(handle);
   }
@@ -85,23 +85,11 @@ class LoadWorker : public Napi::AsyncWorker {
   std::unique_ptr<FaceEngine> engine_;
 };
 
-Napi::Float32Array ToFloat32(Napi::Env env, const float* data, size_t n) {
-  Napi::Float32Array a = Napi::Float32Array::New(env, n);
-  std::copy(data, data + n, a.Data());
-  return a;
-}
-
 Napi::Object FaceToJs(Napi::Env env, const FaceResult& f) {
   Napi::Object o = Napi::Object::New(env);
-  Napi::Object box = Napi::Object::New(env);
-  box.Set("x", f.box.x);
-  box.Set("y", f.box.y);
-  box.Set("width", f.box.size);
-  box.Set("height", f.box.size);
-  box.Set("score", f.box.score);
-  o.Set("box", box);
-  o.Set("landmarks", ToFloat32(env, &f.landmarks[0].x, 68 * 2));
-  o.Set("points5", ToFloat32(env, &f.points5[0].x, 5 * 2));
+  o.Set("box", BoxToJs(env, f.box));
+  o.Set("landmarks", PointsToJs(env, f.landmarks, 68));
+  o.Set("points5", PointsToJs(env, f.points5, 5));
   o.Set("analyzed", f.analyzed);
   o.Set("yaw", f.yaw);
   o.Set("pitch", f.pitch);
@@ -114,12 +102,8 @@ Napi::Object FaceToJs(Napi::Env env, const FaceResult& f) {
   o.Set("sharpness", f.sharpness);
   o.Set("eyeDistance", f.eyeDistance);
   o.Set("liveness", f.liveness);
-  o.Set("embedding", ToFloat32(env, f.embedding.data(), f.embedding.size()));
-  if (!f.alignedCrop.empty()) {
-    Napi::Uint8Array crop = Napi::Uint8Array::New(env, f.alignedCrop.size());
-    std::copy(f.alignedCrop.begin(), f.alignedCrop.end(), crop.Data());
-    o.Set("alignedCrop", crop);
-  }
+  o.Set("embedding", FloatsToJs(env, f.embedding.data(), f.embedding.size()));
+  if (!f.alignedCrop.empty()) o.Set("alignedCrop", BytesToJs(env, f.alignedCrop));
   return o;
 }
 
@@ -255,7 +239,7 @@ Napi::Value CreateEngine(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void InitEngineBinding(Napi::Env env, Napi::Object exports) {
-  gEngineConstructor = new Napi::FunctionReference(Napi::Persistent(EngineHandle::Define(env)));
+  AddonData::Of(env).engineConstructor = Napi::Persistent(EngineHandle::Define(env));
   exports.Set("createEngine", Napi::Function::New(env, CreateEngine));
 }
 

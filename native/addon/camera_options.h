@@ -1,0 +1,30 @@
+// openCamera()'s options object read into the native request. The TypeScript layer validates user input;
+// this only reads fields (a missing or mistyped one gives the default) and rejects what would make the
+// request meaningless.
+#pragma once
+
+#include <napi.h>
+
+#include <string>
+
+#include "core/camera/capture_pipeline.h"
+#include "core/camera/source_factory.h"
+#include "core/error_table.h"
+#include "core/face_engine.h"
+
+namespace facecheck::addon {
+
+struct OpenRequest {
+  EngineConfig engine;
+  std::string ortLibrary;
+  CameraSourceOptions camera;
+  PipelineConfig pipeline;
+  bool reportFrames = true;
+  int queueSize = 16;
+  // Whether a face engine must be loaded: to analyse frames, or to find the synthetic camera's faces.
+  bool needsEngine() const { return pipeline.process || camera.source == "synthetic"; }
+};
+
+Result ReadOpenRequest(const Napi::Object& options, OpenRequest* request);
+
+}  // namespace facecheck::addon

@@ -1,0 +1,47 @@
+#include "core/camera/source_factory.h"
+
+#include "core/camera/face_textures.h"
+
+namespace facecheck {
+
+std::vector<std::string> availableCameraSources() {
+  std::vector<std::string> names = {"synthetic", "replay"};
+#ifdef FACE_CHECK_HAVE_FREENECT
+  names.push_back("freenect");
+#endif
+#ifdef FACE_CHECK_HAVE_OPENNI2
+  names.push_back("openni2");
+#endif
+  return names;
+}
+
+Result makeCameraSource(CameraSourceOptions& q, FaceEngine* engine, std::unique_ptr<CameraSource>* out, int* textures) {
+  *textures = 0;
+  if (q.source == "synthetic") {
+    if (!engine) return Result::fail(Status::Internal, "the synthetic camera needs a face engine");
+    for (const FaceTexture& photo : q.photos) findFaceTextures(*engine, photo, &q.synthetic.faces);
+    if (q.synthetic.faces.empty())
+      return Result::fail(Status::FieldsValidation, "no usable face (frontal, eyes open, >= 30 px between the eyes) in the synthetic camera's photos");
+    *textures = static_cast<int>(q.synthetic.faces.size());
+    if (q.intrinsicsGiven) q.synthetic.intrinsics = q.intrinsics;
+    *out = std::make_unique<SyntheticCamera>(q.synthetic);
+    return {};
+  }
+  if (q.source == "replay") {
+    *out = std::make_unique<ReplayCamera>(q.replay);
+    return {};
+  }
+#ifdef FACE_CHECK_HAVE_FREENECT
+  if (q.source == "freenect") {
+    if (q.intrinsicsGiven) {
+      q.freenect.intrinsics = q.intrinsics;
+      q.freenect.intrinsicsGiven = true;
+    }
+    *out = std::make_unique<FreenectCamera>(q.freenect);
+    return {};
+  }
+#endif
+  return Result::fail(Status::FieldsValidation, "camera source \"" + q.source + "\" is not available in this build");
+}
+
+}  // namespace facecheck
