@@ -103,6 +103,301 @@ std::string checkNames(uint32_t bits) {
   return out;
 }
 
+namespace {
+
+// The frame and face one measurement works on, and the conversions every step needs.
+struct DepthContext {
+  DepthContext(const CameraFrame& frame, const FaceResult& face)
+      : frame(frame), W(frame.width), H(frame.height), k(frame.intrinsics), lm(face.landmarks),
+        eyeL(face.points5[0]), eyeR(face.points5[1]),
+        iod(std::max(4.0, static_cast<double>(std::hypot(eyeR.x - eyeL.x, eyeR.y - eyeL.y)))) {}
+  float depthAt(int x, int y) const {
+    if (x < 0 || y < 0 || x >= W || y >= H) return 0;
+    return frame.depth[static_cast<size_t>(y) * W + x];
+  }
+  void backProject(float u, float v, double z, Sample* s) const {
+    s->u = u;
+    s->v = v;
+    s->Z = z;
+    s->X = (u - k.cx) * z / k.fx;
+    s->Y = (v - k.cy) * z / k.fy;
+  }
+
+  const CameraFrame& frame;
+  const int W, H;
+  const CameraIntrinsics& k;
+  const PointF* lm;
+  const PointF eyeL, eyeR;
+  const double iod;  // eye distance in pixels (at least 4)
+};
+
+// The face region sampled on a grid about 1/14 of the eye distance apart.
+struct FaceGrid {
+  int x0 = 0, y0 = 0, step = 1, w = 0, h = 0;
+  std::vector<float> z;  // -1 outside the region, 0 no depth, else mm
+  int inside = 0;        // grid points inside the region
+  float& at(int i, int j) { return z[static_cast<size_t>(j) * w + i]; }
+  float at(int i, int j) const { return z[static_cast<size_t>(j) * w + i]; }
+};
+
+// Centre and scale of the surface fits (about the eye distance in mm, so the quadric terms stay in range).
+struct FitFrame {
+  double mx = 0, my = 0, scale = 1;
+};
+
+// Face region: jaw line and brows, shrunk toward the centre so the silhouette's mixed pixels stay out.
+// False when too few grid points fall inside it.
+bool sampleFaceRegion(const DepthContext& c, FaceGrid* g) {
+  std::vector<PointF> poly;
+  for (int i = 0; i <= 16; ++i) poly.push_back(c.lm[i]);
+  for (int i = 26; i >= 17; --i) poly.push_back(c.lm[i]);
+  PointF centre;
+  for (const PointF& p : poly) { centre.x += p.x / poly.size(); centre.y += p.y / poly.size(); }
+  float x0 = 1e9f, x1 = -1e9f, y0 = 1e9f, y1 = -1e9f;
+  for (PointF& p : poly) {
+    p.x = centre.x + (p.x - centre.x) * 0.9f;
+    p.y = centre.y + (p.y - centre.y) * 0.9f;
+    x0 = std::min(x0, p.x); x1 = std::max(x1, p.x); y0 = std::min(y0, p.y); y1 = std::max(y1, p.y);
+  }
+  g->step = std::max(1, static_cast<int>(std::lround(c.iod / 14)));
+  const int gx0 = std::max(0, static_cast<int>(x0)), gx1 = std::min(c.W - 1, static_cast<int>(x1));
+  const int gy0 = std::max(0, static_cast<int>(y0)), gy1 = std::min(c.H - 1, static_cast<int>(y1));
+  g->x0 = gx0;
+  g->y0 = gy0;
+  g->w = (gx1 - gx0) / g->step + 1;
+  g->h = (gy1 - gy0) / g->step + 1;
+  if (g->w < 3 || g->h < 3) return false;
+  g->z.assign(static_cast<size_t>(g->w) * g->h, -1);
+  for (int j = 0; j < g->h; ++j)
+    for (int i = 0; i < g->w; ++i) {
+      int x = gx0 + i * g->step, y = gy0 + j * g->step;
+      if (!insidePolygon(poly, static_cast<float>(x), static_cast<float>(y))) continue;
+      ++g->inside;
+      g->at(i, j) = c.depthAt(x, y);
+    }
+  return g->inside >= 20;
+}
+
+float medianDepth(const FaceGrid& g) {
+  std::vector<float> valid;
+  for (float z : g.z)
+    if (z > 0) valid.push_back(z);
+  return median(valid);
+}
+
+// Face samples: within 120 mm of the median depth (a face is about 100 mm deep from nose to ears); grid
+// points further away are marked as without depth.
+std::vector<Sample> faceSamples(const DepthContext& c, FaceGrid* g, float zMed) {
+  std::vector<Sample> pts;
+  for (int j = 0; j < g->h; ++j)
+    for (int i = 0; i < g->w; ++i) {
+      float z = g->at(i, j);
+      if (z <= 0) continue;
+      if (std::fabs(z - zMed) > 120) {
+        g->at(i, j) = 0;
+        continue;
+      }
+      Sample s;
+      c.backProject(static_cast<float>(g->x0 + i * g->step), static_cast<float>(g->y0 + j * g->step), z, &s);
+      pts.push_back(s);
+    }
+  return pts;
+}
+
+template <int N>
+double rmsFromSurface(const std::vector<Sample>& pts, const double* coef, const FitFrame& ff) {
+  double ss = 0;
+  for (const Sample& s : pts) {
+    double r = s.Z - evalSurface<N>(coef, s.X, s.Y, ff.mx, ff.my, ff.scale);
+    ss += r * r;
+  }
+  return std::sqrt(ss / pts.size());
+}
+
+// Plane: orientation of the face surface (yaw, pitch) and how flat it is. False when it cannot be fitted.
+bool fitFacePlane(const DepthContext& c, const std::vector<Sample>& pts, float zMed, FitFrame* ff, double* plane,
+                  DepthFeatures* f) {
+  double mx = 0, my = 0;
+  for (const Sample& s : pts) { mx += s.X; my += s.Y; }
+  mx /= pts.size();
+  my /= pts.size();
+  ff->mx = mx;
+  ff->my = my;
+  ff->scale = std::max(1.0, c.iod * zMed / c.k.fx);  // about the eye distance in mm
+  if (!fitSurface<3>(pts, ff->mx, ff->my, ff->scale, plane)) return false;
+  f->planeRmsMm = static_cast<float>(rmsFromSurface<3>(pts, plane, *ff));
+  const double dzdx = plane[1] / ff->scale, dzdy = plane[2] / ff->scale;
+  f->yawDeg = static_cast<float>(std::atan(dzdx) * kRadToDeg);
+  f->pitchDeg = static_cast<float>(std::atan(dzdy) * kRadToDeg);
+  return true;
+}
+
+// Metric size: landmarks back-projected onto the plane.
+void measureMetricSize(const DepthContext& c, const double* plane, const FitFrame& ff, float zMed, DepthFeatures* f) {
+  const double dzdx = plane[1] / ff.scale, dzdy = plane[2] / ff.scale;
+  const double mx = ff.mx, my = ff.my;
+  const CameraIntrinsics& k = c.k;
+  auto onPlane = [&](const PointF& p) {
+    double dx = (p.x - k.cx) / k.fx, dy = (p.y - k.cy) / k.fy;
+    // Z = c0 + dzdx (X - mx) + dzdy (Y - my), X = dx Z, Y = dy Z
+    double c0 = plane[0] - dzdx * mx - dzdy * my;
+    double denom = 1 - dzdx * dx - dzdy * dy;
+    double z = std::fabs(denom) > 1e-6 ? c0 / denom : zMed;
+    return Sample{p.x, p.y, dx * z, dy * z, z};
+  };
+  auto dist3 = [](const Sample& a, const Sample& b) { return std::sqrt((a.X - b.X) * (a.X - b.X) + (a.Y - b.Y) * (a.Y - b.Y) + (a.Z - b.Z) * (a.Z - b.Z)); };
+  f->faceWidthMm = static_cast<float>(dist3(onPlane(c.lm[0]), onPlane(c.lm[16])));
+  f->eyeDistanceMm = static_cast<float>(dist3(onPlane(c.eyeL), onPlane(c.eyeR)));
+}
+
+// Curved surface fitted to the face without the nose and the eyes (the relief measures are taken against
+// it). False when too little is left to fit.
+bool fitCurvedSurface(const DepthContext& c, const std::vector<Sample>& pts, const FitFrame& ff, double* quad,
+                      DepthFeatures* f) {
+  const PointF* lm = c.lm;
+  const double iod = c.iod;
+  auto inNose = [&](float u, float v) {
+    return distToSegment(u, v, lm[27], lm[30]) < 0.3 * iod || std::hypot(u - lm[33].x, v - lm[33].y) < 0.4 * iod;
+  };
+  auto inEye = [&](float u, float v) {
+    return std::hypot(u - c.eyeL.x, v - c.eyeL.y) < 0.33 * iod || std::hypot(u - c.eyeR.x, v - c.eyeR.y) < 0.33 * iod;
+  };
+  std::vector<Sample> rest;
+  for (const Sample& s : pts)
+    if (!inNose(s.u, s.v) && !inEye(s.u, s.v)) rest.push_back(s);
+  if (rest.size() < 12 || !fitSurface<6>(rest, ff.mx, ff.my, ff.scale, quad)) return false;
+  f->curvedRmsMm = static_cast<float>(rmsFromSurface<6>(rest, quad, ff));
+  return true;
+}
+
+// Only pixels on the face enter the relief measures: a background pixel back-projected at its own depth
+// lies far outside the region the surface was fitted to.
+bool isFaceDepth(float z, float zMed) { return z > 0 && std::fabs(z - zMed) <= 120; }
+
+// Relief of one pixel against the curved surface: positive toward the camera.
+double reliefAt(const DepthContext& c, const double* quad, const FitFrame& ff, int x, int y, float z) {
+  Sample s;
+  c.backProject(static_cast<float>(x), static_cast<float>(y), z, &s);
+  return evalSurface<6>(quad, s.X, s.Y, ff.mx, ff.my, ff.scale) - s.Z;
+}
+
+// Median relief of a small disc of pixels (every pixel, not the grid); false when the disc has too few
+// measurements.
+bool discRelief(const DepthContext& c, const double* quad, const FitFrame& ff, float zMed, PointF centre,
+                double radius, float* out) {
+  std::vector<float> r;
+  int rad = std::max(1, static_cast<int>(std::ceil(radius)));
+  for (int y = static_cast<int>(centre.y) - rad; y <= static_cast<int>(centre.y) + rad; ++y)
+    for (int x = static_cast<int>(centre.x) - rad; x <= static_cast<int>(centre.x) + rad; ++x) {
+      if (std::hypot(x - centre.x, y - centre.y) > radius) continue;
+      float z = c.depthAt(x, y);
+      if (!isFaceDepth(z, zMed)) continue;
+      r.push_back(static_cast<float>(reliefAt(c, quad, ff, x, y, z)));
+    }
+  if (r.size() < 3) return false;
+  *out = median(r);
+  return true;
+}
+
+// Nose: the highest part of the relief near the nose-tip landmark (mean over a small window, searched
+// within 0.3 eye distances), so that a landmark a few millimetres off the narrow tip does not matter.
+float noseRelief(const DepthContext& c, const double* quad, const FitFrame& ff, float zMed) {
+  const double iod = c.iod;
+  const double R = 0.3 * iod;
+  const int r = std::max(1, static_cast<int>(std::lround(0.07 * iod)));
+  const int cx = static_cast<int>(std::lround(c.lm[30].x)), cy = static_cast<int>(std::lround(c.lm[30].y));
+  const int half = static_cast<int>(std::ceil(R)) + r, side = 2 * half + 1;
+  // Integral images of the relief and of the count of measured pixels over the patch.
+  std::vector<double> sum(static_cast<size_t>(side + 1) * (side + 1), 0.0), cnt(sum.size(), 0.0);
+  for (int j = 0; j < side; ++j) {
+    double rowSum = 0, rowCnt = 0;
+    for (int i = 0; i < side; ++i) {
+      int x = cx - half + i, y = cy - half + j;
+      float z = c.depthAt(x, y);
+      if (isFaceDepth(z, zMed)) {
+        rowSum += reliefAt(c, quad, ff, x, y, z);
+        rowCnt += 1;
+      }
+      sum[static_cast<size_t>(j + 1) * (side + 1) + i + 1] = sum[static_cast<size_t>(j) * (side + 1) + i + 1] + rowSum;
+      cnt[static_cast<size_t>(j + 1) * (side + 1) + i + 1] = cnt[static_cast<size_t>(j) * (side + 1) + i + 1] + rowCnt;
+    }
+  }
+  auto box = [&](const std::vector<double>& t, int i0, int j0, int i1, int j1) {  // [i0, i1) x [j0, j1)
+    return t[static_cast<size_t>(j1) * (side + 1) + i1] - t[static_cast<size_t>(j0) * (side + 1) + i1] -
+           t[static_cast<size_t>(j1) * (side + 1) + i0] + t[static_cast<size_t>(j0) * (side + 1) + i0];
+  };
+  const double minCount = 0.5 * (2 * r + 1) * (2 * r + 1);
+  bool found = false;
+  double best = 0;
+  for (int dj = -half + r; dj <= half - r; ++dj)
+    for (int di = -half + r; di <= half - r; ++di) {
+      if (di * di + dj * dj > R * R) continue;
+      int i = di + half, j = dj + half;
+      double n = box(cnt, i - r, j - r, i + r + 1, j + r + 1);
+      if (n < minCount) continue;
+      double mean = box(sum, i - r, j - r, i + r + 1, j + r + 1) / n;
+      if (!found || mean > best) {
+        best = mean;
+        found = true;
+      }
+    }
+  return found ? static_cast<float>(best) : 0.0f;
+}
+
+// Eyes behind the curved surface (the deeper of the two): a cut-out photo has holes there.
+float eyeRecess(const DepthContext& c, const double* quad, const FitFrame& ff, float zMed) {
+  float recessL = 0, recessR = 0;
+  bool hasL = discRelief(c, quad, ff, zMed, c.eyeL, std::max(1.5, 0.15 * c.iod), &recessL);
+  bool hasR = discRelief(c, quad, ff, zMed, c.eyeR, std::max(1.5, 0.15 * c.iod), &recessR);
+  return std::max(hasL ? -recessL : 0.0f, hasR ? -recessR : 0.0f);
+}
+
+// Share of neighbouring face samples more than 25 mm apart in depth (edges of holes or of a sheet inside
+// the face).
+float depthStepShare(const FaceGrid& g) {
+  int pairs = 0, steps = 0;
+  for (int j = 0; j < g.h; ++j)
+    for (int i = 0; i < g.w; ++i) {
+      float z = g.at(i, j);
+      if (z <= 0) continue;
+      float right = i + 1 < g.w ? g.at(i + 1, j) : -1;
+      float down = j + 1 < g.h ? g.at(i, j + 1) : -1;
+      for (float n : {right, down}) {
+        if (n <= 0) continue;
+        ++pairs;
+        if (std::fabs(n - z) > 25) ++steps;
+      }
+    }
+  return pairs ? static_cast<float>(steps) / pairs : 0;
+}
+
+// Distance of the closest part of the face (nearest 5 % of the samples) from the nose tip, in eye
+// distances: on a face the closest part is the nose.
+float noseOffset(const DepthContext& c, const std::vector<Sample>& pts) {
+  std::vector<Sample> byDepth = pts;
+  size_t nearest = std::max<size_t>(3, byDepth.size() / 20);
+  std::partial_sort(byDepth.begin(), byDepth.begin() + nearest, byDepth.end(),
+                    [](const Sample& a, const Sample& b) { return a.Z < b.Z; });
+  double nu = 0, nv = 0;
+  for (size_t i = 0; i < nearest; ++i) { nu += byDepth[i].u / nearest; nv += byDepth[i].v / nearest; }
+  return static_cast<float>(std::hypot(nu - c.lm[30].x, nv - c.lm[30].y) / c.iod);
+}
+
+uint32_t failedChecks(const DepthFeatures& f, const LivenessConfig& cfg) {
+  uint32_t failed = 0;
+  if (f.depthMm > cfg.maxDistanceMm) failed |= kDistance;
+  if (std::fabs(f.yawDeg) > cfg.maxYawDeg || std::fabs(f.pitchDeg) > cfg.maxPitchDeg) failed |= kPose;
+  if (f.faceWidthMm < cfg.minFaceWidthMm || f.faceWidthMm > cfg.maxFaceWidthMm) failed |= kFaceWidth;
+  if (f.planeRmsMm < cfg.minPlaneRmsMm) failed |= kFlat;
+  if (f.noseReliefMm < cfg.minNoseReliefMm || f.noseReliefMm > cfg.maxNoseReliefMm) failed |= kNoseRelief;
+  if (f.eyeRecessMm > cfg.maxEyeRecessMm) failed |= kEyeRecess;
+  if (f.depthStepShare > cfg.maxDepthStepShare) failed |= kDepthStep;
+  if (f.noseOffset > cfg.maxNoseOffset) failed |= kNoseOffset;
+  return failed;
+}
+
+}  // namespace
+
 DepthFeatures measureDepth(const CameraFrame& frame, const FaceResult& face, const LivenessConfig& cfg) {
   DepthFeatures f;
   if (!frame.hasDepth()) {
@@ -113,243 +408,38 @@ DepthFeatures measureDepth(const CameraFrame& frame, const FaceResult& face, con
     f.failed = kTooSmall;
     return f;
   }
-  const int W = frame.width, H = frame.height;
-  const CameraIntrinsics& k = frame.intrinsics;
-  const PointF* lm = face.landmarks;
-  const PointF eyeL = face.points5[0], eyeR = face.points5[1];
-  const double iod = std::max(4.0, static_cast<double>(std::hypot(eyeR.x - eyeL.x, eyeR.y - eyeL.y)));
-  auto depthAt = [&](int x, int y) -> float {
-    if (x < 0 || y < 0 || x >= W || y >= H) return 0;
-    return frame.depth[static_cast<size_t>(y) * W + x];
-  };
-  auto backProject = [&](float u, float v, double z, Sample* s) {
-    s->u = u;
-    s->v = v;
-    s->Z = z;
-    s->X = (u - k.cx) * z / k.fx;
-    s->Y = (v - k.cy) * z / k.fy;
-  };
-
-  // Face region: jaw line and brows, shrunk toward the centre so the silhouette's mixed pixels stay out.
-  std::vector<PointF> poly;
-  for (int i = 0; i <= 16; ++i) poly.push_back(lm[i]);
-  for (int i = 26; i >= 17; --i) poly.push_back(lm[i]);
-  PointF c;
-  for (const PointF& p : poly) { c.x += p.x / poly.size(); c.y += p.y / poly.size(); }
-  float x0 = 1e9f, x1 = -1e9f, y0 = 1e9f, y1 = -1e9f;
-  for (PointF& p : poly) {
-    p.x = c.x + (p.x - c.x) * 0.9f;
-    p.y = c.y + (p.y - c.y) * 0.9f;
-    x0 = std::min(x0, p.x); x1 = std::max(x1, p.x); y0 = std::min(y0, p.y); y1 = std::max(y1, p.y);
-  }
-  const int step = std::max(1, static_cast<int>(std::lround(iod / 14)));
-  const int gx0 = std::max(0, static_cast<int>(x0)), gx1 = std::min(W - 1, static_cast<int>(x1));
-  const int gy0 = std::max(0, static_cast<int>(y0)), gy1 = std::min(H - 1, static_cast<int>(y1));
-  const int gw = (gx1 - gx0) / step + 1, gh = (gy1 - gy0) / step + 1;
-  if (gw < 3 || gh < 3) {
-    f.failed = kTooSmall;
-    return f;
-  }
-  std::vector<float> grid(static_cast<size_t>(gw) * gh, -1);  // -1 outside, 0 no depth, else mm
-  int total = 0;
-  std::vector<float> valid;
-  for (int j = 0; j < gh; ++j)
-    for (int i = 0; i < gw; ++i) {
-      int x = gx0 + i * step, y = gy0 + j * step;
-      if (!insidePolygon(poly, static_cast<float>(x), static_cast<float>(y))) continue;
-      ++total;
-      float z = depthAt(x, y);
-      grid[static_cast<size_t>(j) * gw + i] = z;
-      if (z > 0) valid.push_back(z);
-    }
-  if (total < 20) {
+  const DepthContext c(frame, face);
+  FaceGrid grid;
+  if (!sampleFaceRegion(c, &grid)) {
     f.failed = kTooSmall;
     return f;
   }
   f.measured = true;
-  std::vector<float> tmp = valid;
-  const float zMed = median(tmp);
+  const float zMed = medianDepth(grid);
   f.depthMm = zMed;
-  // Face samples: within 120 mm of the median depth (a face is about 100 mm deep from nose to ears).
-  std::vector<Sample> pts;
-  for (int j = 0; j < gh; ++j)
-    for (int i = 0; i < gw; ++i) {
-      float z = grid[static_cast<size_t>(j) * gw + i];
-      if (z <= 0) continue;
-      if (std::fabs(z - zMed) > 120) {
-        grid[static_cast<size_t>(j) * gw + i] = 0;
-        continue;
-      }
-      Sample s;
-      backProject(static_cast<float>(gx0 + i * step), static_cast<float>(gy0 + j * step), z, &s);
-      pts.push_back(s);
-    }
+  const std::vector<Sample> pts = faceSamples(c, &grid, zMed);
   f.samples = static_cast<int>(pts.size());
-  f.coverage = static_cast<float>(pts.size()) / total;
+  f.coverage = static_cast<float>(pts.size()) / grid.inside;
   if (f.coverage < cfg.minDepthCoverage || pts.size() < 20) {
     f.failed |= kCoverage;
     return f;
   }
-
-  // Plane: orientation of the face surface and how flat it is.
-  double mx = 0, my = 0;
-  for (const Sample& s : pts) { mx += s.X; my += s.Y; }
-  mx /= pts.size();
-  my /= pts.size();
-  const double scale = std::max(1.0, iod * zMed / k.fx);  // about the eye distance in mm
-  double plane[3];
-  if (!fitSurface<3>(pts, mx, my, scale, plane)) {
+  FitFrame ff;
+  double plane[3], quad[6];
+  if (!fitFacePlane(c, pts, zMed, &ff, plane, &f)) {
     f.failed |= kCoverage;
     return f;
   }
-  double ss = 0;
-  for (const Sample& s : pts) {
-    double r = s.Z - evalSurface<3>(plane, s.X, s.Y, mx, my, scale);
-    ss += r * r;
-  }
-  f.planeRmsMm = static_cast<float>(std::sqrt(ss / pts.size()));
-  const double dzdx = plane[1] / scale, dzdy = plane[2] / scale;
-  f.yawDeg = static_cast<float>(std::atan(dzdx) * kRadToDeg);
-  f.pitchDeg = static_cast<float>(std::atan(dzdy) * kRadToDeg);
-
-  // Metric size: landmarks back-projected onto the plane.
-  auto onPlane = [&](const PointF& p) {
-    double dx = (p.x - k.cx) / k.fx, dy = (p.y - k.cy) / k.fy;
-    // Z = c0 + dzdx (X - mx) + dzdy (Y - my), X = dx Z, Y = dy Z
-    double c0 = plane[0] - dzdx * mx - dzdy * my;
-    double denom = 1 - dzdx * dx - dzdy * dy;
-    double z = std::fabs(denom) > 1e-6 ? c0 / denom : zMed;
-    return Sample{p.x, p.y, dx * z, dy * z, z};
-  };
-  auto dist3 = [](const Sample& a, const Sample& b) { return std::sqrt((a.X - b.X) * (a.X - b.X) + (a.Y - b.Y) * (a.Y - b.Y) + (a.Z - b.Z) * (a.Z - b.Z)); };
-  f.faceWidthMm = static_cast<float>(dist3(onPlane(lm[0]), onPlane(lm[16])));
-  f.eyeDistanceMm = static_cast<float>(dist3(onPlane(eyeL), onPlane(eyeR)));
-
-  // Curved surface fitted to the face without the nose and the eyes; the nose must stand out of it.
-  auto inNose = [&](float u, float v) {
-    return distToSegment(u, v, lm[27], lm[30]) < 0.3 * iod || std::hypot(u - lm[33].x, v - lm[33].y) < 0.4 * iod;
-  };
-  auto inEye = [&](float u, float v) {
-    return std::hypot(u - eyeL.x, v - eyeL.y) < 0.33 * iod || std::hypot(u - eyeR.x, v - eyeR.y) < 0.33 * iod;
-  };
-  std::vector<Sample> rest;
-  for (const Sample& s : pts)
-    if (!inNose(s.u, s.v) && !inEye(s.u, s.v)) rest.push_back(s);
-  double quad[6];
-  if (rest.size() < 12 || !fitSurface<6>(rest, mx, my, scale, quad)) {
+  measureMetricSize(c, plane, ff, zMed, &f);
+  if (!fitCurvedSurface(c, pts, ff, quad, &f)) {
     f.failed |= kCoverage;
     return f;
   }
-  ss = 0;
-  for (const Sample& s : rest) {
-    double r = s.Z - evalSurface<6>(quad, s.X, s.Y, mx, my, scale);
-    ss += r * r;
-  }
-  f.curvedRmsMm = static_cast<float>(std::sqrt(ss / rest.size()));
-  // Only pixels on the face enter the relief measures: a background pixel back-projected at its own depth
-  // lies far outside the region the surface was fitted to.
-  auto isFace = [zMed](float z) { return z > 0 && std::fabs(z - zMed) <= 120; };
-  // Relief of a small disc of pixels (every pixel, not the grid) against the curved surface: positive
-  // toward the camera. Returns false when the disc has too few measurements.
-  auto relief = [&](PointF centre, double radius, float* out) {
-    std::vector<float> r;
-    int rad = std::max(1, static_cast<int>(std::ceil(radius)));
-    for (int y = static_cast<int>(centre.y) - rad; y <= static_cast<int>(centre.y) + rad; ++y)
-      for (int x = static_cast<int>(centre.x) - rad; x <= static_cast<int>(centre.x) + rad; ++x) {
-        if (std::hypot(x - centre.x, y - centre.y) > radius) continue;
-        float z = depthAt(x, y);
-        if (!isFace(z)) continue;
-        Sample s;
-        backProject(static_cast<float>(x), static_cast<float>(y), z, &s);
-        r.push_back(static_cast<float>(evalSurface<6>(quad, s.X, s.Y, mx, my, scale) - s.Z));
-      }
-    if (r.size() < 3) return false;
-    *out = median(r);
-    return true;
-  };
-  // Nose: the highest part of the relief near the nose-tip landmark (mean over a small window, searched
-  // within 0.3 eye distances), so that a landmark a few millimetres off the narrow tip does not matter.
-  {
-    const double R = 0.3 * iod;
-    const int r = std::max(1, static_cast<int>(std::lround(0.07 * iod)));
-    const int cx = static_cast<int>(std::lround(lm[30].x)), cy = static_cast<int>(std::lround(lm[30].y));
-    const int half = static_cast<int>(std::ceil(R)) + r, side = 2 * half + 1;
-    // Integral images of the relief and of the count of measured pixels over the patch.
-    std::vector<double> sum(static_cast<size_t>(side + 1) * (side + 1), 0.0), cnt(sum.size(), 0.0);
-    for (int j = 0; j < side; ++j) {
-      double rowSum = 0, rowCnt = 0;
-      for (int i = 0; i < side; ++i) {
-        int x = cx - half + i, y = cy - half + j;
-        float z = depthAt(x, y);
-        if (isFace(z)) {
-          Sample q;
-          backProject(static_cast<float>(x), static_cast<float>(y), z, &q);
-          rowSum += evalSurface<6>(quad, q.X, q.Y, mx, my, scale) - q.Z;
-          rowCnt += 1;
-        }
-        sum[static_cast<size_t>(j + 1) * (side + 1) + i + 1] = sum[static_cast<size_t>(j) * (side + 1) + i + 1] + rowSum;
-        cnt[static_cast<size_t>(j + 1) * (side + 1) + i + 1] = cnt[static_cast<size_t>(j) * (side + 1) + i + 1] + rowCnt;
-      }
-    }
-    auto box = [&](const std::vector<double>& t, int i0, int j0, int i1, int j1) {  // [i0, i1) x [j0, j1)
-      return t[static_cast<size_t>(j1) * (side + 1) + i1] - t[static_cast<size_t>(j0) * (side + 1) + i1] -
-             t[static_cast<size_t>(j1) * (side + 1) + i0] + t[static_cast<size_t>(j0) * (side + 1) + i0];
-    };
-    const double minCount = 0.5 * (2 * r + 1) * (2 * r + 1);
-    bool found = false;
-    double best = 0;
-    for (int dj = -half + r; dj <= half - r; ++dj)
-      for (int di = -half + r; di <= half - r; ++di) {
-        if (di * di + dj * dj > R * R) continue;
-        int i = di + half, j = dj + half;
-        double n = box(cnt, i - r, j - r, i + r + 1, j + r + 1);
-        if (n < minCount) continue;
-        double mean = box(sum, i - r, j - r, i + r + 1, j + r + 1) / n;
-        if (!found || mean > best) {
-          best = mean;
-          found = true;
-        }
-      }
-    f.noseReliefMm = found ? static_cast<float>(best) : 0.0f;
-  }
-  float recessL = 0, recessR = 0;
-  bool hasL = relief(eyeL, std::max(1.5, 0.15 * iod), &recessL);
-  bool hasR = relief(eyeR, std::max(1.5, 0.15 * iod), &recessR);
-  f.eyeRecessMm = std::max(hasL ? -recessL : 0.0f, hasR ? -recessR : 0.0f);
-
-  // Depth steps between neighbouring face samples (edges of holes or of a sheet inside the face).
-  int pairs = 0, steps = 0;
-  for (int j = 0; j < gh; ++j)
-    for (int i = 0; i < gw; ++i) {
-      float z = grid[static_cast<size_t>(j) * gw + i];
-      if (z <= 0) continue;
-      float right = i + 1 < gw ? grid[static_cast<size_t>(j) * gw + i + 1] : -1;
-      float down = j + 1 < gh ? grid[static_cast<size_t>(j + 1) * gw + i] : -1;
-      for (float n : {right, down}) {
-        if (n <= 0) continue;
-        ++pairs;
-        if (std::fabs(n - z) > 25) ++steps;
-      }
-    }
-  f.depthStepShare = pairs ? static_cast<float>(steps) / pairs : 0;
-
-  // Closest part of the face (nearest 5 % of the samples): on a face it is the nose.
-  std::vector<Sample> byDepth = pts;
-  size_t nearest = std::max<size_t>(3, byDepth.size() / 20);
-  std::partial_sort(byDepth.begin(), byDepth.begin() + nearest, byDepth.end(),
-                    [](const Sample& a, const Sample& b) { return a.Z < b.Z; });
-  double nu = 0, nv = 0;
-  for (size_t i = 0; i < nearest; ++i) { nu += byDepth[i].u / nearest; nv += byDepth[i].v / nearest; }
-  f.noseOffset = static_cast<float>(std::hypot(nu - lm[30].x, nv - lm[30].y) / iod);
-
-  if (f.depthMm > cfg.maxDistanceMm) f.failed |= kDistance;
-  if (std::fabs(f.yawDeg) > cfg.maxYawDeg || std::fabs(f.pitchDeg) > cfg.maxPitchDeg) f.failed |= kPose;
-  if (f.faceWidthMm < cfg.minFaceWidthMm || f.faceWidthMm > cfg.maxFaceWidthMm) f.failed |= kFaceWidth;
-  if (f.planeRmsMm < cfg.minPlaneRmsMm) f.failed |= kFlat;
-  if (f.noseReliefMm < cfg.minNoseReliefMm || f.noseReliefMm > cfg.maxNoseReliefMm) f.failed |= kNoseRelief;
-  if (f.eyeRecessMm > cfg.maxEyeRecessMm) f.failed |= kEyeRecess;
-  if (f.depthStepShare > cfg.maxDepthStepShare) f.failed |= kDepthStep;
-  if (f.noseOffset > cfg.maxNoseOffset) f.failed |= kNoseOffset;
+  f.noseReliefMm = noseRelief(c, quad, ff, zMed);
+  f.eyeRecessMm = eyeRecess(c, quad, ff, zMed);
+  f.depthStepShare = depthStepShare(grid);
+  f.noseOffset = noseOffset(c, pts);
+  f.failed |= failedChecks(f, cfg);
   return f;
 }
 
