@@ -21,6 +21,8 @@ declare module 'fastify' {
     rawBody?: string;
     /** A body that did not parse: answered (R_002) after authentication and the signature check. */
     bodyError?: Error;
+    /** The body was refused before it was read to the end: answer, then close the connection. */
+    closeAfterReply?: boolean;
   }
   interface FastifyInstance {
     services: Services;

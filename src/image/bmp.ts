@@ -112,6 +112,37 @@ export function bmpPixels(bytes: Uint8Array, layout: BmpLayout): Uint8Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out = new Uint8Array(width * height * 3);
   const channel = masks?.map(maskReader);
+  if (palette) {
+    // Palette images expand byte by byte through a table of each byte value's pixels (8, 2 or 1 of them):
+    // a 1-bit 50-megapixel image is a few copies per pixel instead of a bit extraction per pixel.
+    const perByte = 8 / bitCount;
+    const table = new Uint8Array(256 * perByte * 3);
+    for (let b = 0; b < 256; b++) {
+      for (let k = 0; k < perByte; k++) {
+        const index = (b >> (8 - bitCount * (k + 1))) & ((1 << bitCount) - 1);
+        const t = (b * perByte + k) * 3;
+        table[t] = palette[index * 3];
+        table[t + 1] = palette[index * 3 + 1];
+        table[t + 2] = palette[index * 3 + 2];
+      }
+    }
+    const fullBytes = Math.floor(width / perByte);
+    const tail = (width - fullBytes * perByte) * 3;
+    const span = perByte * 3;
+    for (let y = 0; y < height; y++) {
+      const row = dataOffset + (topDown ? y : height - 1 - y) * stride;
+      let o = y * width * 3;
+      for (let i = 0; i < fullBytes; i++) {
+        let t = buf[row + i] * span;
+        for (let k = 0; k < span; k++) out[o++] = table[t++];
+      }
+      if (tail > 0) {
+        let t = buf[row + fullBytes] * span;
+        for (let k = 0; k < tail; k++) out[o++] = table[t++];
+      }
+    }
+    return out;
+  }
   for (let y = 0; y < height; y++) {
     const row = dataOffset + (topDown ? y : height - 1 - y) * stride;
     let o = y * width * 3;
