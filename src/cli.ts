@@ -13,12 +13,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig } from './config/load';
 import type { Config } from './config/types';
+import { createEngine } from './engine';
+import type { FaceEngine } from './engine/types';
 import { packageRoot } from './package-root';
 import { DEFAULT_ACCOUNT } from './services/auth';
 import { isRole, ROLES } from './services/permissions';
 import { reindex } from './services/reindex';
 import { checkedPublicKey } from './services/request-signing';
-import { loadEngine, startService, type RunningService } from './server';
+import { startService, type RunningService } from './server';
 import { generateRsaKeyPair } from './storage/service-key';
 import { openStore } from './storage/store';
 import { lockStore, StoreBusyError } from './storage/process-lock';
@@ -154,10 +156,10 @@ async function reindexCommand(args: Args, io: Io): Promise<number> {
   const config = configOf(args);
   // Refused while a service holds the store: its galleries would keep the old templates.
   const lock = lockStore(config.storage.path, 'reindex');
-  let engine: Awaited<ReturnType<typeof loadEngine>> | undefined;
+  let engine: FaceEngine | undefined;
   let store: Awaited<ReturnType<typeof openStore>> | undefined;
   try {
-    engine = await loadEngine();
+    engine = await createEngine();
     store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
     const report = await reindex(config, store, engine, { all: args.flags.get('all') === true });
     io.out(`reindex with model ${engine.modelId}: ${report.done} recomputed, ${report.skipped} already current, ${report.failed.length} failed`);

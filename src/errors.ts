@@ -1,15 +1,7 @@
 // API errors. The one error table lives in native/core/error_table.h and reaches TypeScript through the
-// addon's `errorTable` export; every HTTP error body ({code, message}) and status is taken from it.
-import { packageRoot } from './package-root';
-
-/** One row of the native error table. */
-export interface ErrorRow {
-  status: number;
-  name: string;
-  code: string;
-  http: number;
-  message: string;
-}
+// addon's `errorTable` export (src/native.ts loads it); every HTTP error body ({code, message}) and status
+// is taken from it. Only types come from the addon here, so a catalog can be built from any rows (tests).
+import type { NativeErrorRow } from './native';
 
 /** The rows the service refers to by name (the enum names of error_table.h). */
 export const ERROR_NAMES = [
@@ -45,15 +37,15 @@ export class ApiError extends Error {
 
 /** Builds ApiErrors from the table's rows. */
 export class ErrorCatalog {
-  private readonly rows = new Map<string, ErrorRow>();
+  private readonly rows = new Map<string, NativeErrorRow>();
 
-  constructor(rows: readonly ErrorRow[]) {
+  constructor(rows: readonly NativeErrorRow[]) {
     for (const row of rows) this.rows.set(row.name, row);
     const missing = ERROR_NAMES.filter((n) => !this.rows.has(n));
     if (missing.length) throw new Error(`error table lacks rows: ${missing.join(', ')}`);
   }
 
-  row(name: ErrorName): ErrorRow {
+  row(name: ErrorName): NativeErrorRow {
     return this.rows.get(name)!;
   }
 
@@ -65,23 +57,7 @@ export class ErrorCatalog {
   }
 
   /** Every row, for documentation. */
-  all(): ErrorRow[] {
+  all(): NativeErrorRow[] {
     return [...this.rows.values()];
   }
-}
-
-/** The rows exported by the built addon (throws with a build hint when the addon is missing). */
-export function loadNativeErrorTable(root: string = packageRoot()): ErrorRow[] {
-  let addon: { errorTable?: ErrorRow[] };
-  try {
-    addon = require('node-gyp-build')(root);
-  } catch (err) {
-    throw new Error(`the native addon is not built (npm run build:native): ${(err as Error).message}`);
-  }
-  if (!Array.isArray(addon.errorTable)) throw new Error('the native addon does not export errorTable');
-  return addon.errorTable;
-}
-
-export function loadErrorCatalog(): ErrorCatalog {
-  return new ErrorCatalog(loadNativeErrorTable());
 }

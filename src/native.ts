@@ -1,6 +1,8 @@
-// Loads the native addon once (a prebuild from prebuilds/, else the local build/) via node-gyp-build.
+// Loads the native addon once (a prebuild from prebuilds/, else the local build/) via node-gyp-build. The
+// only loader: the engine, the index, the camera and the error table all take the addon from here.
 import { packageRoot } from './package-root';
 
+/** One row of the error table (native/core/error_table.h), as the addon exports it. */
 export interface NativeErrorRow {
   status: number;
   name: string;
@@ -58,5 +60,19 @@ export interface NativeAddon {
   [binding: string]: unknown;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-export const native: NativeAddon = require('node-gyp-build')(packageRoot());
+function loadAddon(): NativeAddon {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require('node-gyp-build')(packageRoot());
+  } catch (err) {
+    throw new Error(`the native addon is not built (npm run build:native): ${(err as Error).message}`);
+  }
+}
+
+export const native: NativeAddon = loadAddon();
+
+/** The error table's rows; every HTTP error status and body is taken from them (src/errors.ts). */
+export function nativeErrorTable(): NativeErrorRow[] {
+  if (!Array.isArray(native.errorTable)) throw new Error('the native addon does not export errorTable');
+  return native.errorTable;
+}

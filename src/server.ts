@@ -1,13 +1,15 @@
 // Starting and stopping the service: error table, engine, store, galleries, first API key, HTTP listener.
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Config } from './config/types';
-import type { EngineOptions, FaceEngine } from './engine/types';
-import { loadErrorCatalog, type ErrorCatalog } from './errors';
+import { createEngine } from './engine';
+import type { FaceEngine } from './engine/types';
+import { ErrorCatalog } from './errors';
 import { buildApp } from './http/app';
 import { Galleries } from './matching/galleries';
 import { DEFAULT_ACCOUNT } from './services/auth';
 import type { LiveFaceSource } from './services/live-face';
 import { DeviceCamera } from './device/camera';
+import { nativeErrorTable } from './native';
 import { openStore, type Store } from './storage/store';
 import { lockStore, type StoreLock } from './storage/process-lock';
 
@@ -27,18 +29,6 @@ export interface StartOptions {
   logger?: FastifyServerOptions['logger'];
   /** Where the one-time messages go (the first API key). */
   print?: (line: string) => void;
-}
-
-/** The native engine (src/engine/index.ts, issue 2). */
-export async function loadEngine(options: EngineOptions = {}): Promise<FaceEngine> {
-  let mod: { createEngine?: (o: EngineOptions) => Promise<FaceEngine> };
-  try {
-    mod = require('./engine/index');
-  } catch (err) {
-    throw new Error(`the face engine is not available (src/engine/index): ${(err as Error).message}`);
-  }
-  if (typeof mod.createEngine !== 'function') throw new Error('src/engine/index does not export createEngine');
-  return mod.createEngine(options);
 }
 
 /** On first start (no key ever stored) creates a full-access key of account "default" and prints it once. */
@@ -87,8 +77,8 @@ async function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
 
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const errors = opts.errors ?? loadErrorCatalog();
-  const engine = opts.engine ?? (await loadEngine());
+  const errors = opts.errors ?? new ErrorCatalog(nativeErrorTable());
+  const engine = opts.engine ?? (await createEngine());
   let store: Store | undefined;
   let storeLock: StoreLock | undefined;
   // Device mode: the configured camera's capture pipeline (src/device), unless the caller brings one.
