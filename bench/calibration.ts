@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { cosine } from '../src/engine';
+import { dot as cosine } from '../src/matching/dot';
 import { SimilarityScale, type Anchor } from '../src/matching/similarity-scale';
 import { packageRoot } from '../src/package-root';
 import { printJsonLine, requireSharedData } from './common';

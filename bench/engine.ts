@@ -13,7 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 
-import { cosine, createEngine, type FaceEngine, type StageTimings } from '../src/engine';
+import { createEngine, type FaceEngine, type StageTimings } from '../src/engine';
+import { dot as cosine } from '../src/matching/dot';
 import type { RgbImage } from '../src/engine/types';
 import { decodeImageBytes } from '../src/image/decode';
 import { packageRoot } from '../src/package-root';

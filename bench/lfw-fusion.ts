@@ -13,7 +13,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 
-import { createEngine, cosine } from '../src/engine';
+import { createEngine } from '../src/engine';
+import { dot as cosine } from '../src/matching/dot';
 import { templateNetworks } from '../src/engine/template-spec';
 import { packageRoot } from '../src/package-root';
 import { modelPath, nativeEquivalentOptions, NATIVE_LEVELS } from './baseline-pipeline';

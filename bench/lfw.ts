@@ -4,7 +4,7 @@
 // Runs with and without flip-averaged templates, side by side.
 import path from 'node:path';
 
-import { cosine } from '../src/engine';
+import { dot as cosine } from '../src/matching/dot';
 import { percentile, printJsonLine, requireSharedData } from './common';
 import { lfwTemplates, readPairs } from './lfw-data';
 import { acceptRate, accuracyAt, bestThreshold, impostorScores, scorePairs, thresholdAtFar } from './lfw-scoring';

@@ -3,5 +3,7 @@ export { buildApp, type AppDeps } from './http/app';
 export { startService, type RunningService, type StartOptions } from './server';
 export { loadConfig, parseConfig, defaultConfig, ConfigError } from './config/load';
 export type { Config } from './config/types';
-export { createEngine, cosine } from './engine';
+export { createEngine } from './engine';
+// `cosine` stays the public name of the one template dot product.
+export { dot as cosine } from './matching/dot';
 export type * from './engine/types';

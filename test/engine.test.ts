@@ -5,7 +5,8 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import t from 'tap';
 
-import { cosine, createEngine } from '../src/engine';
+import { createEngine } from '../src/engine';
+import { dot as cosine } from '../src/matching/dot';
 import { resolveOrtLibrary } from '../src/engine/ort-library';
 import { native } from '../src/native';
 import type { FaceEngine } from '../src/engine/types';

@@ -1,6 +1,7 @@
 // [issue 3] The per-account in-memory gallery behind {upsert/remove/get/search}: rebuilt from LMDB.
 import t from 'tap';
-import { ScanGallery, dot } from '../src/matching/gallery';
+import { dot } from '../src/matching/dot';
+import { ScanGallery } from '../src/matching/gallery';
 import { Galleries } from '../src/matching/galleries';
 import { openStore } from '../src/storage/store';
 import { DIM, templateFor, FAKE_MODEL_ID, OTHER_MODEL_IDS } from './helpers/fake-engine';

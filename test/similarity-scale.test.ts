@@ -56,3 +56,12 @@ t.test('rounding to two decimals', async (t) => {
   t.equal(roundSimilarity(79.996), 80);
   t.equal(roundSimilarity(79.994), 79.99);
 });
+
+t.test('percent and cosineFloor: what the services compare and search with', async (t) => {
+  for (const c of [-1, 0.1, 0.35, 0.5, 0.9]) t.equal(scale.percent(c), roundSimilarity(scale.toSimilarity(c)));
+  for (const p of [0, 40, 80, 98, 101]) {
+    t.equal(scale.cosineFloor(p), scale.toCosineFloor(p) - 1e-6);
+    // A cosine at the search floor never shows a percent above the threshold it was derived from.
+    if (p > 0 && p <= 100) t.ok(scale.percent(scale.cosineFloor(p)) <= p, `percent(cosineFloor(${p})) <= ${p}`);
+  }
+});

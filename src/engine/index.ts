@@ -89,10 +89,3 @@ export async function createEngine(options: EngineOptions = {}): Promise<FaceEng
   });
   return new NativeFaceEngine(handle, modelId, size);
 }
-
-/** Cosine similarity of two L2-normalised templates. */
-export function cosine(a: Float32Array, b: Float32Array): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
-  return s;
-}

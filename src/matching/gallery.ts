@@ -1,7 +1,8 @@
 // The in-memory search structure of one account's templates. LMDB stays the source of truth; a gallery is
 // rebuilt from it at start and updated after every committed write. The interface is narrow and
-// asynchronous so the SIMD index (issue 4, src/index: a native collection per account, Promise-based) can
-// replace ScanGallery without touching the services.
+// asynchronous so the SIMD index (src/index: a native collection per account, Promise-based) and the plain
+// ScanGallery are interchangeable behind the services.
+import { dot } from './dot';
 
 export interface GalleryHit {
   personId: string;
@@ -63,11 +64,4 @@ export class ScanGallery implements Gallery {
     hits.sort((a, b) => b.cosine - a.cosine || (a.personId < b.personId ? -1 : 1));
     return hits.slice(0, topK);
   }
-}
-
-export function dot(a: Float32Array, b: Float32Array): number {
-  if (a.length !== b.length) throw new Error(`template length ${a.length} differs from ${b.length}`);
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
-  return s;
 }

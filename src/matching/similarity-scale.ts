@@ -57,6 +57,19 @@ export class SimilarityScale {
     }
     return Number.POSITIVE_INFINITY;
   }
+
+  /** The percent responses show and thresholds are compared with (two decimals). */
+  percent(cosine: number): number {
+    return roundSimilarity(this.toSimilarity(cosine));
+  }
+
+  /**
+   * The cosine floor of a search whose hits are then judged on `percent(hit) >= threshold`: a hair below
+   * the exact floor, so a float32 score at the boundary is not pruned before that decision is made.
+   */
+  cosineFloor(percent: number): number {
+    return this.toCosineFloor(percent) - 1e-6;
+  }
 }
 
 /** Percent with two decimals: what responses show and what thresholds are compared with. */

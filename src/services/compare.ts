@@ -4,9 +4,7 @@
 // largest target face only, so at most one face can match.
 // similarityThreshold: percent 0..100, default [matching] compare_threshold; it decides facesMatched and
 // does not change similarity (the device answer).
-import type { FaceAnalysis } from '../engine/types';
-import { similarityIndex } from '../index/similarity-index';
-import { roundSimilarity } from '../matching/similarity-scale';
+import { dot } from '../matching/dot';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { decodeField, releasing } from './images';
 import { consumeQuota } from './quota';
@@ -31,11 +29,7 @@ export async function comparePersons(ctx: ServiceContext, caller: Caller, input:
     }));
   const [a, b] = [sourceFaces[0], targetFaces[0]];
   if (!a || !b) return { similarity: 0, facesMatched: 0 };
-  const similarity = pairSimilarity(ctx, a, b);
+  const similarity = ctx.scale.percent(dot(a.embedding, b.embedding));
   const threshold = input.similarityThreshold ?? ctx.config.matching.compare_threshold;
   return { similarity, facesMatched: similarity >= threshold ? 1 : 0 };
-}
-
-function pairSimilarity(ctx: ServiceContext, a: FaceAnalysis, b: FaceAnalysis): number {
-  return roundSimilarity(ctx.scale.toSimilarity(similarityIndex().dot(a.embedding, b.embedding)));
 }

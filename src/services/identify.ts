@@ -1,7 +1,6 @@
 // POST /person/recognize-face: 1:N search of the largest face over the caller's account.
 // Codes: F_011 when the face is smaller than [quality] min_face_size; RF_001 when no face is found or no
 // enrolled person reaches [matching] identify_threshold.
-import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { faceInputImage, type FaceInput } from './face-input';
 import { releasing } from './images';
@@ -21,8 +20,8 @@ export async function identifyPerson(ctx: ServiceContext, caller: Caller, input:
   const threshold = ctx.config.matching.identify_threshold;
   const gallery = ctx.galleries.of(caller.accountId);
   // The cosine floor prunes the search; the decision itself is made on the shown (rounded) percent.
-  const [best] = await gallery.search(face.embedding, 1, ctx.scale.toCosineFloor(threshold) - 1e-6);
-  const similarity = best ? roundSimilarity(ctx.scale.toSimilarity(best.cosine)) : 0;
+  const [best] = await gallery.search(face.embedding, 1, ctx.scale.cosineFloor(threshold));
+  const similarity = best ? ctx.scale.percent(best.cosine) : 0;
   if (!best || similarity < threshold) {
     throw ctx.errors.create('NoPersonMatched', `best similarity ${similarity} < ${threshold}`);
   }

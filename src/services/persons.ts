@@ -1,7 +1,6 @@
 // Person management: create, update, remove, get. LMDB is written first; the account's gallery follows
 // only after the commit, so a search never sees a person the store does not hold.
 import type { FaceAnalysis, RgbImage } from '../engine/types';
-import { roundSimilarity } from '../matching/similarity-scale';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { ENROLMENT_CHECKS, runEnrolmentChecks } from './enrolment-checks';
 import { faceInputImage, type FaceInput } from './face-input';
@@ -97,9 +96,9 @@ async function checkedFace(ctx: ServiceContext, personId: string, rgb: RgbImage)
 async function refuseDuplicate(ctx: ServiceContext, caller: Caller, personId: string, face: FaceAnalysis, isUpdate: boolean): Promise<void> {
   const threshold = ctx.config.matching.duplicate_threshold;
   // Two hits: on update the person's own template may be the best one and does not count.
-  const hits = await ctx.galleries.of(caller.accountId).search(face.embedding, 2, ctx.scale.toCosineFloor(threshold) - 1e-6);
+  const hits = await ctx.galleries.of(caller.accountId).search(face.embedding, 2, ctx.scale.cosineFloor(threshold));
   const other = hits.find((h) => !(isUpdate && h.personId === personId));
-  if (other && roundSimilarity(ctx.scale.toSimilarity(other.cosine)) >= threshold) {
+  if (other && ctx.scale.percent(other.cosine) >= threshold) {
     throw ctx.errors.create('FaceExists', `person ${personId}: matches enrolled person ${other.personId}`);
   }
 }

@@ -2,8 +2,7 @@
 // A failed match (no face, or similarity below [matching] verify_threshold) answers 410 RF_001
 // "No person matched": the 200 body has no field for a result, so 200 must mean "verified"; RF_001 is the
 // spec's own code for "no person matched"; NF_001 would wrongly say the person_id is not enrolled.
-import { similarityIndex } from '../index/similarity-index';
-import { roundSimilarity } from '../matching/similarity-scale';
+import { dot } from '../matching/dot';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { faceInputImage, type FaceInput } from './face-input';
 import { releasing } from './images';
@@ -27,7 +26,7 @@ export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId
   // The account's index answers (float32 re-score of the stored copy); LMDB's template is the fallback
   // should the cache ever miss the person.
   const cosine = await ctx.galleries.of(caller.accountId).score(personId, face.embedding) ?? storedCosine(ctx, caller, personId, face.embedding);
-  const similarity = roundSimilarity(ctx.scale.toSimilarity(cosine));
+  const similarity = ctx.scale.percent(cosine);
   if (similarity < threshold) throw ctx.errors.create('NoPersonMatched', `similarity ${similarity} < ${threshold}`);
   return personView(person);
 }
@@ -36,5 +35,5 @@ export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId
 function storedCosine(ctx: ServiceContext, caller: Caller, personId: string, probe: Float32Array): number {
   const stored = ctx.store.persons.get(caller.accountId, personId);
   if (!stored) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
-  return similarityIndex().dot(probe, stored.template);
+  return dot(probe, stored.template);
 }
