@@ -7,7 +7,7 @@ import { ErrorCatalog } from './errors';
 import { buildApp } from './http/app';
 import { Galleries } from './matching/galleries';
 import { DEFAULT_ACCOUNT } from './services/auth';
-import type { LiveFaceSource } from './services/live-face';
+import type { LiveFaceSource } from './device/live-face-source';
 import { DeviceCamera } from './device/camera';
 import { nativeErrorTable } from './native';
 import { openStore, type Store } from './storage/store';

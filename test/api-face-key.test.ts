@@ -5,7 +5,7 @@ import sharp from 'sharp';
 import t from 'tap';
 import type { RgbImage } from '../src/engine/types';
 import { cropAroundFace } from '../src/services/face-input';
-import type { LiveCaptureView, LiveFaceSource } from '../src/services/live-face';
+import type { LiveCaptureView, LiveFaceSource } from '../src/device/live-face-source';
 import { startTestApp } from './helpers/app';
 import { fakePhoto, fakePhotoB64 } from './helpers/fake-engine';
 

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { fakePhotoB64 } from './helpers/fake-engine';
 import { BOOTSTRAP_KEY, startTestApp, type TestApp } from './helpers/app';
-import type { LiveFaceSource } from '../src/services/live-face';
+import type { LiveFaceSource } from '../src/device/live-face-source';
 
 type Teardown = { teardown(fn: () => unknown): void };
 async function setup(t: Teardown, opts: Parameters<typeof startTestApp>[0] = {}): Promise<TestApp> {

@@ -14,7 +14,7 @@ import type { Config } from '../config/types';
 import { resolveOrtLibrary } from '../engine/ort-library';
 import type { RgbImage } from '../engine/types';
 import { packageRoot } from '../package-root';
-import type { LiveFace, LiveFaceSource } from '../services/live-face';
+import type { LiveFace, LiveFaceSource } from './live-face-source';
 import {
   cameraAddon, type CameraEvent, type CameraStatus, type FrameEvent, type NativeCameraHandle,
   type NativeCameraOptions, type NativeLivenessOptions, type RgbPhoto,

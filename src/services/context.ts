@@ -7,7 +7,7 @@ import type { PixelBudget } from '../image/pixel-budget';
 import type { Galleries } from '../matching/galleries';
 import type { SimilarityScale } from '../matching/similarity-scale';
 import type { Store } from '../storage/store';
-import type { LiveFaceSource } from './live-face';
+import type { LiveFaceSource } from '../device/live-face-source';
 
 export interface ServiceContext {
   config: Config;

@@ -7,7 +7,7 @@ import type { RgbImage } from '../engine/types';
 import type { DecodedImage } from '../image/decode';
 import type { ServiceContext } from './context';
 import { decodeField } from './images';
-import type { LiveCaptureView } from './live-face';
+import type { LiveCaptureView } from '../device/live-face-source';
 
 export type FaceInput = { faceImage: string } | { faceKey: string };
 

@@ -3,7 +3,8 @@ import type { Caller, ServiceContext } from './context';
 import { comparePersons, type CompareInput, type CompareResult } from './compare';
 import type { FaceInput } from './face-input';
 import { identifyPerson } from './identify';
-import { getLiveFace, type LiveFace, type LiveFaceSource } from './live-face';
+import type { LiveFace, LiveFaceSource } from '../device/live-face-source';
+import { getLiveFace } from './live-face';
 import { createPerson, getPerson, removePerson, updatePerson } from './persons';
 import type { PersonView } from './person-view';
 import { verifyPerson } from './verify';
@@ -37,5 +38,5 @@ export function createServices(base: ServiceContext, camera?: LiveFaceSource): S
 
 export type { Caller, ServiceContext } from './context';
 export type { PersonView } from './person-view';
-export type { LiveFace, LiveFaceSource } from './live-face';
+export type { LiveFace, LiveFaceSource } from '../device/live-face-source';
 export type { FaceInput } from './face-input';
