@@ -4,7 +4,8 @@ import crypto from 'node:crypto';
 import type { ErrorCatalog } from '../errors';
 import type { ApiKeyRepository } from '../storage/api-keys';
 import { hashKey } from '../storage/api-keys';
-import { roleAllows, type Permission, type Role } from './permissions';
+import type { Role } from '../domain/roles';
+import { roleAllows, type Permission } from './permissions';
 
 export const DEFAULT_ACCOUNT = 'default';
 

@@ -1,8 +1,7 @@
 // What an API key may do. A key has one role; a role is a fixed set of permissions, checked per route.
+import { isRole, type Role } from '../domain/roles';
 
 export type Permission = 'person:read' | 'person:write' | 'person:match' | 'live:read';
-export const ROLES = ['full', 'enrol', 'match'] as const;
-export type Role = (typeof ROLES)[number];
 
 const rolePermissions: Record<Role, readonly Permission[]> = {
   // Everything the API offers.
@@ -12,10 +11,6 @@ const rolePermissions: Record<Role, readonly Permission[]> = {
   // Gates and kiosks: identify, verify, compare, look up, live face; cannot change the gallery.
   match: ['person:read', 'person:match', 'live:read'],
 };
-
-export function isRole(value: string): value is Role {
-  return (ROLES as readonly string[]).includes(value);
-}
 
 export function roleAllows(role: string, permission: Permission): boolean {
   return isRole(role) && rolePermissions[role].includes(permission);
