@@ -97,7 +97,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   logger = app.log;
   answerUnroutable(app.server, errors, () => logger);
   app.decorate('services', services);
-  app.decorate('serviceConfig', config);
 
   await app.register(requestId);
   await app.register(errorHandler, { errors });
@@ -119,13 +118,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.store.apiKeys.list().some((k) => k.signingPublicKey)) await signing.ready();
   await app.register(requestSigning, { signing, publicBaseUrl: config.auth.public_base_url });
   await app.register(jsonBody, { errors });
-  await app.register(openapi, { mode: config.server.mode });
+  // The mode reaches the routes only as this option: it picks their schemas and answers at registration.
+  const { mode } = config.server;
+  await app.register(openapi, { mode });
 
-  await app.register(liveFace, { mode: config.server.mode, errors });
-  await app.register(personFace);
-  await app.register(recognizeFace);
-  await app.register(verifyFace);
-  await app.register(compareFace, { mode: config.server.mode });
+  await app.register(liveFace, { mode, errors });
+  await app.register(personFace, { mode });
+  await app.register(recognizeFace, { mode });
+  await app.register(verifyFace, { mode });
+  await app.register(compareFace, { mode });
   // Galleries built here are released with the app; a caller's own (server.ts) are the caller's to close.
   if (ownGalleries) app.addHook('onClose', async () => galleries.close());
   await app.ready();

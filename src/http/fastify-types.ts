@@ -2,7 +2,6 @@
 import type { Permission } from '../services/permissions';
 import type { Principal } from '../services/auth';
 import type { Services } from '../services';
-import type { Config } from '../config/types';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -26,7 +25,6 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     services: Services;
-    serviceConfig: Config;
   }
 }
 

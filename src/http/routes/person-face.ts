@@ -46,9 +46,8 @@ function personRoute(permission: 'person:read' | 'person:write', summary: string
   };
 }
 
-const personFace: FastifyPluginAsync = async (app) => {
+const personFace: FastifyPluginAsync<{ mode: ServiceMode }> = async (app, { mode }) => {
   const url = '/person/face/:person_id';
-  const mode = app.serviceConfig.server.mode;
 
   app.post<WithImage>(url, personRoute('person:write', 'Create person',
     'Enrols a new person. CP_002 when person_id exists; F_ codes when the photo fails an enrolment check.', { enrol: true, mode }),

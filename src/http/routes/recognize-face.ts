@@ -1,10 +1,11 @@
 // POST /person/recognize-face: 1:N identification.
 import type { FastifyPluginAsync } from 'fastify';
+import type { ServiceMode } from '../../config/types';
 import { callerOf } from './person-face';
 import type { FaceInput } from '../../services';
 import { apiKeySecurity, bodyErrors, commonErrors, errorResponses, faceBodyFor, personResponse } from '../schemas';
 
-const recognizeFace: FastifyPluginAsync = async (app) => {
+const recognizeFace: FastifyPluginAsync<{ mode: ServiceMode }> = async (app, { mode }) => {
   app.post<{ Body: FaceInput }>('/person/recognize-face', {
     config: { permission: 'person:match', jsonBody: true, engine: true },
     schema: {
@@ -13,7 +14,7 @@ const recognizeFace: FastifyPluginAsync = async (app) => {
         'identify_threshold (98%). 410 RF_001 when nobody matches or the photo has no face.',
       tags: ['matching'],
       security: apiKeySecurity,
-      body: faceBodyFor(app.serviceConfig.server.mode),
+      body: faceBodyFor(mode),
       response: {
         200: personResponse,
         ...errorResponses({ 400: ['R_002', 'R_003', 'F_011', 'CP_005'], 410: ['RF_001'], ...bodyErrors, ...commonErrors }),

@@ -1,12 +1,13 @@
 // POST /person/verify-face/{person_id}: 1:1 verification.
 import type { FastifyPluginAsync } from 'fastify';
+import type { ServiceMode } from '../../config/types';
 import type { FaceInput } from '../../services';
 import { callerOf } from './person-face';
 import {
   apiKeySecurity, bodyErrors, commonErrors, errorResponses, faceBodyFor, personIdParams, personResponse,
 } from '../schemas';
 
-const verifyFace: FastifyPluginAsync = async (app) => {
+const verifyFace: FastifyPluginAsync<{ mode: ServiceMode }> = async (app, { mode }) => {
   app.post<{ Params: { person_id: string }; Body: FaceInput }>('/person/verify-face/:person_id', {
     config: { permission: 'person:match', jsonBody: true, engine: true },
     schema: {
@@ -16,7 +17,7 @@ const verifyFace: FastifyPluginAsync = async (app) => {
       tags: ['matching'],
       security: apiKeySecurity,
       params: personIdParams,
-      body: faceBodyFor(app.serviceConfig.server.mode),
+      body: faceBodyFor(mode),
       response: {
         200: personResponse,
         ...errorResponses({
