@@ -1,26 +1,14 @@
 // Face photos for the synthetic camera's heads and attacks. Never committed: by default the six demo
-// photos of an npm package (@vladmandic/face-api@1.7.15, demo/sample1-6.jpg) fetched at run time with
-// `npm pack` into the cache; or files and folders named by [camera] photos.
+// photos of an npm package (demo-photos.ts, fetched into the cache on first use); or files and folders
+// named by [camera] photos.
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 
-import { packageRoot } from '../package-root';
+import { demoPhotoPaths } from './demo-photos';
 import type { RgbPhoto } from './native-camera';
 
-export const DEMO_PHOTO_PACKAGE = '@vladmandic/face-api@1.7.15';
 const IMAGE_EXT = /\.(jpe?g|png|webp|bmp|tiff?)$/i;
-
-/** Paths of the demo photos, fetched into the face-check cache on first use. */
-export function demoPhotoPaths(): string[] {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { packTarball, extractEntries, cacheDir } = require(path.join(packageRoot(), 'scripts', 'npm-tarball.js'));
-  const entries = [1, 2, 3, 4, 5, 6].map((i) => `package/demo/sample${i}.jpg`);
-  const dir = path.join(cacheDir(), 'face-api-demo');
-  const existing = entries.map((e) => path.join(dir, path.basename(e)));
-  if (existing.every((f) => fs.existsSync(f))) return existing;
-  return extractEntries(packTarball(DEMO_PHOTO_PACKAGE), entries, dir);
-}
 
 /** Image files of a comma-separated list of files and folders (folders: sorted, at most `perFolder`). */
 export function photoPaths(list: string, perFolder = 64): string[] {

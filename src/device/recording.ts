@@ -4,20 +4,15 @@
 // folder of colour images is converted once into a colour-only recording in the cache.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
+
+import { cacheDir } from './cache-dir';
 
 const IMAGE_EXT = /\.(jpe?g|png|webp|bmp|tiff?|ppm)$/i;
 
 export function isRecording(dir: string): boolean {
   return fs.existsSync(path.join(dir, 'recording.txt'));
-}
-
-function cacheRoot(): string {
-  const dir = process.env.FACE_CHECK_CACHE || path.join(os.homedir(), '.cache', 'face-check');
-  fs.mkdirSync(dir, { recursive: true });
-  return dir;
 }
 
 /**
@@ -29,7 +24,7 @@ export async function imageFolderRecording(folder: string, fps = 30): Promise<st
   if (!files.length) throw new Error(`${folder}: neither a recording (recording.txt) nor a folder of images`);
   const stamp = files.map((f) => `${f}:${fs.statSync(path.join(folder, f)).mtimeMs}`).join('|');
   const key = crypto.createHash('sha256').update(`${path.resolve(folder)}|${fps}|${stamp}`).digest('hex').slice(0, 16);
-  const out = path.join(cacheRoot(), `replay-${key}`);
+  const out = path.join(cacheDir(), `replay-${key}`);
   if (isRecording(out)) return out;
   const tmp = `${out}.tmp-${process.pid}`;
   fs.rmSync(tmp, { recursive: true, force: true });
