@@ -220,7 +220,13 @@ t.test('overload: over [server] max_engine_queue, face analyses get 503 + Retry-
 t.test('overload: a stalled event loop gets 503 + Retry-After until it recovers', async (t) => {
   const s = await listening(t, { tune: (c) => { c.server.max_event_loop_delay_ms = 100; } });
   const get = () => fetch(`${s.address}/person/face/nobody`, { headers: { 'api-key': BOOTSTRAP_KEY } });
-  t.equal((await get()).status, 404);
+  // Served while the loop keeps time (a loaded test machine may hiccup past 100 ms once: wait it out).
+  let before = 0;
+  for (let i = 0; i < 40 && before !== 404; i++) {
+    before = (await get()).status;
+    if (before !== 404) await new Promise((res) => setTimeout(res, 50));
+  }
+  t.equal(before, 404);
   // The delay monitor measures between its own ticks: give it a first one before the stall.
   await new Promise((res) => setTimeout(res, 100));
   const until = Date.now() + 600;
