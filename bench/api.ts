@@ -1,7 +1,7 @@
 // npm run bench:api — identify and verify over HTTP at 10 concurrent clients against a service holding
 // 10,000 enrolled persons, with a fastify route returning a constant measured in the same run as the
 // ceiling. The service runs in a child process (bench/api-server.ts); autocannon drives it from here.
-// Targets (issue 3): identify >= 40 requests/s on the 2-core machine, p99 <= 3x p50.
+// Targets: identify >= 40 requests/s on the 2-core machine, p99 <= 3x p50.
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';

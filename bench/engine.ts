@@ -6,7 +6,7 @@
 // Separately: ORT graph optimisation level ALL vs EXTENDED per model (the NchwcTransformer question), which also
 // picks the baseline's fastest level per model; and each rewritten model (models/manifest.json `rewrites`) against
 // the model as published (converted to ONNX where published as tflite). Both sides load the same (rewritten) files.
-// Targets (issue 2): end-to-end <= 30 ms p50 on the 2-core machine, >= 1.5x faster than the baseline.
+// Targets: end-to-end <= 30 ms p50 on the 2-core machine, >= 1.5x faster than the baseline.
 // BENCH_ENGINE_ITERATIONS (default 80) sets the measured iterations per configuration.
 import fs from 'node:fs';
 import os from 'node:os';

@@ -1,4 +1,4 @@
-// Benchmark of the SIMD similarity index (issue 4): `npm run bench:index` (node dist/bench/index.js).
+// Benchmark of the SIMD similarity index: `npm run bench:index` (node dist/bench/index.js).
 //
 // For each gallery size (10k, 100k, 1M templates of the engine's 704 values, clustered so that near-duplicates exist), in one
 // run: this index with every kernel the CPU has, usearch's exact search (float32 and int8, when the npm

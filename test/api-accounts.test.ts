@@ -1,4 +1,4 @@
-// [issue 3] Two accounts never cross: identify, get, verify, update and remove only see the caller's own
+// Two accounts never cross: identify, get, verify, update and remove only see the caller's own
 // persons, and the same person_id can exist in both.
 import t from 'tap';
 import { fakePhotoB64 } from './helpers/fake-engine';

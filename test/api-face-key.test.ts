@@ -1,4 +1,4 @@
-// [issue 6, spec 2 "Live face"] In device mode a faceKey from GET /person/face/ stands in for faceImage in
+// Spec 2 "Live face": in device mode a faceKey from GET /person/face/ stands in for faceImage in
 // create, update, identify and verify: the live capture itself is used, cropped around the face that passed
 // liveness. Exactly one of faceImage and faceKey; unknown or expired keys are R_003; cloud mode has no faceKey.
 import sharp from 'sharp';

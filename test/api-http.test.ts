@@ -1,4 +1,4 @@
-// [issue 3] The HTTP contract around the operations: spec section 5 (Api-Key, Content-Type, Request-Id),
+// The HTTP contract around the operations: spec section 5 (Api-Key, Content-Type, Request-Id),
 // section 7 (R_002, R_003, 401, 403, 500 and their precedence), unknown routes, the device-only route,
 // and the OpenAPI document.
 import t from 'tap';

@@ -1,4 +1,4 @@
-// [issue 3] Spec 4.6 identify, 4.7 verify, 4.8 compare (cloud and device answers), over app.inject with
+// Spec 4.6 identify, 4.7 verify, 4.8 compare (cloud and device answers), over app.inject with
 // the fake engine, whose photos carry an exact cosine to their identity's template.
 import t from 'tap';
 import { dot } from '../src/matching/dot';

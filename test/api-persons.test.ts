@@ -1,4 +1,4 @@
-// [issue 3] Spec section 3 (states and transitions) and 4.2-4.5 (create, update, remove, get), one test
+// Spec section 3 (states and transitions) and 4.2-4.5 (create, update, remove, get), one test
 // per table row, over app.inject with the fake engine.
 import t from 'tap';
 import { defaultConfig } from '../src/config/load';

@@ -1,4 +1,4 @@
-// [issue 3] CP_005: [quota] requests_per_day metered requests per account and UTC day. Metered are the
+// CP_005: [quota] requests_per_day metered requests per account and UTC day. Metered are the
 // operations whose spec error list has CP_005 (remove, get, identify, verify, compare).
 import t from 'tap';
 import { fakePhotoB64 } from './helpers/fake-engine';

@@ -1,4 +1,4 @@
-// [issue 3] The contract rows again with real photos and the real engine: crops of five different people
+// The contract rows again with real photos and the real engine: crops of five different people
 // from the face-api demo group photos (fetched at test time), the group photos themselves, and, when
 // ../shared/data is present, its multi-face, no-face, format and broken-file photos.
 import fs from 'node:fs';
@@ -12,7 +12,7 @@ import { dataPath, needsSharedData, qualityIndex } from './helpers/shared-data';
 
 const same = (s: Sharp) => s.flop().resize(400); // another "photo" of the same face: mirrored, smaller
 const tiny = (s: Sharp) => s.resize(100); // face about 70 px, below min_face_size 80
-// The pose/eye/mouth/... bounds belong to issue 5 and move with the engine's models: here they are opened
+// The pose/eye/mouth/... bounds are tuned on their own and move with the engine's models: here they are opened
 // wide so these tests check the API contract; F_001, F_002, F_011 and F_012 keep their defaults.
 const relaxQuality = (c: Config) => {
   Object.assign(c.quality, {

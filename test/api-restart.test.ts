@@ -1,4 +1,4 @@
-// [issue 3] Restart: enrol, stop, start on the same LMDB folder; the gallery is rebuilt and identify finds
+// Restart: enrol, stop, start on the same LMDB folder; the gallery is rebuilt and identify finds
 // the same persons with the same created/updated.
 import t from 'tap';
 import { FAKE_MODEL_ID, fakePhotoB64, FakeEngine, OTHER_MODEL_IDS } from './helpers/fake-engine';

@@ -1,4 +1,4 @@
-// [issue 3] The program: face-check keys create|list|revoke, reindex, and serve (first start creates and
+// The program: face-check keys create|list|revoke, reindex, and serve (first start creates and
 // prints one API key, later starts do not).
 import crypto from 'node:crypto';
 import fs from 'node:fs';

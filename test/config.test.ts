@@ -1,4 +1,4 @@
-// [issue 3] ini loading: every key with its default, unknown sections/keys and bad values stop start-up
+// Ini loading: every key with its default, unknown sections/keys and bad values stop start-up
 // with a message naming the key, relative paths follow the ini file.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -8,7 +8,7 @@ import { ConfigError, defaultConfig, loadConfig, parseConfig } from '../src/conf
 import { configSchema } from '../src/config/schema';
 
 const root = path.resolve(__dirname, '..');
-// The sections of the person API (issue 3); [camera] and [liveness] belong to device mode (docs/device.md).
+// The sections of the person API; [camera] and [liveness] belong to device mode (docs/device.md).
 const PERSON_API_SECTIONS = ['server', 'storage', 'auth', 'matching', 'image', 'quality', 'quota'] as const;
 
 t.test('defaults', async (t) => {

@@ -1,4 +1,4 @@
-// [issue 5] Every enrolment check at its default bound, through the API with the real engine: one real photo
+// Every enrolment check at its default bound, through the API with the real engine: one real photo
 // (or a generated variant of one) per F_ code that must fail with exactly that code, good photos that must
 // all pass, the documented precedence, and the duplicate check F_012.
 import fs from 'node:fs';

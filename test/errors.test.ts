@@ -1,4 +1,4 @@
-// [issue 3] One error table: the addon's errorTable is the rows of native/core/error_table.h, and every
+// One error table: the addon's errorTable is the rows of native/core/error_table.h, and every
 // ApiError takes status, code and message from it.
 import t from 'tap';
 import { ApiError, ERROR_NAMES, ErrorCatalog } from '../src/errors';

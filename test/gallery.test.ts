@@ -1,4 +1,4 @@
-// [issue 3] The per-account in-memory gallery behind {upsert/remove/get/search}: rebuilt from LMDB.
+// The per-account in-memory gallery behind {upsert/remove/get/search}: rebuilt from LMDB.
 import t from 'tap';
 import { dot } from '../src/matching/dot';
 import { ScanGallery } from '../src/matching/gallery';

@@ -1,4 +1,4 @@
-// [issue 3] Image fields: strict base64 (data URL accepted), byte and pixel limits, EXIF orientation,
+// Image fields: strict base64 (data URL accepted), byte and pixel limits, EXIF orientation,
 // every pixel layout to 3-channel 8-bit RGB, undecodable input refused (the API answers R_003).
 import fs from 'node:fs';
 import path from 'node:path';

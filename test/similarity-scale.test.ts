@@ -1,4 +1,4 @@
-// [issue 3] One monotonic cosine -> percent mapping, piecewise-linear through exported anchors.
+// One monotonic cosine -> percent mapping, piecewise-linear through exported anchors.
 import t from 'tap';
 import { SIMILARITY_ANCHORS, SimilarityScale, roundSimilarity } from '../src/matching/similarity-scale';
 

@@ -1,4 +1,4 @@
-// [issue 3] LMDB is the source of truth: persons per account with template, model id and the original
+// LMDB is the source of truth: persons per account with template, model id and the original
 // image; API keys stored hashed; quota counters that never overshoot; everything survives a reopen.
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// [issue 4] Templates live in LMDB in segments of 32 (src/storage/template-segment.ts) so the gallery rebuild
+// Templates live in LMDB in segments of 32 (src/storage/template-segment.ts) so the gallery rebuild
 // reads segments, not persons. Codec, the repository against a plain Map model (fast-check), bulk create,
 // the migration from storage schema 1 (templates inside person records) and the block-wise rebuild.
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// Similarity index binding (issue 4): `exports.index`, a thin Node-API layer over core/index.
+// Similarity index binding: `exports.index`, a thin Node-API layer over core/index.
 // Everything that takes a collection lock (writes, searches, bulk load) runs in a Napi::AsyncWorker and
 // returns a Promise, so the event loop never waits for a scan or for a write waiting on a scan.
 // Failures of the index reject with an Error carrying `code` (ERR_INDEX_*) and `status` (error table name);

@@ -119,7 +119,7 @@ export const configSchema: ConfigSchema = {
     max_image_brightness: { default: 225, parse: decimal(0, 255) },
     min_image_sharpness: { default: 15, parse: decimal(0, 1e9) },
   },
-  // [camera] and [liveness]: device mode (issue 6); docs/device.md documents every key.
+  // [camera] and [liveness]: device mode; docs/device.md documents every key.
   camera: {
     source: { default: 'none', parse: oneOf('synthetic', 'replay', 'freenect', 'none') },
     scenario: { default: 'live', parse: text({ allowEmpty: true }) },

@@ -66,7 +66,7 @@ export interface ImageConfig {
   max_pixels_in_flight: number;
 }
 
-/** Bounds of the enrolment checks (issue 5 tunes the numbers). Units as in src/engine/types.ts. */
+/** Bounds of the enrolment checks (defaults measured with npm run bench:quality). Units as in src/engine/types.ts. */
 export interface QualityConfig {
   min_face_size: number;
   max_yaw: number;

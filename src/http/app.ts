@@ -36,7 +36,7 @@ export interface AppDeps {
   /** Default: one gallery per account, rebuilt from the store for engine.modelId. */
   galleries?: Galleries;
   scale?: SimilarityScale;
-  /** Device mode live-face source (issue 6); absent = camera not connected (R_400). */
+  /** Device mode live-face source; absent = camera not connected (R_400). */
   camera?: LiveFaceSource;
   now?: () => Date;
   logger?: FastifyServerOptions['logger'];

@@ -1,4 +1,4 @@
-// Promise API over the native SIMD similarity index (native/core/index, issue 4).
+// Promise API over the native SIMD similarity index (native/core/index).
 //
 // An exact cosine index per named collection (one per account): int8 codes scanned by the best SIMD
 // kernel of the CPU (AVX-512 VNNI / AVX-512 / AVX2 / NEON / scalar), the best candidates re-scored in
