@@ -20,6 +20,7 @@ import { createEngine } from '../src/engine';
 import type { FaceAnalysis, FaceEngine, RgbImage } from '../src/engine/types';
 import { ENROLMENT_CHECKS, runEnrolmentChecks } from '../src/services/enrolment-checks';
 import { detectorOf, diagnoseNoFace, measureImage, type ImageMeasures } from '../src/services/no-face-diagnosis';
+import { recheckRoll, ROLL_SENSITIVE } from '../src/services/roll-recheck';
 import { loadRgb, printJsonLine, requireSharedData } from './common';
 import { poseModel } from './pose-model';
 
@@ -73,6 +74,8 @@ const asUpload = async (img: RgbImage) => toRgb(sharp(await raw(img).jpeg({ qual
 
 interface Sample {
   set: string; expected: string; faces: FaceAnalysis[]; image: ImageMeasures; before: string; after: string; rotation?: number;
+  /** The code the roll re-check replaced with F_008 (roll-recheck.ts), if it did. */
+  rechecked?: string;
   /** The code (with the diagnosis) if brightness and sharpness came before roll. */
   qualityFirst: string;
   /** Degraded sets: the code (with the diagnosis) of the undegraded original, as uploaded. */
@@ -100,24 +103,44 @@ async function main() {
   const detect = detectorOf(engine);
   const samples: Sample[] = [];
   const codeOf = (o: Awaited<ReturnType<typeof runEnrolmentChecks>>) => (o.ok ? 'pass' : o.error);
-  let diagnosisMs = 0, diagnoses = 0;
+  let diagnosisMs = 0, diagnoses = 0, rechecks = 0, recheckMs = 0, recheckRuns = 0;
   /** Analyses a photo; the chain's code without (before) and with (after) the no-face diagnosis. */
   const sample = async (set: string, expected: string, img: RgbImage): Promise<Sample> => {
     const faces = await analyze(img);
     const none = async () => undefined;
-    let rotation: number | undefined;
+    let rotation: number | undefined, rechecked: string | undefined;
     const before = codeOf(await runEnrolmentChecks(faces, bounds, none));
     const t0 = performance.now();
-    const after = codeOf(await runEnrolmentChecks(faces, bounds, none, async () => {
-      const d = await diagnoseNoFace(img, bounds, detect);
-      rotation = d.found?.rotation;
-      diagnoses++;
-      return d;
+    // As persons.ts runs it: the no-face diagnosis, and the roll re-check for a face failing a later check.
+    // Its result does not depend on the failed code: run once per photo, reused for the other order.
+    let recheck: ReturnType<typeof recheckRoll> | undefined;
+    const roll = (counted: boolean) => async (error: string) => {
+      if (!ROLL_SENSITIVE.has(error as never)) return undefined;
+      if (!recheck) {
+        const t1 = performance.now();
+        recheck = recheckRoll(img, faces[0], bounds, detect);
+        const r = await recheck;
+        rechecks++;
+        recheckRuns += r.runs;
+        recheckMs += performance.now() - t1;
+      }
+      const r = await recheck;
+      if (r.error && counted) rechecked = error;
+      return r.error ? { error: r.error, reason: r.reason } : undefined;
+    };
+    const after = codeOf(await runEnrolmentChecks(faces, bounds, none, {
+      noFace: async () => {
+        const d = await diagnoseNoFace(img, bounds, detect);
+        rotation = d.found?.rotation;
+        diagnoses++;
+        return d;
+      },
+      roll: roll(true),
     }));
     if (!faces.length) diagnosisMs += performance.now() - t0;
-    const alt = await runEnrolmentChecks(faces, bounds, none, undefined, QUALITY_FIRST);
+    const alt = await runEnrolmentChecks(faces, bounds, none, { roll: roll(false) }, QUALITY_FIRST);
     const qualityFirst = faces.length ? codeOf(alt) : after;
-    const s: Sample = { set, expected, faces, image: measureImage(img), before, after, rotation, qualityFirst };
+    const s: Sample = { set, expected, faces, image: measureImage(img), before, after, rotation, rechecked, qualityFirst };
     samples.push(s);
     return s;
   };
@@ -253,6 +276,12 @@ async function main() {
   for (const s of samples) if (s.rotation !== undefined) rotations[s.rotation] = (rotations[s.rotation] ?? 0) + 1;
   const diagnosisMeanMs = diagnoses ? +(diagnosisMs / diagnoses).toFixed(1) : 0;
   console.log(`rotations that found a face: ${JSON.stringify(rotations)}; ${diagnoses} diagnoses, mean ${diagnosisMeanMs} ms`);
+  // The roll re-check: how often it ran, what it cost, which codes it turned into F_008, per set.
+  const rollRecheck: Record<string, Record<string, number>> = {};
+  for (const s of samples) if (s.rechecked) (rollRecheck[s.set] ??= {})[s.rechecked] = (rollRecheck[s.set][s.rechecked] ?? 0) + 1;
+  const recheckMeanMs = rechecks ? +(recheckMs / rechecks).toFixed(1) : 0;
+  console.log(`roll re-check: ${rechecks} runs (mean ${recheckMeanMs} ms, ${(recheckRuns / Math.max(1, rechecks)).toFixed(1)} detector runs); ` +
+    `turned into F_008: ${JSON.stringify(rollRecheck)}`);
 
   // The diagnosis's image measures per set (min / median / max), for choosing its bounds.
   console.log('\n== image centre: brightness, contrast, sharpness (min / median / max) per set ==');
@@ -317,7 +346,8 @@ async function main() {
   await engine.close();
   printJsonLine({ bench: 'quality', bounds, perCheck, chain, ranges, pose: poseSummary,
     noFace: { sets: noFace, rotations, diagnosisMeanMs, imageRanges }, order,
-    ownCodeShareGoodOriginals, ownCodeShareAll, excludedOriginals });
+    ownCodeShareGoodOriginals, ownCodeShareAll, excludedOriginals,
+    rollRecheck: { runs: rechecks, meanMs: recheckMeanMs, detectorRunsPerRecheck: +(recheckRuns / Math.max(1, rechecks)).toFixed(2), toF008: rollRecheck } });
 }
 
 main().catch((e) => { console.error(e); process.exit(1); });

@@ -2,7 +2,9 @@
 import t from 'tap';
 import { defaultConfig } from '../src/config/load';
 import type { FaceAnalysis } from '../src/engine/types';
+import type { RgbImage } from '../src/engine/types';
 import { ENROLMENT_CHECKS, countedFaces, runEnrolmentChecks } from '../src/services/enrolment-checks';
+import { LEVEL, recheckRoll, ROLL_SENSITIVE, rollRechecker, STEP } from '../src/services/roll-recheck';
 
 const bounds = defaultConfig().quality;
 const good = (over: Partial<FaceAnalysis> = {}): FaceAnalysis => ({
@@ -116,3 +118,93 @@ const fixes: Record<string, Partial<FaceAnalysis>> = {
   EyesClosed: { eyes: { left: 1, right: 1 } },
   MouthOpen: { mouthOpenness: 0 },
 };
+
+// The roll re-check (roll-recheck.ts): a face whose landmarks misread a strong roll fails a later check;
+// copies turned back towards upright name the roll. The fake detector answers by call order: 1 = the copy
+// turned -STEP, 2 = +STEP, then the copies turned back by a candidate; `rolls[i]` is the face's roll read on
+// call i + 1 (undefined: no face). Its copies' sizes tell the turn (a 300x10 image).
+function scriptedRolls(rolls: (number | undefined)[]) {
+  const d = Object.assign(async (img: RgbImage) => {
+    const r = rolls[d.turns.length];
+    // Height of a 300x10 image turned by a: 300 |sin a| + 10 |cos a|, rising up to 88 degrees: |a| to the degree.
+    const h = (a: number) => 300 * Math.sin((a * Math.PI) / 180) + 10 * Math.cos((a * Math.PI) / 180);
+    let best = 0;
+    for (let a = 0; a <= 88; a++) if (Math.abs(h(a) - img.height) < Math.abs(h(best) - img.height)) best = a;
+    d.turns.push(best);
+    return r === undefined ? [] : [good({ pose: { yaw: 0, pitch: 0, roll: r }, points5: centre(img) })];
+  }, { turns: [] as number[] });
+  return d;
+}
+/** Five points at the copy's centre: mapped back, the photo's centre, inside the failing face's box. */
+const centre = (img: RgbImage) => Array.from({ length: 5 }, () => ({ x: img.width / 2, y: img.height / 2 }));
+const failing = good({ box: { x: 50, y: -95, width: 200, height: 200, score: 0.99 } });
+const wide: RgbImage = { data: new Uint8Array(300 * 10 * 3).fill(128), width: 300, height: 10 };
+
+t.test('roll re-check: a 50 degree face read as 17 is F_008, confirmed on a copy turned back', async (t) => {
+  // -30 copy: the face at 20, read 20 (candidate 50); +30 copy: the face at 80, misread -2 (candidate -32,
+  // most upright on its copy, so tried first); turned back by +32 the face (at 82) reads 45: not level,
+  // rejected; turned back by -50 it reads 1: roll 51.
+  const detect = scriptedRolls([20, -2, 45, 1]);
+  const r = await recheckRoll(wide, failing, bounds, detect);
+  t.equal(r.error, 'WrongFaceRoll', r.reason);
+  t.equal(r.roll, 51);
+  t.equal(r.runs, 4);
+  t.same(detect.turns, [STEP, STEP, 32, 50], 'turns -30, +30, then back by each candidate');
+});
+
+t.test('roll re-check: an upright face reads its own roll on both copies: the code stands', async (t) => {
+  const detect = scriptedRolls([-27, 33]);
+  const r = await recheckRoll(wide, failing, bounds, detect);
+  t.equal(r.error, undefined, r.reason);
+  t.equal(r.runs, 2, 'no candidate beyond max_roll: nothing to confirm');
+});
+
+t.test('roll re-check: a candidate the copy turned back does not read level is not believed', async (t) => {
+  // Candidates 55 and -40, neither confirmed (their turned-back copies read 25 and no face).
+  const r = await recheckRoll(wide, failing, bounds, scriptedRolls([25, -10, undefined, LEVEL + 15]));
+  t.equal(r.error, undefined, r.reason);
+  t.equal(r.runs, 4, 'at most four detector runs');
+  t.equal((await recheckRoll(wide, failing, bounds, scriptedRolls([]))).error, undefined, 'no face on either copy');
+});
+
+t.test('roll re-check in the chain: only for the codes a roll can cause, after the check that failed', async (t) => {
+  let asked: string[] = [];
+  const roll = async (error: string) => { asked.push(error); return { error: 'WrongFaceRoll' as const, reason: 'rolled 50' }; };
+  const blurred = await runEnrolmentChecks([good({ sharpness: 10 })], bounds, none, { roll });
+  t.same(blurred, { ok: false, error: 'WrongFaceRoll', reason: `sharpness 10 below ${bounds.min_sharpness}; rolled 50` });
+  t.same(asked, ['BadSharpness']);
+  asked = [];
+  t.ok((await runEnrolmentChecks([good()], bounds, none, { roll })).ok, 'a passing photo: not asked');
+  t.equal(((await runEnrolmentChecks([good({ pose: { yaw: 0, pitch: 0, roll: 40 } })], bounds, none, { roll: async () => undefined })) as { error: string }).error,
+    'WrongFaceRoll', 'the code stands when the re-check answers nothing');
+  t.same(asked, []);
+  // Through rollRechecker: F_008, F_002 and F_012 are not roll-sensitive, and cost no detector run.
+  const detect = scriptedRolls([20, -2, 45, 1]);
+  const rechecker = rollRechecker(wide, bounds, detect);
+  for (const code of ['WrongFaceRoll', 'NoFace', 'FaceExists'] as const) t.equal(await rechecker(code, failing), undefined, code);
+  t.equal(detect.turns.length, 0);
+  t.notOk(ROLL_SENSITIVE.has('FaceExists'));
+  t.equal((await rechecker('NotOneFace', failing))?.error, 'WrongFaceRoll');
+  const dup = await runEnrolmentChecks([good()], bounds, async () => 'p1', { roll });
+  t.equal((dup as { error: string }).error, 'FaceExists', 'F_012 is never re-checked');
+});
+
+t.test('roll re-check: a face still dark or blurred once turned back is not believed (its landmarks are not)', async (t) => {
+  for (const over of [{ sharpness: bounds.min_sharpness - 1 }, { brightness: bounds.min_brightness - 1 }]) {
+    let calls = 0;
+    const detect = async (img: RgbImage) =>
+      [good({ pose: { yaw: 0, pitch: 0, roll: [20, -2, 1, 1][calls] }, points5: centre(img), ...(calls++ >= 2 ? over : {}) })];
+    const r = await recheckRoll(wide, failing, bounds, detect);
+    t.equal(r.error, undefined, `${JSON.stringify(over)}: ${r.reason}`);
+    t.equal(calls, 4, 'both candidates (-32, 50) tried and refused');
+  }
+});
+
+t.test('roll re-check: only the failing face counts, not another face on the copies', async (t) => {
+  // The copies show a face rolled 50 (as in the first re-check test), but its points map back outside the
+  // failing face's box (a neighbour in a group photo), or it has no points: nothing is believed.
+  const elsewhere = good({ box: { x: 0, y: -300, width: 40, height: 40, score: 0.99 } });
+  t.equal((await recheckRoll(wide, elsewhere, bounds, scriptedRolls([20, -2, 45, 1]))).error, undefined, 'outside its box');
+  const noPoints = async () => [good({ pose: { yaw: 0, pitch: 0, roll: 20 } })];
+  t.equal((await recheckRoll(wide, failing, bounds, noPoints)).error, undefined, 'a face without points');
+});

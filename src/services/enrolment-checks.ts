@@ -13,7 +13,9 @@
 // before closed eyes because dark glasses make eyes read as closed; the duplicate search comes last because
 // it is the only check that needs the gallery.
 // When no face is found, an optional diagnosis (no-face-diagnosis.ts) may answer F_006, F_007 or F_008
-// instead of F_002: a dark, blurred or tilted photo hides its face from the detector.
+// instead of F_002: a dark, blurred or tilted photo hides its face from the detector. When a face is found
+// but a later check fails, an optional re-check (roll-recheck.ts) may answer F_008 instead: a face rolled
+// past ~35 degrees reads a small roll from its landmarks and then fails for that (F_001, F_011, F_007...).
 import type { FaceAnalysis } from '../engine/types';
 import type { QualityConfig } from '../config/types';
 import type { ErrorName } from '../errors';
@@ -108,21 +110,42 @@ export type CheckOutcome = { ok: true; face: FaceAnalysis } | { ok: false; error
 /** The code (and log reason) for a photo without a detected face; runs only when F_002 would answer. */
 export type NoFaceDiagnoser = () => Promise<{ error: ErrorName; reason: string }>;
 
+/** Runs only when a check of ROLL_SENSITIVE fails with `error`: F_008 (and its reason) when the face turns out to
+ *  be rolled beyond what its landmarks read (roll-recheck.ts), else undefined and the code stands. */
+export type RollRechecker = (error: ErrorName, face: FaceAnalysis) => Promise<{ error: ErrorName; reason: string } | undefined>;
+
+/** The codes a strong roll can cause through misplaced landmarks or boxes: every photo check but F_002,
+ *  F_008 itself and the gallery's F_012. The roll re-check runs for these only. */
+export const ROLL_SENSITIVE: ReadonlySet<ErrorName> = new Set<ErrorName>([
+  'NotOneFace', 'WrongFaceSize', 'BadBrightness', 'BadSharpness', 'WrongFaceYaw', 'WrongFacePitch',
+  'SunglassesExist', 'EyesClosed', 'MouthOpen',
+]);
+
+export interface Diagnosers {
+  noFace?: NoFaceDiagnoser;
+  roll?: RollRechecker;
+}
+
 /** Runs the checks in order, stopping at the first fault; faces must be sorted largest first. */
 export async function runEnrolmentChecks(
   faces: readonly FaceAnalysis[],
   bounds: QualityConfig,
   findDuplicate: (face: FaceAnalysis) => Promise<string | undefined>,
-  diagnoseNoFace?: NoFaceDiagnoser,
+  diagnose?: NoFaceDiagnoser | Diagnosers,
   checks: readonly EnrolmentCheck[] = ENROLMENT_CHECKS,
 ): Promise<CheckOutcome> {
+  const { noFace, roll }: Diagnosers = typeof diagnose === 'function' ? { noFace: diagnose } : diagnose ?? {};
   const ctx: CheckContext = { faces, face: faces[0], bounds, findDuplicate };
   for (const check of checks) {
     const reason = await check.fault(ctx);
     if (reason === undefined) continue;
-    if (check.error === 'NoFace' && diagnoseNoFace) {
-      const d = await diagnoseNoFace();
+    if (check.error === 'NoFace' && noFace) {
+      const d = await noFace();
       return { ok: false, error: d.error, reason: d.reason };
+    }
+    if (roll && ROLL_SENSITIVE.has(check.error)) {
+      const r = await roll(check.error, ctx.face);
+      if (r) return { ok: false, error: r.error, reason: `${reason}; ${r.reason}` };
     }
     return { ok: false, error: check.error, reason };
   }

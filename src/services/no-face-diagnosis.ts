@@ -12,7 +12,7 @@
 import sharp from 'sharp';
 
 import type { QualityConfig } from '../config/types';
-import type { FaceAnalysis, FaceEngine, RgbImage } from '../engine/types';
+import type { FaceAnalysis, FaceEngine, Point, RgbImage } from '../engine/types';
 import type { ErrorName } from '../errors';
 
 export interface NoFaceDiagnosis {
@@ -115,16 +115,28 @@ export function normaliseAngle(a: number): number {
   return r > 180 ? r - 360 : r;
 }
 
+/** A copy of `img` turned clockwise by `angle`, with the map from its pixels back to the photo's. */
+export interface TurnedCopy extends RgbImage {
+  toPhoto(p: Point): Point;
+}
+
 /** A copy of `img` at most SEARCH_SIDE on its long side, rotated clockwise by each angle in turn. */
-async function rotatedCopies(img: RgbImage): Promise<(angle: number) => Promise<RgbImage>> {
+export async function rotatedCopies(img: RgbImage): Promise<(angle: number) => Promise<TurnedCopy>> {
   const raw = (data: Uint8Array, width: number, height: number) =>
     sharp(Buffer.from(data.buffer, data.byteOffset, data.byteLength), { raw: { width, height, channels: 3 } });
   const small = await raw(img.data, img.width, img.height)
     .resize(SEARCH_SIDE, SEARCH_SIDE, { fit: 'inside', withoutEnlargement: true }).raw().toBuffer({ resolveWithObject: true });
+  const sw = small.info.width, sh = small.info.height, kx = img.width / sw, ky = img.height / sh;
   return async (angle) => {
-    const { data, info } = await raw(small.data, small.info.width, small.info.height)
+    const { data, info } = await raw(small.data, sw, sh)
       .rotate(angle, { background: PAD }).raw().toBuffer({ resolveWithObject: true });
-    return { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height };
+    // The turn is about the centres (the canvas grows around the copy): undo it, then the reduction.
+    const c = Math.cos((angle * Math.PI) / 180), s = Math.sin((angle * Math.PI) / 180);
+    const toPhoto = (p: Point): Point => {
+      const x = p.x - info.width / 2, y = p.y - info.height / 2;
+      return { x: (x * c + y * s + sw / 2) * kx, y: (-x * s + y * c + sh / 2) * ky };
+    };
+    return { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height, toPhoto };
   };
 }
 

@@ -7,6 +7,7 @@ import { faceInputImage, type FaceInput } from './face-input';
 import { releasing } from './images';
 import { detectorOf, diagnoseNoFace } from './no-face-diagnosis';
 import { personView, type PersonView } from './person-view';
+import { rollRechecker } from './roll-recheck';
 import { consumeQuota } from './quota';
 
 /** Only the enrolment face is analysed; the engine still returns every face's size for the count. */
@@ -86,8 +87,11 @@ export async function getPerson(ctx: ServiceContext, caller: Caller, personId: s
 async function checkedFace(ctx: ServiceContext, personId: string, rgb: RgbImage): Promise<FaceAnalysis> {
   const faces = await analyse(ctx, rgb, ENROL_MAX_FACES, 'enrol');
   // No face: a dark, blurred or rolled photo gets its own code rather than F_002 (no-face-diagnosis.ts).
-  const outcome = await runEnrolmentChecks(faces, ctx.config.quality, async () => undefined,
-    () => diagnoseNoFace(rgb, ctx.config.quality, detectorOf(ctx.engine)), PHOTO_CHECKS);
+  // A face failing a later check may be rolled further than its landmarks read: F_008 (roll-recheck.ts).
+  const outcome = await runEnrolmentChecks(faces, ctx.config.quality, async () => undefined, {
+    noFace: () => diagnoseNoFace(rgb, ctx.config.quality, detectorOf(ctx.engine)),
+    roll: rollRechecker(rgb, ctx.config.quality, detectorOf(ctx.engine)),
+  }, PHOTO_CHECKS);
   if (!outcome.ok) throw ctx.errors.create(outcome.error, `person ${personId}: ${outcome.reason}`);
   return outcome.face;
 }
