@@ -26,7 +26,10 @@ export interface FuzzResult {
   sent: number;
   /** Count per HTTP status, plus "closed" (connection closed without an answer) and "hang". */
   statusCounts: Record<string, number>;
+  /** 5xx other than load shedding: faults. */
   fiveXX: number;
+  /** 503 answers with Retry-After: the service refusing work it could not take on at that moment. */
+  shed: number;
   hangs: number;
   /** Answers that break the error contract (no Request-Id, a 4xx body other than {code, message}). */
   contractViolations: number;
@@ -49,7 +52,7 @@ export async function runFuzz(baseUrl: string, opts: FuzzOptions): Promise<FuzzR
   const arbitrary = hostileRequest(opts.apiKey, corpus);
   const seed = opts.seed ?? 1;
 
-  const result: FuzzResult = { sent: 0, statusCounts: {}, fiveXX: 0, hangs: 0, contractViolations: 0, examples: [], maxRssMb: rss() };
+  const result: FuzzResult = { sent: 0, statusCounts: {}, fiveXX: 0, shed: 0, hangs: 0, contractViolations: 0, examples: [], maxRssMb: rss() };
   const sampler = setInterval(() => { result.maxRssMb = Math.max(result.maxRssMb, rss()); }, 250);
   // Generated in batches (fc.sample keeps a batch in memory; some requests are megabytes), drawn by the
   // senders one at a time, so a request that waits out the server's timeout holds one sender, not a batch.
@@ -70,7 +73,10 @@ export async function runFuzz(baseUrl: string, opts: FuzzOptions): Promise<FuzzR
         result.statusCounts[key] = (result.statusCounts[key] ?? 0) + 1;
         if (outcome.kind === 'hang') result.hangs++;
         if (outcome.kind !== 'response') continue;
-        if (outcome.response.status >= 500) result.fiveXX++;
+        // A 503 with Retry-After is load shedding (e.g. the pixel budget while bombs are decoded), an
+        // answer the service chose; any other 5xx is a fault.
+        if (outcome.response.status === 503 && outcome.response.headers['retry-after']) result.shed++;
+        else if (outcome.response.status >= 500) result.fiveXX++;
         const problem = contractProblem(request, outcome.response);
         if (problem && outcome.response.status < 500) {
           result.contractViolations++;

@@ -20,6 +20,7 @@ import { openStore } from '../src/storage/store';
 import { percentile, printJsonLine } from './common';
 import { faceCrops } from './face-crops';
 import { runFuzz } from './reliability-fuzz';
+import { bmpFile } from '../test/helpers/hostile-requests';
 
 const KEY = 'bench-reliability-key-0123456789';
 const PERSONS = Number(process.env.RELIABILITY_PERSONS ?? 10000);
@@ -91,33 +92,16 @@ async function drive(seconds: number, connections: number, next: (worker: number
   return all;
 }
 
-/**
- * The bodies that once took the event loop for seconds. Self-contained: it runs in the attacker's worker
- * thread, so encoding and sending 24 MB bodies never delays this thread's own latency measurements.
- */
-function hostileBodies(): Array<{ url: string; body: string }> {
+/** The bodies that once took the event loop for seconds. */
+function hostileBodies(): Array<{ url: string; body: Buffer }> {
   const nested = '['.repeat(24 * 1024 * 1024);
   const deep = `{"faceImage":${'{"a":'.repeat(4_000_000)}1${'}'.repeat(4_000_000)}}`;
-  // A 1-bit BMP of 10000 x 5000 pixels (50 megapixels, [image] max_pixels): rows of 1252 bytes.
-  const width = 10000, height = 5000, row = Math.ceil(width / 32) * 4;
-  const bmp = Buffer.alloc(62 + row * height, 0x55);
-  bmp.write('BM', 0);
-  bmp.writeUInt32LE(bmp.length, 2);
-  bmp.writeUInt32LE(62, 10);
-  bmp.writeUInt32LE(40, 14);
-  bmp.writeInt32LE(width, 18);
-  bmp.writeInt32LE(height, 22);
-  bmp.writeUInt16LE(1, 26);
-  bmp.writeUInt16LE(1, 28);
-  bmp.writeUInt32LE(0, 30);
-  bmp.writeUInt32LE(row * height, 34);
-  bmp.writeUInt32LE(2, 46);
-  bmp.writeUInt32LE(0x00000000, 54);
-  bmp.writeUInt32LE(0x00ffffff, 58);
+  // A 1-bit BMP of 10000 x 5000 pixels (50 megapixels, [image] max_pixels), stripes.
+  const bmp = bmpFile(10000, 5000, 1, (x) => (x & 1 ? 255 : 0));
   return [
-    { url: '/person/recognize-face', body: nested },
-    { url: '/person/face/hostile', body: deep },
-    { url: '/person/recognize-face', body: JSON.stringify({ faceImage: bmp.toString('base64') }) },
+    { url: '/person/recognize-face', body: Buffer.from(nested) },
+    { url: '/person/face/hostile', body: Buffer.from(deep) },
+    { url: '/person/recognize-face', body: Buffer.from(JSON.stringify({ faceImage: bmp.toString('base64') })) },
   ];
 }
 
@@ -173,18 +157,18 @@ async function main(): Promise<void> {
   const cpu1 = cpuSeconds(pid);
   // RELIABILITY_HOSTILE=0,2 sends only those bodies (to see which one costs what).
   const only = process.env.RELIABILITY_HOSTILE?.split(',').map(Number);
+  // The attacker sends from its own thread, so encoding and sending 24 MB bodies never delays this thread's
+  // latency measurements.
+  const bodies = hostileBodies().filter((_, i) => !only || only.includes(i));
   const attacker = new Worker(`
     const { parentPort, workerData } = require('node:worker_threads');
     require('node:os').setPriority(19);
-    const hostileBodies = ${hostileBodies.toString()};
-    const bodies = hostileBodies().filter((_, i) => !workerData.only || workerData.only.includes(i))
-      .map((h) => ({ url: h.url, body: Buffer.from(h.body) }));
     let stop = false;
     const statuses = [];
     parentPort.on('message', () => { stop = true; });
     (async () => {
       for (let i = 0; !stop; i++) {
-        const h = bodies[i % bodies.length];
+        const h = workerData.bodies[i % workerData.bodies.length];
         try {
           const res = await fetch(workerData.base + h.url, { method: 'POST', body: h.body,
             headers: { 'api-key': workerData.key, 'content-type': 'application/json' } });
@@ -193,7 +177,7 @@ async function main(): Promise<void> {
         } catch { statuses.push(0); }
       }
       parentPort.postMessage(statuses);
-    })();`, { eval: true, workerData: { base, key: KEY, only } });
+    })();`, { eval: true, workerData: { base, key: KEY, bodies } });
   const attackerDone = new Promise<number[]>((resolve) => attacker.once('message', resolve));
   const loaded = summary(await drive(STALL_S, 8, identify));
   attacker.postMessage('stop');

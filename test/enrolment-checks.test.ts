@@ -1,4 +1,4 @@
-// [issue 3] The enrolment checks run in one fixed, documented order; the first failing check answers.
+// The enrolment checks run in one fixed, documented order; the first failing check answers.
 import t from 'tap';
 import { defaultConfig } from '../src/config/load';
 import type { FaceAnalysis } from '../src/engine/types';

@@ -32,6 +32,10 @@ export class ImageDecodeError extends Error {
   }
 }
 
+// libvips' operation cache keeps recent results for reuse; request images never repeat, so it would only
+// hold memory (up to 50 MB, plus decoded images kept alive by cached operations).
+sharp.cache(false);
+
 /** Vector and raw inputs are refused: a face photo is a raster image file. */
 const ACCEPTED_FORMATS = new Set(['jpeg', 'png', 'webp', 'gif', 'tiff', 'heif']);
 

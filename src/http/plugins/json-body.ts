@@ -43,9 +43,10 @@ const jsonBody: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { err
       }
       problem ??= scanner.push(chunk);
       if (problem && !keepAll) {
-        // Answered now, without reading the rest (up to body_limit_bytes) only to drop it; the connection
-        // closes after the answer. A signing key's request is read whole: its signature is judged first.
-        request.closeAfterReply = true;
+        // Answered now; the rest of the body (at most body_limit_bytes) is read off the socket and dropped,
+        // never kept or decoded. Reading it on, rather than closing at once, keeps the answer from being
+        // lost to a connection reset while the client is still sending. A signing key's request is read
+        // whole: its signature is judged first.
         settle(errors.create('RequestBody', problem));
         return;
       }
