@@ -176,9 +176,8 @@ export function decodeBmp(bytes: Uint8Array, maxPixels: number): RgbImage {
   return { data: bmpPixels(bytes, layout), width: layout.width, height: layout.height };
 }
 
-/** Header checks here, the pixel loop in a worker thread. */
-export async function decodeBmpOffThread(bytes: Uint8Array, maxPixels: number): Promise<RgbImage> {
-  const layout = readBmpLayout(bytes, maxPixels);
+/** The pixel loop in a worker thread, for a header already read and checked (readBmpLayout). */
+export async function decodeBmpOffThread(bytes: Uint8Array, layout: BmpLayout): Promise<RgbImage> {
   const data = await runInWorker('bmp', bmpPixels, [bytes, layout]);
   return { data, width: layout.width, height: layout.height };
 }

@@ -55,51 +55,41 @@ export async function decodeImageField(field: string, value: string, limits: Ima
   } catch (err) {
     throw new ImageDecodeError(field, `base64: ${(err as Error).message}`);
   }
-  const lease = limits.budget && await admit(field, bytes, limits, limits.budget);
+  let lease: PixelLease | undefined;
+  // Admitted from the header the decoder reads anyway, before any pixel is decoded.
+  const admit = limits.budget && ((pixels: number) => {
+    lease = limits.budget!.tryAdmit(pixels);
+    if (!lease) throw new PixelBudgetError(field, pixels, limits.budget!);
+  });
   try {
-    return { bytes, rgb: await decodeImageBytes(field, bytes, limits), release: () => lease?.release() };
+    return { bytes, rgb: await decode(field, bytes, limits, admit), release: () => lease?.release() };
   } catch (err) {
     lease?.release();
     throw err;
   }
 }
 
-/** Reads width x height from the header (no pixel decoded) and takes them from the budget. */
-async function admit(field: string, bytes: Buffer, limits: ImageLimits, budget: PixelBudget): Promise<PixelLease> {
-  let pixels: number;
-  try {
-    if (isBmp(bytes)) {
-      const { width, height } = readBmpLayout(bytes, limits.maxPixels);
-      pixels = width * height;
-    } else {
-      const meta = await sharp(bytes, { limitInputPixels: limits.maxPixels, animated: false }).metadata();
-      pixels = (meta.width ?? 0) * (meta.height ?? 0);
-    }
-  } catch (err) {
-    throw new ImageDecodeError(field, (err as Error).message);
-  }
-  const lease = budget.tryAdmit(pixels);
-  if (!lease) throw new PixelBudgetError(field, pixels, budget);
-  return lease;
+export async function decodeImageBytes(field: string, bytes: Uint8Array, limits: ImageLimits): Promise<RgbImage> {
+  return decode(field, bytes, limits);
 }
 
-export async function decodeImageBytes(field: string, bytes: Uint8Array, limits: ImageLimits): Promise<RgbImage> {
+/** `admit` sees width x height once the header is read and may refuse (PixelBudgetError) before decoding. */
+async function decode(field: string, bytes: Uint8Array, limits: ImageLimits, admit?: (pixels: number) => void): Promise<RgbImage> {
   if (bytes.length > limits.maxBytes) {
     throw new ImageDecodeError(field, `${bytes.length} bytes, more than [image] max_bytes=${limits.maxBytes}`);
   }
-  if (isBmp(bytes)) {
-    try {
-      return await decodeBmpOffThread(bytes, limits.maxPixels);
-    } catch (err) {
-      throw new ImageDecodeError(field, (err as Error).message);
-    }
-  }
   try {
+    if (isBmp(bytes)) {
+      const layout = readBmpLayout(bytes, limits.maxPixels);
+      admit?.(layout.width * layout.height);
+      return await decodeBmpOffThread(bytes, layout);
+    }
     const input = sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: limits.strict ? 'warning' : 'error', animated: false });
     const meta = await input.metadata();
     if (!meta.format || !ACCEPTED_FORMATS.has(meta.format)) {
       throw new Error(`format ${meta.format ?? 'unknown'} is not accepted`);
     }
+    admit?.((meta.width ?? 0) * (meta.height ?? 0));
     const { data, info } = await input
       .rotate()
       .flatten({ background: '#ffffff' })
@@ -109,6 +99,7 @@ export async function decodeImageBytes(field: string, bytes: Uint8Array, limits:
     if (info.channels !== 3) throw new Error(`decoder produced ${info.channels} channels`);
     return { data, width: info.width, height: info.height };
   } catch (err) {
+    if (err instanceof PixelBudgetError) throw err;
     throw new ImageDecodeError(field, (err as Error).message);
   }
 }

@@ -47,7 +47,8 @@ export const SEARCH_ROTATIONS: readonly number[] = Object.freeze([-30, 30, -60, 
 /** The padding of a rotated copy: the detector's letterbox value, which reads as no content. */
 const PAD = { r: 127, g: 127, b: 127 };
 
-const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(1));
+/** A measure for a log reason: whole numbers as they are, others to one decimal. */
+export const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(1));
 
 /** Brightness, contrast and sharpness of the image's centre, in the luma the engine measures faces with. */
 export function measureImage(img: RgbImage): ImageMeasures {

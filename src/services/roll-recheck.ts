@@ -19,7 +19,7 @@ import type { QualityConfig } from '../config/types';
 import type { FaceAnalysis, RgbImage } from '../engine/types';
 import type { ErrorName } from '../errors';
 import { ROLL_SENSITIVE } from './enrolment-checks';
-import { normaliseAngle, rotatedCopies, type Detect, type TurnedCopy } from './no-face-diagnosis';
+import { fmt, normaliseAngle, rotatedCopies, type Detect, type TurnedCopy } from './no-face-diagnosis';
 
 export { ROLL_SENSITIVE };
 
@@ -40,7 +40,6 @@ export interface RollRecheck {
 
 const imageQualityOk = (f: FaceAnalysis, b: QualityConfig) =>
   f.brightness >= b.min_brightness && f.brightness <= b.max_brightness && f.sharpness >= b.min_sharpness;
-const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(1));
 
 /** The copy's face that is the photo's `face`: its 5 points, mapped back, inside the face's box (grown by
  *  a quarter of its side each way; a rolled face's upright box may cut its corners). Largest first. */
