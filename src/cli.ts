@@ -11,12 +11,11 @@
 // Without --config the package's config/default.ini is used.
 import fs from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig } from './config/load';
-import type { Config } from './config/types';
+import { ConfigError } from './config/load';
+import { ACCOUNT_ID, configOf, parseArgs, stdio, UsageError, type Args, type Io } from './cli/args';
 import { isRole, ROLES } from './domain/roles';
 import { createEngine } from './engine';
 import type { FaceEngine } from './engine/types';
-import { packageRoot } from './package-root';
 import { DEFAULT_ACCOUNT } from './services/auth';
 import { reindex } from './services/reindex';
 import { checkedPublicKey } from './services/request-signing';
@@ -24,16 +23,6 @@ import { startService, type RunningService } from './server';
 import { generateRsaKeyPair } from './storage/service-key';
 import { openStore } from './storage/store';
 import { lockStore, StoreBusyError } from './storage/process-lock';
-
-export interface Io {
-  out(line: string): void;
-  err(line: string): void;
-}
-
-const stdio: Io = {
-  out: (line) => process.stdout.write(`${line}\n`),
-  err: (line) => process.stderr.write(`${line}\n`),
-};
 
 export const USAGE = `usage:
   face-check serve   [--config <file.ini>]
@@ -45,42 +34,6 @@ export const USAGE = `usage:
   face-check reindex [--config <file.ini>] [--all]
   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]`;
-
-class UsageError extends Error {}
-
-interface Args {
-  positional: string[];
-  flags: Map<string, string | true>;
-}
-
-const VALUE_FLAGS = new Set(['config', 'account', 'role', 'label', 'out', 'frames', 'seconds', 'format', 'public-key', 'new-key-file']);
-const BOOLEAN_FLAGS = new Set(['all', 'help', 'signing']);
-
-export function parseArgs(argv: string[]): Args {
-  const args: Args = { positional: [], flags: new Map() };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (!a.startsWith('--')) {
-      args.positional.push(a);
-      continue;
-    }
-    const [name, inline] = a.slice(2).split(/=(.*)/s, 2);
-    if (BOOLEAN_FLAGS.has(name)) args.flags.set(name, true);
-    else if (VALUE_FLAGS.has(name)) {
-      const value = inline ?? argv[++i];
-      if (value === undefined) throw new UsageError(`--${name} needs a value`);
-      args.flags.set(name, value);
-    } else throw new UsageError(`unknown option --${name}`);
-  }
-  return args;
-}
-
-function configOf(args: Args): Config {
-  const file = args.flags.get('config');
-  return loadConfig(typeof file === 'string' ? file : path.join(packageRoot(), 'config', 'default.ini'));
-}
-
-const ACCOUNT_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 
 async function keysCommand(args: Args, io: Io): Promise<number> {
   const [, sub, ...rest] = args.positional;
@@ -287,3 +240,6 @@ if (require.main === module) {
     if (code !== 0) process.exit(code);
   });
 }
+
+export { parseArgs } from './cli/args';
+export type { Io } from './cli/args';

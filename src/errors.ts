@@ -10,6 +10,10 @@ export const ERROR_NAMES = [
   'NotOneFace', 'ProfileExists', 'RequestBody', 'FieldsValidation', 'QuotaExceeded', 'FaceNotInCollection',
   'NoPersonMatched', 'Unauthorized', 'Forbidden', 'Internal', 'NotFoundRoute', 'MethodNotAllowed',
   'PayloadTooLarge', 'ServiceUnavailable',
+  // The account and licence APIs (cloud) and the device's licence gate.
+  'EmailTaken', 'BadCredentials', 'SignInThrottled', 'ActivationCodeRequired', 'ActivationCodeInvalid',
+  'LicenceLimitReached', 'LicenceNotFound', 'LicenceKeyUnknown', 'LicenceRevoked', 'LicenceExpired',
+  'LicenceBoundElsewhere',
 ] as const;
 export type ErrorName = (typeof ERROR_NAMES)[number];
 
@@ -54,6 +58,16 @@ export class ErrorCatalog {
     const row = this.row(name);
     const message = row.message.replace(/<([a-z_]+)>/g, (whole, key: string) => params[key] ?? whole);
     return new ApiError(name, row.http, row.code, message, detail);
+  }
+
+  /**
+   * An error whose message carries the reason after the table's text ("Forbidden: licence lic_x does not
+   * grant identify"). For the account, licence and grant refusals, where the caller must learn what to fix;
+   * the person API's messages stay the spec's own texts (create()).
+   */
+  explain(name: ErrorName, reason: string): ApiError {
+    const row = this.row(name);
+    return new ApiError(name, row.http, row.code, `${row.message}: ${reason}`);
   }
 
   /** Every row, for documentation. */

@@ -33,7 +33,18 @@
   X(NotFoundRoute, "NOT_FOUND", 404, "Route not found")                                  \
   X(MethodNotAllowed, "METHOD_NOT_ALLOWED", 405, "Method not allowed")                   \
   X(PayloadTooLarge, "R_002", 413, "Request body exception")                             \
-  X(ServiceUnavailable, "SERVICE_UNAVAILABLE", 503, "Service unavailable")
+  X(ServiceUnavailable, "SERVICE_UNAVAILABLE", 503, "Service unavailable")               \
+  X(EmailTaken, "AC_001", 400, "An account already exists with this e-mail address")    \
+  X(BadCredentials, "AC_002", 401, "Wrong e-mail address or password")                   \
+  X(SignInThrottled, "AC_003", 429, "Too many failed sign-in attempts")                  \
+  X(ActivationCodeRequired, "LC_001", 400, "An activation code is required")             \
+  X(ActivationCodeInvalid, "LC_002", 400, "Activation code refused")                     \
+  X(LicenceLimitReached, "LC_003", 400, "The plan's licence limit is reached")           \
+  X(LicenceNotFound, "LC_004", 404, "Licence not found")                                 \
+  X(LicenceKeyUnknown, "LC_005", 401, "Unknown licence key")                             \
+  X(LicenceRevoked, "LC_006", 403, "Licence revoked")                                    \
+  X(LicenceExpired, "LC_007", 403, "Licence expired")                                    \
+  X(LicenceBoundElsewhere, "LC_008", 403, "Licence bound to another device")
 
 namespace facecheck {
 

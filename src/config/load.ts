@@ -66,6 +66,9 @@ export function parseConfig(textValue: string, baseDir: string, file?: string): 
     result.camera.photos = result.camera.photos.split(',').map((p) => p.trim()).filter(Boolean)
       .map((p) => path.resolve(baseDir, p)).join(',');
   }
+  if (result.licence.public_key_file) result.licence.public_key_file = path.resolve(baseDir, result.licence.public_key_file);
+  if (result.licence.machine_id_file) result.licence.machine_id_file = path.resolve(baseDir, result.licence.machine_id_file);
+  if (result.licensing.package_file) result.licensing.package_file = path.resolve(baseDir, result.licensing.package_file);
   checkRelations(result, file);
   return result;
 }
@@ -96,6 +99,16 @@ function checkRelations(config: Config, file?: string): void {
   }
   if (config.quality.min_brightness > config.quality.max_brightness) {
     throw new ConfigError('[quality] min_brightness', 'must not exceed [quality] max_brightness', file);
+  }
+  if (config.licence.key && (!config.licence.server_url || !config.licence.public_key_file)) {
+    throw new ConfigError(config.licence.server_url ? '[licence] public_key_file' : '[licence] server_url',
+      'is required when [licence] key is set (the installation command writes all three)', file);
+  }
+  if (config.licence.key && config.licence.development) {
+    throw new ConfigError('[licence] development', 'must be false when a licence key is set', file);
+  }
+  if (config.licensing.document_valid_seconds < config.licensing.check_interval_seconds) {
+    throw new ConfigError('[licensing] document_valid_seconds', 'must be at least [licensing] check_interval_seconds', file);
   }
   if (config.quality.min_image_brightness > config.quality.max_image_brightness) {
     throw new ConfigError('[quality] min_image_brightness', 'must not exceed [quality] max_image_brightness', file);

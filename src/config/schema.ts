@@ -172,4 +172,51 @@ export const configSchema: ConfigSchema = {
   quota: {
     requests_per_day: { default: 0, parse: integer(0, Number.MAX_SAFE_INTEGER) },
   },
+  // [plans], [accounts], [licensing]: cloud mode (the operators' accounts and the licence server).
+  plans: {
+    free_requests_per_day: { default: 100, parse: integer(0, Number.MAX_SAFE_INTEGER) },
+    free_max_licences: { default: 1, parse: integer(0, 1_000_000) },
+    free_activation_code: { default: true, parse: flag },
+    paid_requests_per_day: { default: 0, parse: integer(0, Number.MAX_SAFE_INTEGER) },
+    paid_max_licences: { default: 0, parse: integer(0, 1_000_000) },
+    paid_activation_code: { default: false, parse: flag },
+  },
+  accounts: {
+    registration: { default: 'open', parse: oneOf('open', 'closed') },
+    min_password_length: { default: 10, parse: integer(8, 1024) },
+    session_idle_minutes: { default: 30, parse: integer(1, 7 * 24 * 60) },
+    session_max_hours: { default: 12, parse: integer(1, 24 * 30) },
+    sign_in_max_failures: { default: 5, parse: integer(1, 1000) },
+    sign_in_lockout_minutes: { default: 15, parse: integer(1, 24 * 60) },
+  },
+  licensing: {
+    public_url: { default: '', parse: httpUrl },
+    check_interval_seconds: { default: 3600, parse: integer(1, 30 * 86400) },
+    document_valid_seconds: { default: 86400, parse: integer(1, 365 * 86400) },
+    package_file: { default: '', parse: text({ allowEmpty: true }) },
+  },
+  // [licence]: device mode (written by the installation command).
+  licence: {
+    server_url: { default: '', parse: httpUrl },
+    key: {
+      default: '',
+      parse: (raw) => {
+        if (raw !== '' && !/^fcl_[A-Za-z0-9_-]{32}$/.test(raw)) throw new Error('expected a licence key fcl_... (36 characters)');
+        return raw;
+      },
+    },
+    public_key_file: { default: '', parse: text({ allowEmpty: true }) },
+    development: { default: false, parse: flag },
+    offline_grace_hours: { default: 0, parse: decimal(0, 24 * 365) },
+    check_timeout_ms: { default: 10_000, parse: integer(100, 600_000) },
+    machine_id_file: { default: '/etc/machine-id', parse: text({ allowEmpty: false }) },
+  },
 };
+
+/** Empty, or scheme://host[:port] with an optional path prefix and no trailing slash. */
+function httpUrl(raw: string): string {
+  if (raw !== '' && !/^https?:\/\/[^/?#\s]+(\/[^?#\s]*[^/?#\s])?$/.test(raw)) {
+    throw new Error(`expected empty or http(s)://host[:port][/path] without a trailing slash, got "${raw}"`);
+  }
+  return raw;
+}

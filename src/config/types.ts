@@ -153,6 +153,66 @@ export interface QuotaConfig {
   requests_per_day: number;
 }
 
+/** [plans] (cloud): what the free test plan and the paid plan allow. 0 = unlimited where a count. */
+export interface PlansConfig {
+  /** Metered requests per day of a free-plan account (spec 5: "A free test plan provides a key"). */
+  free_requests_per_day: number;
+  /** Licences (not revoked) a free-plan account may hold; 0 = unlimited. */
+  free_max_licences: number;
+  /** Adding a licence on the free plan needs an activation code. */
+  free_activation_code: boolean;
+  paid_requests_per_day: number;
+  paid_max_licences: number;
+  paid_activation_code: boolean;
+}
+
+/** [accounts] (cloud): operators' accounts and their sign-in. */
+export interface AccountsConfig {
+  /** open: anyone may register (and gets the free test plan); closed: accounts only by the CLI. */
+  registration: 'open' | 'closed';
+  min_password_length: number;
+  /** A session unused this long ends. */
+  session_idle_minutes: number;
+  /** A session ends this long after sign-in, used or not. */
+  session_max_hours: number;
+  /** Failed sign-ins per account (and per client address) within the lockout window before sign-in is refused. */
+  sign_in_max_failures: number;
+  sign_in_lockout_minutes: number;
+}
+
+/** [licensing] (cloud): the licence server devices check in with. */
+export interface LicensingConfig {
+  /** The cloud's address as devices reach it (installation commands, the device ini); empty = [auth]
+   *  public_base_url, else http://host:port of [server]. */
+  public_url: string;
+  /** A device checks its licence again this often. */
+  check_interval_seconds: number;
+  /** A device serves on a document at most this long after it was issued when re-checks fail. */
+  document_valid_seconds: number;
+  /** The package devices install (a `npm pack` tarball, absolute); empty = this program packed once per version
+   *  into <storage path>/packages. */
+  package_file: string;
+}
+
+/** [licence] (device): the licence this device runs under; written by the installation command. */
+export interface LicenceConfig {
+  /** The cloud's licence server, e.g. https://cloud.example.com. */
+  server_url: string;
+  /** The licence key (fcl_...). */
+  key: string;
+  /** The cloud's public key (PEM, absolute) that licence documents must verify against. */
+  public_key_file: string;
+  /** No licence: every operation allowed, for development only (the embedded default of `npm start`). */
+  development: boolean;
+  /** At start-up with the cloud unreachable, the last verified document is used if issued less than this
+   *  long ago; 0 = never (the spec: internet at start-up). */
+  offline_grace_hours: number;
+  /** One licence check's time limit. */
+  check_timeout_ms: number;
+  /** The machine id the device fingerprint is derived from. */
+  machine_id_file: string;
+}
+
 export interface Config {
   server: ServerConfig;
   storage: StorageConfig;
@@ -163,4 +223,8 @@ export interface Config {
   camera: CameraConfig;
   liveness: LivenessConfig;
   quota: QuotaConfig;
+  plans: PlansConfig;
+  accounts: AccountsConfig;
+  licensing: LicensingConfig;
+  licence: LicenceConfig;
 }
