@@ -2,6 +2,7 @@
 import type { Permission } from '../services/permissions';
 import type { Principal } from '../services/auth';
 import type { Services } from '../services';
+import type { Operator } from '../domain/accounts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -11,11 +12,18 @@ declare module 'fastify' {
     jsonBody?: boolean;
     /** The route runs face analyses: it counts towards, and is refused by, [server] max_engine_queue. */
     engine?: boolean;
+    /**
+     * An account API route: needs a signed-in operator (Authorization: Bearer <session token>);
+     * 'administrator' also needs the administrator role.
+     */
+    operator?: true | 'administrator';
     /** A stand-in that answers 404: not counted as an existing route for 405 answers. */
     unlisted?: boolean;
   }
   interface FastifyRequest {
     principal?: Principal;
+    /** The signed-in operator of an account API route. */
+    operator?: Operator;
     /** The request body exactly as received (JSON bodies), for request signatures. */
     rawBody?: string;
     /** A body that did not parse: answered (R_002) after authentication and the signature check. */

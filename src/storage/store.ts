@@ -6,6 +6,7 @@ import path from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
 import { PersonRepository } from './persons';
 import { ApiKeyRepository } from './api-keys';
+import { AccountRepository } from './accounts';
 import { QuotaRepository } from './quota';
 import { ServiceKeyRepository } from './service-key';
 import { AccountLocks } from './account-lock';
@@ -35,6 +36,8 @@ export interface Store {
   readonly apiKeys: ApiKeyRepository;
   readonly quota: QuotaRepository;
   readonly serviceKeys: ServiceKeyRepository;
+  /** Operators' accounts (cloud mode). */
+  readonly accounts: AccountRepository;
   /**
    * Runs `fn` exclusively for the account: check-then-write rules (a free person_id, a face not enrolled
    * yet) hold under concurrent requests.
@@ -94,6 +97,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       apiKeys: new ApiKeyRepository(root),
       quota: new QuotaRepository(root),
       serviceKeys,
+      accounts: new AccountRepository(root),
       exclusive: (accountId, fn) => locks.run(accountId, fn),
       rotateKey: async (newKeyFile) => {
         const target = path.resolve(newKeyFile || keyFile);
