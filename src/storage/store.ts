@@ -7,6 +7,9 @@ import { open, type RootDatabase } from 'lmdb';
 import { PersonRepository } from './persons';
 import { ApiKeyRepository } from './api-keys';
 import { AccountRepository } from './accounts';
+import { ActivationCodeRepository } from './activation-codes';
+import { LicenceRepository } from './licences';
+import { LicenceUsageRepository } from './licence-usage';
 import { QuotaRepository } from './quota';
 import { ServiceKeyRepository } from './service-key';
 import { AccountLocks } from './account-lock';
@@ -38,6 +41,10 @@ export interface Store {
   readonly serviceKeys: ServiceKeyRepository;
   /** Operators' accounts (cloud mode). */
   readonly accounts: AccountRepository;
+  /** Device licences, the activation codes that admit them and the usage devices report (cloud mode). */
+  readonly licences: LicenceRepository;
+  readonly activationCodes: ActivationCodeRepository;
+  readonly licenceUsage: LicenceUsageRepository;
   /**
    * Runs `fn` exclusively for the account: check-then-write rules (a free person_id, a face not enrolled
    * yet) hold under concurrent requests.
@@ -90,6 +97,8 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       return await openStore(dir, options);
     }
     const locks = new AccountLocks();
+    const activationCodes = new ActivationCodeRepository(root);
+    const licenceUsage = new LicenceUsageRepository(root);
     return {
       path: dir,
       keyFile,
@@ -98,6 +107,9 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       quota: new QuotaRepository(root),
       serviceKeys,
       accounts: new AccountRepository(root),
+      licences: new LicenceRepository(root, sealer, activationCodes, licenceUsage),
+      activationCodes,
+      licenceUsage,
       exclusive: (accountId, fn) => locks.run(accountId, fn),
       rotateKey: async (newKeyFile) => {
         const target = path.resolve(newKeyFile || keyFile);

@@ -1,0 +1,60 @@
+// Activation codes an administrator hands out so an account can add a licence (spec 1: "An activation code
+// is entered if required"). A code is stored only as the SHA-256 of its normalised text (src/licensing/
+// activation-codes.ts normalises and hashes), so the database never holds a usable code. Redeeming runs
+// inside the licence creation's write transaction (./licences.ts): LMDB serialises write transactions, so
+// of two requests with one code exactly one finds it unused.
+import type { Database, RootDatabase } from 'lmdb';
+import type { Plan } from '../domain/accounts';
+
+export interface ActivationCodeRecord {
+  /** First 8 hex digits of the code's hash: names the code in lists without revealing it. */
+  codeId: string;
+  /** The plan an account must be on to use the code. */
+  plan: Plan;
+  created: string;
+  expires: string;
+  used: null | { at: string; accountId: string; licenceId: string };
+}
+
+/** Why a code cannot be redeemed (the service words the message), or 'ok'. */
+export type RedeemCheck =
+  | { outcome: 'ok'; record: ActivationCodeRecord }
+  | { outcome: 'unknown' }
+  | { outcome: 'used'; record: ActivationCodeRecord }
+  | { outcome: 'expired'; record: ActivationCodeRecord }
+  | { outcome: 'other-plan'; record: ActivationCodeRecord };
+
+export const ACTIVATION_CODES_DB = 'activation-codes';
+
+export class ActivationCodeRepository {
+  private readonly db: Database<ActivationCodeRecord, string>;
+
+  constructor(root: RootDatabase) {
+    this.db = root.openDB<ActivationCodeRecord, string>({ name: ACTIVATION_CODES_DB });
+  }
+
+  /** Stores a new code by its hash; false if that hash exists already (a repeated random code: try again). */
+  async add(codeSha256: string, record: ActivationCodeRecord): Promise<boolean> {
+    return this.db.ifNoExists(codeSha256, () => { this.db.put(codeSha256, record); });
+  }
+
+  /** Reads whether the code can be redeemed now by an account on `plan`; call inside the write transaction
+   *  that then calls markUsedWithin, so nothing can use the code in between. */
+  checkWithin(codeSha256: string, plan: Plan, now: Date): RedeemCheck {
+    const record = this.db.get(codeSha256);
+    if (!record) return { outcome: 'unknown' };
+    if (record.used) return { outcome: 'used', record };
+    if (Date.parse(record.expires) <= now.getTime()) return { outcome: 'expired', record };
+    if (record.plan !== plan) return { outcome: 'other-plan', record };
+    return { outcome: 'ok', record };
+  }
+
+  /** Marks the code used; only inside the write transaction whose checkWithin answered 'ok'. */
+  markUsedWithin(codeSha256: string, record: ActivationCodeRecord, used: NonNullable<ActivationCodeRecord['used']>): void {
+    this.db.put(codeSha256, { ...record, used });
+  }
+
+  list(): ActivationCodeRecord[] {
+    return [...this.db.getRange()].map(({ value }) => value).sort((a, b) => a.created.localeCompare(b.created));
+  }
+}

@@ -1,0 +1,58 @@
+// Requests a licensed device answered, per licence, UTC day and operation, as the device reports them at
+// each check-in. Keys are [licenceId, day, operation], so one licence's days are one ordered range.
+import type { Database, RootDatabase } from 'lmdb';
+import type { Grant } from '../domain/grants';
+import { entriesWithPrefix } from './key-prefix';
+
+/** One reported count: requests answered for `operation` on UTC day `day` (YYYY-MM-DD). */
+export interface UsageRow {
+  day: string;
+  operation: Grant;
+  requests: number;
+}
+
+type UsageKey = [string, string, string];
+
+export const LICENCE_USAGE_DB = 'licence-usage';
+
+export class LicenceUsageRepository {
+  private readonly root: RootDatabase;
+  private readonly db: Database<number, UsageKey>;
+
+  constructor(root: RootDatabase) {
+    this.root = root;
+    this.db = root.openDB<number, UsageKey>({ name: LICENCE_USAGE_DB });
+  }
+
+  /** Adds the rows to the licence's counters in one transaction. */
+  async add(licenceId: string, rows: readonly UsageRow[]): Promise<void> {
+    await this.root.transaction(() => this.addWithin(licenceId, rows));
+  }
+
+  /** add() for a caller already inside a write transaction (the licence check-in). */
+  addWithin(licenceId: string, rows: readonly UsageRow[]): void {
+    for (const row of rows) {
+      if (row.requests === 0) continue;
+      const key: UsageKey = [licenceId, row.day, row.operation];
+      this.db.put(key, (this.db.get(key) ?? 0) + row.requests);
+    }
+  }
+
+  /** The counts of `fromDay` to `toDay` (inclusive, YYYY-MM-DD), in day then operation order. */
+  range(licenceId: string, fromDay: string, toDay: string): UsageRow[] {
+    const rows: UsageRow[] = [];
+    // Starts at the first day and stops at the first key past the last day or outside the licence.
+    for (const { key, value } of this.db.getRange({ start: [licenceId, fromDay] })) {
+      if (!Array.isArray(key) || key[0] !== licenceId || key[1] > toDay) break;
+      rows.push({ day: key[1], operation: key[2] as Grant, requests: value });
+    }
+    return rows;
+  }
+
+  /** One day's counts by operation. */
+  day(licenceId: string, day: string): Partial<Record<Grant, number>> {
+    const out: Partial<Record<Grant, number>> = {};
+    for (const { key, value } of entriesWithPrefix(this.db, [licenceId, day])) out[key[2] as Grant] = value;
+    return out;
+  }
+}

@@ -1,0 +1,198 @@
+// Device licences. A licence belongs to an account, carries its grants and limits, and is fetched by a device
+// with its licence key. The key is stored twice, never in clear: its SHA-256 (the lookup index a check-in
+// uses) and a copy sealed under the store's data key (./crypto/sealer.ts), so the licence line can show its
+// installation command again. Rules that span a check and a write — the plan's licence limit, a one-time
+// activation code, the first device to bind — are decided and written inside one LMDB write transaction.
+import crypto from 'node:crypto';
+import type { Database, RootDatabase } from 'lmdb';
+import type { Plan } from '../domain/accounts';
+import type { Grant, LicenceLimits } from '../domain/grants';
+import type { ActivationCodeRepository, RedeemCheck } from './activation-codes';
+import type { Sealer } from './crypto/sealer';
+import { entriesWithPrefix } from './key-prefix';
+import type { LicenceUsageRepository, UsageRow } from './licence-usage';
+
+export type LicenceStatus = 'active' | 'revoked';
+
+export interface LicenceRecord {
+  /** "lic_" + 16 hex digits. */
+  licenceId: string;
+  accountId: string;
+  label: string;
+  /** Revoking is final. */
+  status: LicenceStatus;
+  grants: Grant[];
+  limits: LicenceLimits;
+  /** ISO 8601, or null: no expiry. */
+  expires: string | null;
+  created: string;
+  updated: string;
+  revoked: string | null;
+  /** SHA-256 (hex) of the licence key. */
+  keySha256: string;
+  /** The licence key, sealed (place: this database, licenceId). */
+  sealedKey: Uint8Array;
+  /** The device the licence is bound to (its first check), or null. */
+  device: null | { fingerprint: string; boundAt: string };
+  lastCheck: null | { at: string; address: string; version: string; persons: number };
+}
+
+/** What the creator chooses; the rest is made here. */
+export type NewLicence = Pick<LicenceRecord, 'accountId' | 'label' | 'grants' | 'limits' | 'expires'>;
+
+export interface CreateRules {
+  now: Date;
+  /** Licences not revoked the account may hold, this one included; 0 = no limit. */
+  maxLicences: number;
+  /** A code to redeem with this creation; it must be for `plan`. */
+  activationCode?: { sha256: string; plan: Plan };
+}
+
+export type CreateOutcome =
+  | { outcome: 'created'; record: LicenceRecord; licenceKey: string }
+  | { outcome: 'limit-reached'; held: number }
+  | { outcome: 'code-refused'; check: Exclude<RedeemCheck, { outcome: 'ok' }> };
+
+/** A change's verdict on the current record: the record to write, or a refusal handed back as is. */
+export type Decision<R> = { accept: LicenceRecord } | { refuse: R };
+
+export type ChangeOutcome<R> =
+  | { outcome: 'missing' }
+  | { outcome: 'refused'; reason: R }
+  | { outcome: 'written'; record: LicenceRecord };
+
+export const LICENCES_DB = 'licences';
+
+/** A fresh licence key: "fcl_" + 32 base64url characters (192 random bits). */
+export function generateLicenceKey(): string {
+  return `fcl_${crypto.randomBytes(24).toString('base64url')}`;
+}
+
+export function licenceKeySha256(key: string): string {
+  return crypto.createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+export class LicenceRepository {
+  private readonly root: RootDatabase;
+  private readonly db: Database<LicenceRecord, string>;
+  private readonly byKeyDb: Database<string, string>;
+  private readonly byAccountDb: Database<true, [string, string]>;
+
+  constructor(root: RootDatabase, private readonly sealer: Sealer, private readonly codes: ActivationCodeRepository,
+    private readonly usage: LicenceUsageRepository) {
+    this.root = root;
+    this.db = root.openDB<LicenceRecord, string>({ name: LICENCES_DB });
+    this.byKeyDb = root.openDB<string, string>({ name: 'licence-keys' });
+    this.byAccountDb = root.openDB<true, [string, string]>({ name: 'account-licences' });
+  }
+
+  /**
+   * Adds a licence with a fresh key unless the account's licence limit is reached or the activation code is
+   * refused; the limit, the code and the write are one transaction (a refused creation uses no code).
+   */
+  async create(licence: NewLicence, rules: CreateRules): Promise<CreateOutcome> {
+    const licenceKey = generateLicenceKey();
+    const keySha256 = licenceKeySha256(licenceKey);
+    const now = rules.now.toISOString();
+    for (;;) {
+      const licenceId = `lic_${crypto.randomBytes(8).toString('hex')}`;
+      const record: LicenceRecord = {
+        ...licence, licenceId, status: 'active', created: now, updated: now, revoked: null, keySha256,
+        sealedKey: this.sealer.seal(LICENCES_DB, licenceId, Buffer.from(licenceKey, 'utf8')),
+        device: null, lastCheck: null,
+      };
+      // Every check comes before the first write: a callback that throws midway would not undo earlier puts.
+      const outcome = await this.root.transaction((): CreateOutcome | 'id-taken' => {
+        if (this.db.get(licenceId) !== undefined) return 'id-taken';
+        const held = this.heldWithin(licence.accountId);
+        if (rules.maxLicences > 0 && held >= rules.maxLicences) return { outcome: 'limit-reached', held };
+        const code = rules.activationCode;
+        if (code) {
+          const check = this.codes.checkWithin(code.sha256, code.plan, rules.now);
+          if (check.outcome !== 'ok') return { outcome: 'code-refused', check };
+          this.codes.markUsedWithin(code.sha256, check.record, { at: now, accountId: licence.accountId, licenceId });
+        }
+        this.db.put(licenceId, record);
+        this.byKeyDb.put(keySha256, licenceId);
+        this.byAccountDb.put([licence.accountId, licenceId], true);
+        return { outcome: 'created', record, licenceKey };
+      });
+      if (outcome !== 'id-taken') return outcome;
+    }
+  }
+
+  get(licenceId: string): LicenceRecord | undefined {
+    return this.db.get(licenceId);
+  }
+
+  byKeySha256(keySha256: string): LicenceRecord | undefined {
+    const id = this.byKeyDb.get(keySha256);
+    return id === undefined ? undefined : this.db.get(id);
+  }
+
+  /** The licence key in clear, from its sealed copy. */
+  openKey(record: LicenceRecord): string {
+    return this.sealer.open(LICENCES_DB, record.licenceId, record.sealedKey).toString('utf8');
+  }
+
+  /** The account's licences, oldest first. */
+  listByAccount(accountId: string): LicenceRecord[] {
+    const out: LicenceRecord[] = [];
+    for (const { key } of entriesWithPrefix(this.byAccountDb, [accountId])) {
+      const record = this.db.get(key[1]);
+      if (record) out.push(record);
+    }
+    return byCreated(out);
+  }
+
+  /** Every licence, oldest first (administrators' CLI). */
+  list(): LicenceRecord[] {
+    return byCreated([...this.db.getRange()].map(({ value }) => value));
+  }
+
+  /** Lets `decide` accept a new version of the licence or refuse, read and written in one transaction. */
+  async update<R>(licenceId: string, decide: (current: LicenceRecord) => Decision<R>): Promise<ChangeOutcome<R>> {
+    return this.root.transaction(() => this.decideWithin(this.db.get(licenceId), decide));
+  }
+
+  /**
+   * A device's check-in: the licence of the key, `decide`d (refuse, or accept with the binding and last check
+   * recorded), and on acceptance the reported usage added, all in one transaction — of two devices checking
+   * in first at once, exactly one binds.
+   */
+  async checkIn<R>(keySha256: string, decide: (current: LicenceRecord) => Decision<R>,
+    usage: readonly UsageRow[]): Promise<ChangeOutcome<R>> {
+    return this.root.transaction(() => {
+      const id = this.byKeyDb.get(keySha256);
+      const outcome = this.decideWithin(id === undefined ? undefined : this.db.get(id), decide);
+      if (outcome.outcome === 'written') this.usage.addWithin(outcome.record.licenceId, usage);
+      return outcome;
+    });
+  }
+
+  private decideWithin<R>(current: LicenceRecord | undefined, decide: (current: LicenceRecord) => Decision<R>): ChangeOutcome<R> {
+    if (!current) return { outcome: 'missing' };
+    const decision = decide(current);
+    if ('refuse' in decision) return { outcome: 'refused', reason: decision.refuse };
+    // What ties the record to its account and key never changes.
+    const record: LicenceRecord = {
+      ...decision.accept, licenceId: current.licenceId, accountId: current.accountId, created: current.created,
+      keySha256: current.keySha256, sealedKey: current.sealedKey,
+    };
+    this.db.put(record.licenceId, record);
+    return { outcome: 'written', record };
+  }
+
+  /** Licences not revoked of the account (inside a transaction: the count a creation is judged by). */
+  private heldWithin(accountId: string): number {
+    let n = 0;
+    for (const { key } of entriesWithPrefix(this.byAccountDb, [accountId])) {
+      if (this.db.get(key[1])?.status === 'active') n++;
+    }
+    return n;
+  }
+}
+
+function byCreated(records: LicenceRecord[]): LicenceRecord[] {
+  return records.sort((a, b) => a.created.localeCompare(b.created) || a.licenceId.localeCompare(b.licenceId));
+}
