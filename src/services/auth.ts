@@ -24,6 +24,7 @@ export class Authenticator {
     private readonly keys: ApiKeyRepository,
     private readonly errors: ErrorCatalog,
     bootstrapKey: string,
+    private readonly now: () => Date = () => new Date(),
   ) {
     if (bootstrapKey) this.bootstrapHash = Buffer.from(hashKey(bootstrapKey), 'hex');
   }
@@ -37,6 +38,8 @@ export class Authenticator {
     if (!roleAllows(principal.role, permission)) {
       throw this.errors.create('Forbidden', `role ${principal.role} lacks ${permission}`);
     }
+    // Not awaited: the answer does not wait for the write, and a failed one loses only the key's last-use time.
+    if (principal.keyId !== 'bootstrap') this.keys.recordUse(key, this.now()).catch(() => undefined);
     return principal;
   }
 

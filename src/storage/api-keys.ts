@@ -17,7 +17,12 @@ export interface ApiKeyRecord {
    * set, every request made with this key must carry a valid Signature. Absent on keys made without one.
    */
   signingPublicKey?: string;
+  /** Last successful authentication, to the minute (recordUse); absent until first used. */
+  lastUsed?: string;
 }
+
+/** A key's last use is written at most this often: authentication must not cost a write per request. */
+export const LAST_USED_INTERVAL_MS = 60_000;
 
 export function hashKey(key: string): string {
   return crypto.createHash('sha256').update(key, 'utf8').digest('hex');
@@ -30,6 +35,8 @@ export function generateKey(): string {
 
 export class ApiKeyRepository {
   private readonly db: Database<ApiKeyRecord, string>;
+  /** keyId -> when its lastUsed was last written (ms), kept between writes. */
+  private readonly lastUseWritten = new Map<string, number>();
 
   constructor(root: RootDatabase) {
     this.db = root.openDB<ApiKeyRecord, string>({ name: 'api-keys' });
@@ -54,9 +61,27 @@ export class ApiKeyRepository {
     return [...this.db.getRange()].map(({ value }) => value).sort((a, b) => a.created.localeCompare(b.created));
   }
 
-  /** Marks the key revoked; false when no key has that id. Revoked keys stay listed (audit). */
-  async revoke(keyId: string, now: string): Promise<boolean> {
-    const entry = [...this.db.getRange()].find(({ value }) => value.keyId === keyId);
+  /** Records that `key` authenticated at `now`, unless its lastUsed was written less than a minute before. */
+  async recordUse(key: string, now: Date): Promise<void> {
+    const hash = hashKey(key);
+    const keyId = hash.slice(0, 12);
+    const t = now.getTime();
+    if (t - (this.lastUseWritten.get(keyId) ?? -Infinity) < LAST_USED_INTERVAL_MS) return;
+    this.lastUseWritten.set(keyId, t);
+    await this.db.transaction(() => {
+      // Read inside the write: a revocation made meanwhile is kept.
+      const current = this.db.get(hash);
+      if (current) this.db.put(hash, { ...current, lastUsed: now.toISOString() });
+    });
+  }
+
+  /**
+   * Marks the key revoked; false when no key has that id (of `accountId`, when given). Revoked keys stay
+   * listed (audit).
+   */
+  async revoke(keyId: string, now: string, accountId?: string): Promise<boolean> {
+    const entry = [...this.db.getRange()]
+      .find(({ value }) => value.keyId === keyId && (accountId === undefined || value.accountId === accountId));
     if (!entry) return false;
     if (entry.value.revoked === null) await this.db.put(entry.key, { ...entry.value, revoked: now });
     return true;

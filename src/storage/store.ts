@@ -7,6 +7,7 @@ import { open, type RootDatabase } from 'lmdb';
 import { PersonRepository } from './persons';
 import { ApiKeyRepository } from './api-keys';
 import { AccountRepository } from './accounts';
+import { SessionRepository } from './sessions';
 import { ActivationCodeRepository } from './activation-codes';
 import { LicenceRepository } from './licences';
 import { LicenceUsageRepository } from './licence-usage';
@@ -41,6 +42,8 @@ export interface Store {
   readonly serviceKeys: ServiceKeyRepository;
   /** Operators' accounts (cloud mode). */
   readonly accounts: AccountRepository;
+  /** Operators' sign-in sessions (cloud mode), by the SHA-256 of the token. */
+  readonly sessions: SessionRepository;
   /** Device licences, the activation codes that admit them and the usage devices report (cloud mode). */
   readonly licences: LicenceRepository;
   readonly activationCodes: ActivationCodeRepository;
@@ -67,7 +70,9 @@ export interface Store {
 export async function openStore(dir: string, options: StoreOptions = {}): Promise<Store> {
   const keyFile = path.resolve(options.keyFile || path.join(dir, DEFAULT_KEY_FILE));
   privateFolder(dir);
-  const root: RootDatabase = open({ path: dir, compression: false });
+  // lmdb-js opens at most 12 named databases by default; persons, keys, accounts, sessions and licences
+  // need more. The bound is per open, not stored: raising it later needs no migration.
+  const root: RootDatabase = open({ path: dir, compression: false, maxDbs: 32 });
   let closed = false;
   try {
     privateFiles(dir);
@@ -107,6 +112,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       quota: new QuotaRepository(root),
       serviceKeys,
       accounts: new AccountRepository(root),
+      sessions: new SessionRepository(root),
       licences: new LicenceRepository(root, sealer, activationCodes, licenceUsage),
       activationCodes,
       licenceUsage,

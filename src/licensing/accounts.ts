@@ -1,0 +1,333 @@
+// Operators' accounts: registration (the free test plan and its API key, spec 5), sign-in sessions, password
+// changes, plans and quota, and the account's own API keys. Every rule lives here; the account API's routes
+// and the CLI only check shapes and call in. Refusals are explained (errors.explain) so the operator learns
+// what to fix.
+import crypto from 'node:crypto';
+import type { Config } from '../config/types';
+import type { AccountRole, Operator, Plan } from '../domain/accounts';
+import type { Role } from '../domain/roles';
+import type { ApiError, ErrorCatalog } from '../errors';
+import { requestsPerDayOf, utcDay } from '../services/quota';
+import { checkedPublicKey } from '../services/request-signing';
+import type { AccountRecord } from '../storage/accounts';
+import type { ApiKeyRecord } from '../storage/api-keys';
+import { generateRsaKeyPair } from '../storage/service-key';
+import { hashSessionToken } from '../storage/sessions';
+import type { Store } from '../storage/store';
+import { dummyVerify, hashPassword, verifyPassword } from './passwords';
+import { SignInThrottle } from './sign-in-throttle';
+
+export interface AccountServiceDeps {
+  config: Config;
+  store: Store;
+  errors: ErrorCatalog;
+  /** Injectable for tests (session expiry, the throttle's window, quota days). */
+  now?: () => Date;
+}
+
+export interface AccountView {
+  accountId: string;
+  email: string;
+  plan: Plan;
+  role: AccountRole;
+  created: string;
+}
+
+export interface QuotaView {
+  /** 0 = unlimited. */
+  requestsPerDay: number;
+  usedToday: number;
+  /** null when unlimited. */
+  leftToday: number | null;
+}
+
+export interface AccountDetails extends AccountView {
+  quota: QuotaView;
+  persons: number;
+}
+
+/** An API key in clear: exists only in the answer that made it. */
+export interface NewApiKey {
+  keyId: string;
+  key: string;
+  role: Role;
+  label: string;
+}
+
+export interface NewAccount {
+  account: AccountView;
+  apiKey: NewApiKey;
+}
+
+export interface Session {
+  token: string;
+  expires: string;
+}
+
+export interface ApiKeyView {
+  keyId: string;
+  role: Role;
+  label: string;
+  created: string;
+  revoked: string | null;
+  signing: boolean;
+  lastUsed: string | null;
+}
+
+export interface KeyRequest {
+  role: Role;
+  label?: string;
+  /** Make a signing key pair: the private half is answered once, never stored. */
+  signing?: boolean;
+  /** The client's own RSA public key (PEM) for request signing. */
+  publicKey?: string;
+}
+
+export interface CreatedApiKey extends NewApiKey {
+  created: string;
+  signing: boolean;
+  /** PKCS#8 PEM, when signing was asked for: shown once. */
+  signingKey?: string;
+  /** The service's public key that signs responses, when the key signs its requests. */
+  servicePublicKey?: string;
+}
+
+export const FREE_PLAN_KEY_LABEL = 'free test plan';
+export const MAX_EMAIL_LENGTH = 254;
+export const MAX_PASSWORD_LENGTH = 1024;
+/** fcs_ + 24 random bytes in base64url. */
+const SESSION_TOKEN = /^fcs_[A-Za-z0-9_-]{32}$/;
+/** One @, something on both sides, no spaces or control characters. */
+const EMAIL = /^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+$/u;
+/** Expired sessions are swept on sign-in at most this often (no timer to stop). */
+const PURGE_INTERVAL_MS = 10 * 60_000;
+
+export class AccountService {
+  private readonly config: Config;
+  private readonly store: Store;
+  private readonly errors: ErrorCatalog;
+  private readonly now: () => Date;
+  private readonly throttle: SignInThrottle;
+  private lastPurge = 0;
+
+  constructor(deps: AccountServiceDeps) {
+    this.config = deps.config;
+    this.store = deps.store;
+    this.errors = deps.errors;
+    this.now = deps.now ?? (() => new Date());
+    this.throttle = new SignInThrottle({
+      maxFailures: this.config.accounts.sign_in_max_failures,
+      windowMs: this.config.accounts.sign_in_lockout_minutes * 60_000,
+      now: () => this.now().getTime(),
+    });
+  }
+
+  /** Anyone's registration ([accounts] registration = open): the free test plan and its API key. */
+  async register(email: string, password: string, clientAddress: string): Promise<NewAccount> {
+    if (this.config.accounts.registration !== 'open') {
+      throw this.errors.explain('Forbidden', 'registration is closed on this service; ask its operators for an account');
+    }
+    // An address locked out for guessing passwords does not get to spend hashing time on registrations either.
+    this.refuseIfThrottled([SignInThrottle.addressKey(clientAddress)]);
+    return this.createAccount(email, password, { plan: 'free', role: 'operator' });
+  }
+
+  /** An account made by the service's administrator (CLI), on any plan and role, registration open or not. */
+  async createByAdministrator(email: string, password: string, opts: { plan: Plan; role: AccountRole }): Promise<NewAccount> {
+    return this.createAccount(email, password, opts);
+  }
+
+  async signIn(email: string, password: string, clientAddress: string): Promise<Session> {
+    const accountKey = SignInThrottle.accountKey(email);
+    const attemptKeys = [accountKey, SignInThrottle.addressKey(clientAddress)];
+    this.refuseIfThrottled(attemptKeys);
+    const attempt = this.throttle.begin(attemptKeys);
+    const account = typeof email === 'string' && email.length <= MAX_EMAIL_LENGTH ? this.store.accounts.byEmail(email) : undefined;
+    const right = account && password.length <= MAX_PASSWORD_LENGTH
+      ? await verifyPassword(password, account.passwordHash)
+      : await dummyVerify(password.slice(0, MAX_PASSWORD_LENGTH));
+    if (!account || !right) throw this.errors.explain('BadCredentials', 'check both and try again');
+    this.throttle.succeeded(attempt, accountKey);
+    await this.purgeExpiredSessions();
+    const token = `fcs_${crypto.randomBytes(24).toString('base64url')}`;
+    const now = this.now();
+    const expires = new Date(now.getTime() + this.config.accounts.session_max_hours * 3_600_000).toISOString();
+    await this.store.sessions.create(hashSessionToken(token), {
+      accountId: account.accountId, created: now.toISOString(), lastSeen: now.toISOString(), expires,
+    });
+    return { token, expires };
+  }
+
+  /** Ends the session; false when it had already ended. */
+  async signOut(token: string): Promise<boolean> {
+    return this.store.sessions.delete(hashSessionToken(token));
+  }
+
+  /** The signed-in operator of a session token; 401 explained when there is none (any more). */
+  async operatorOf(token: string | undefined): Promise<Operator> {
+    if (!token) throw this.errors.explain('Unauthorized', 'sign in first (Authorization: Bearer <session token>)');
+    const tokenHash = SESSION_TOKEN.test(token) ? hashSessionToken(token) : undefined;
+    const session = tokenHash ? this.store.sessions.get(tokenHash) : undefined;
+    if (!tokenHash || !session) throw this.errors.explain('Unauthorized', 'sign in first: the session token is unknown');
+    const now = this.now();
+    const idleEnd = Date.parse(session.lastSeen) + this.config.accounts.session_idle_minutes * 60_000;
+    if (now.getTime() >= Date.parse(session.expires) || now.getTime() >= idleEnd) {
+      await this.store.sessions.delete(tokenHash);
+      throw this.errors.explain('Unauthorized', 'session expired; sign in again');
+    }
+    const account = this.store.accounts.get(session.accountId);
+    if (!account) throw this.errors.explain('Unauthorized', 'sign in first: the session\'s account no longer exists');
+    await this.store.sessions.touch(tokenHash, now);
+    return { accountId: account.accountId, email: account.email, role: account.role };
+  }
+
+  /** Needs the current password; ends every other session of the account (`currentToken`'s stays). */
+  async changePassword(operator: Operator, currentToken: string, currentPassword: string, newPassword: string): Promise<void> {
+    const accountKey = SignInThrottle.accountKey(operator.email);
+    this.refuseIfThrottled([accountKey]);
+    const attempt = this.throttle.begin([accountKey]);
+    const account = this.store.accounts.get(operator.accountId);
+    if (!account) throw this.errors.explain('Unauthorized', 'sign in first: the session\'s account no longer exists');
+    const right = currentPassword.length <= MAX_PASSWORD_LENGTH && await verifyPassword(currentPassword, account.passwordHash);
+    if (!right) throw this.errors.explain('BadCredentials', 'the current password is wrong');
+    this.throttle.succeeded(attempt, accountKey);
+    this.checkPassword(newPassword);
+    const passwordHash = await hashPassword(newPassword);
+    const updated = this.now().toISOString();
+    await this.store.accounts.update(account.accountId, (a) => ({ ...a, passwordHash, updated }));
+    await this.store.sessions.deleteAllOf(account.accountId, hashSessionToken(currentToken));
+  }
+
+  /** Undefined when no account has that id. */
+  async setPlan(accountId: string, plan: Plan): Promise<AccountView | undefined> {
+    const updated = this.now().toISOString();
+    const record = await this.store.accounts.update(accountId, (a) => ({ ...a, plan, updated }));
+    return record && viewOf(record);
+  }
+
+  list(): AccountView[] {
+    return this.store.accounts.list().map(viewOf);
+  }
+
+  quotaOf(accountId: string): QuotaView {
+    const requestsPerDay = requestsPerDayOf(this.config, this.store.accounts.get(accountId));
+    const usedToday = this.store.quota.used(accountId, utcDay(this.now()));
+    return { requestsPerDay, usedToday, leftToday: requestsPerDay === 0 ? null : Math.max(0, requestsPerDay - usedToday) };
+  }
+
+  /** Undefined when no account has that id. */
+  accountView(accountId: string): AccountDetails | undefined {
+    const record = this.store.accounts.get(accountId);
+    if (!record) return undefined;
+    return { ...viewOf(record), quota: this.quotaOf(accountId), persons: this.store.persons.count(accountId) };
+  }
+
+  /** The account's API keys, revoked ones included (audit); never the keys themselves. */
+  listKeys(accountId: string): ApiKeyView[] {
+    return this.store.apiKeys.list().filter((k) => k.accountId === accountId).map(keyViewOf);
+  }
+
+  async createKey(accountId: string, request: KeyRequest): Promise<CreatedApiKey> {
+    if (request.signing && request.publicKey !== undefined) {
+      throw this.errors.explain('FieldsValidation', 'give signing: true or a publicKey, not both');
+    }
+    let publicKey: string | undefined;
+    let signingKey: string | undefined;
+    if (request.publicKey !== undefined) {
+      try {
+        publicKey = checkedPublicKey(request.publicKey);
+      } catch (err) {
+        throw this.errors.explain('FieldsValidation', `publicKey: ${(err as Error).message}`);
+      }
+    } else if (request.signing) {
+      ({ publicKey, privateKey: signingKey } = await generateRsaKeyPair());
+    }
+    const { key, record } = await this.store.apiKeys.create(accountId, request.role, request.label ?? '',
+      this.now().toISOString(), publicKey);
+    const created: CreatedApiKey = {
+      keyId: record.keyId, key, role: record.role, label: record.label, created: record.created, signing: Boolean(publicKey),
+    };
+    if (signingKey) created.signingKey = signingKey;
+    if (publicKey) created.servicePublicKey = (await this.store.serviceKeys.responseSigning()).publicKey;
+    return created;
+  }
+
+  /** Revokes one of the account's own keys. Another account's key is answered exactly like a missing one. */
+  async revokeKey(accountId: string, keyId: string): Promise<ApiKeyView> {
+    const own = this.store.apiKeys.list().find((k) => k.keyId === keyId && k.accountId === accountId);
+    if (!own) throw this.errors.explain('NotFoundRoute', `this account has no API key ${keyId}`);
+    await this.store.apiKeys.revoke(keyId, this.now().toISOString(), accountId);
+    const after = this.listKeys(accountId).find((k) => k.keyId === keyId);
+    return after ?? keyViewOf(own);
+  }
+
+  private async createAccount(email: string, password: string, opts: { plan: Plan; role: AccountRole }): Promise<NewAccount> {
+    const address = this.checkedEmail(email);
+    this.checkPassword(password);
+    const passwordHash = await hashPassword(password);
+    const now = this.now().toISOString();
+    const record: AccountRecord = {
+      accountId: '', email: address, passwordHash, role: opts.role, plan: opts.plan, created: now, updated: now,
+    };
+    for (;;) {
+      record.accountId = `acc_${crypto.randomBytes(9).toString('base64url')}`;
+      const outcome = await this.store.accounts.create(record);
+      if (outcome === 'created') break;
+      if (outcome === 'email-taken') {
+        throw this.errors.explain('EmailTaken', 'sign in, or register with another address');
+      }
+      // 'id-taken': 72 random bits collided; draw again.
+    }
+    const { key, record: keyRecord } = await this.store.apiKeys.create(record.accountId, 'full', FREE_PLAN_KEY_LABEL, now);
+    return {
+      account: viewOf({ ...record, email: address.toLowerCase() }),
+      apiKey: { keyId: keyRecord.keyId, key, role: keyRecord.role, label: keyRecord.label },
+    };
+  }
+
+  private checkedEmail(email: string): string {
+    const address = email.trim();
+    if (address.length > MAX_EMAIL_LENGTH) {
+      throw this.errors.explain('FieldsValidation', `email: at most ${MAX_EMAIL_LENGTH} characters`);
+    }
+    if (!EMAIL.test(address)) {
+      throw this.errors.explain('FieldsValidation', 'email: expected one address like name@example.com (one @, no spaces)');
+    }
+    return address;
+  }
+
+  private checkPassword(password: string): void {
+    const min = this.config.accounts.min_password_length;
+    const length = [...password].length;
+    if (length < min) throw this.errors.explain('FieldsValidation', `password: at least ${min} characters`);
+    if (length > MAX_PASSWORD_LENGTH) {
+      throw this.errors.explain('FieldsValidation', `password: at most ${MAX_PASSWORD_LENGTH} characters`);
+    }
+  }
+
+  private refuseIfThrottled(keys: string[]): void {
+    const wait = this.throttle.retryAfterSeconds(keys);
+    if (wait <= 0) return;
+    const error: ApiError = this.errors.explain('SignInThrottled', `try again in ${wait} seconds`);
+    error.retryAfterSeconds = wait;
+    throw error;
+  }
+
+  private async purgeExpiredSessions(): Promise<void> {
+    const now = this.now();
+    if (Math.abs(now.getTime() - this.lastPurge) < PURGE_INTERVAL_MS) return;
+    this.lastPurge = now.getTime();
+    await this.store.sessions.purgeExpired(now, this.config.accounts.session_idle_minutes * 60_000);
+  }
+}
+
+function viewOf(record: AccountRecord): AccountView {
+  return { accountId: record.accountId, email: record.email, plan: record.plan, role: record.role, created: record.created };
+}
+
+function keyViewOf(record: ApiKeyRecord): ApiKeyView {
+  return {
+    keyId: record.keyId, role: record.role, label: record.label, created: record.created, revoked: record.revoked,
+    signing: Boolean(record.signingPublicKey), lastUsed: record.lastUsed ?? null,
+  };
+}
