@@ -18,6 +18,7 @@ import { createEngine } from './engine';
 import type { FaceEngine } from './engine/types';
 import { DEFAULT_ACCOUNT } from './services/auth';
 import { reindex } from './services/reindex';
+import { LicenceStartError } from './licensing/device-licence';
 import { checkedPublicKey } from './services/request-signing';
 import { startService, type RunningService } from './server';
 import { generateRsaKeyPair } from './storage/service-key';
@@ -221,6 +222,12 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
       io.err(`face-check: ${err.message}`);
       io.err(USAGE);
       return 2;
+    }
+    if (err instanceof LicenceStartError) {
+      // Both make systemd's Restart=on-failure try again: 69 (EX_UNAVAILABLE) the cloud could not be
+      // reached; 77 (EX_NOPERM) the licence was refused or its document did not verify.
+      io.err(`face-check: licence check failed: ${err.message}`);
+      return err.kind === 'unreachable' ? 69 : 77;
     }
     if (err instanceof StoreBusyError) {
       io.err(`face-check: ${err.message}`);

@@ -12,6 +12,8 @@ import { DeviceCamera } from './device/camera';
 import { nativeErrorTable } from './native';
 import { openStore, type Store } from './storage/store';
 import { lockStore, type StoreLock } from './storage/process-lock';
+import type { DeviceLicence } from './licensing/device-licence';
+import { startDeviceLicence } from './licensing/device-licence-setup';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -83,12 +85,17 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   let storeLock: StoreLock | undefined;
   // Device mode: the configured camera's capture pipeline (src/device), unless the caller brings one.
   let ownCamera: DeviceCamera | undefined;
+  let licence: DeviceLicence | undefined;
   try {
     if (!opts.camera && config.server.mode === 'device' && config.camera.source !== 'none') {
       ownCamera = await DeviceCamera.open(config);
     }
     storeLock = lockStore(config.storage.path, 'serve');
     store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
+    // Device mode: the licence is checked with the cloud before a first key is made or the port opens
+    // (a failed check throws LicenceStartError).
+    const persons = store.persons;
+    if (config.server.mode === 'device') licence = await startDeviceLicence(config, { persons: () => persons.count(), print });
     const galleries = new Galleries();
     const { loaded, stale } = await galleries.rebuild(store.persons, engine.modelId);
     if (stale > 0) {
@@ -96,7 +103,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     }
     await ensureFirstKey(store, print);
     const app = await buildApp({
-      config, engine, store, errors, galleries, camera: opts.camera ?? ownCamera,
+      config, engine, store, errors, galleries, camera: opts.camera ?? ownCamera, licence,
       logger: opts.logger ?? { level: 'info' },
     });
     const address = await app.listen({ host: config.server.host, port: config.server.port });
@@ -106,6 +113,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       app, store, engine, address,
       close: async () => {
         await drain(app, config.server.drain_timeout_ms);
+        await licence?.close();
         await ownCamera?.close();
         await closeWhenIdle(engine);
         galleries.close();
@@ -114,6 +122,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       },
     };
   } catch (err) {
+    await licence?.close();
     await ownCamera?.close();
     await store?.close();
     storeLock?.release();

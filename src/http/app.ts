@@ -17,6 +17,7 @@ import { answerUnroutable, clientErrorHandler } from './client-errors';
 import authPlugin from './plugins/auth';
 import errorHandler, { sendApiError, toApiError } from './plugins/error-handler';
 import hostHeader from './plugins/host-header';
+import licenceGate, { type LicenceGateSource } from './plugins/licence-gate';
 import jsonBody from './plugins/json-body';
 import openapi from './plugins/openapi';
 import overload from './plugins/overload';
@@ -40,6 +41,8 @@ export interface AppDeps {
   camera?: LiveFaceSource;
   now?: () => Date;
   logger?: FastifyServerOptions['logger'];
+  /** Device mode: the licence every person-API request is gated by; absent = ungated (development, cloud). */
+  licence?: LicenceGateSource;
 }
 
 /** Longest path parameter the router matches (a request line cannot exceed node's 16 KiB header limit), so a
@@ -63,6 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     errors,
     now: deps.now ?? (() => new Date()),
     pixels: new PixelBudget(config.image.max_pixels_in_flight),
+    limits: deps.licence && (() => deps.licence!.limits()),
   }, deps.camera);
 
   let logger: FastifyBaseLogger | undefined;
@@ -105,6 +109,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(authPlugin, {
     authenticator: new Authenticator(deps.store.apiKeys, errors, config.auth.bootstrap_key),
   });
+  // After authentication (401 before 403), before load shedding: a licence refusal is told even under load.
+  if (deps.licence) await app.register(licenceGate, { licence: deps.licence, errors });
   // After authentication: an unauthenticated request is 401 whatever the load.
   await app.register(overload, {
     errors,

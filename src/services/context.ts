@@ -8,6 +8,7 @@ import type { Galleries } from '../matching/galleries';
 import type { SimilarityScale } from '../matching/similarity-scale';
 import type { Store } from '../storage/store';
 import type { LiveFaceSource } from '../device/live-face-source';
+import type { LicenceLimits } from '../domain/grants';
 
 export interface ServiceContext {
   config: Config;
@@ -22,6 +23,8 @@ export interface ServiceContext {
   pixels: PixelBudget;
   /** Device mode: the camera (the live face, and the captures its faceKeys stand for). */
   camera?: LiveFaceSource;
+  /** Device mode: the ruling licence's limits (maxPersons), read at each enrolment; absent = no limits. */
+  limits?: () => LicenceLimits | undefined;
 }
 
 /** The caller, as resolved by authentication. */

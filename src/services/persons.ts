@@ -30,6 +30,10 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
   // concurrent creates of one face under several ids the first wins and the rest get F_012.
   return ctx.store.exclusive(caller.accountId, async () => {
     if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
+    const maxPersons = ctx.limits?.()?.maxPersons;
+    if (maxPersons != null && ctx.store.persons.count() >= maxPersons) {
+      throw ctx.errors.explain('Forbidden', `licence allows at most ${maxPersons} enrolled persons`);
+    }
     await refuseDuplicate(ctx, caller, personId, face, false);
     const result = await ctx.store.persons.create(
       caller.accountId, personId,

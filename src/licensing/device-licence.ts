@@ -1,0 +1,254 @@
+// The licence a device runs under, kept current while it runs. start() checks with the cloud before the
+// device serves anything; afterwards the licence is checked again every checkIntervalSeconds of the last
+// document (every min(interval, 30 s) after a failure), one check at a time. What each outcome does:
+//   ok          - the new document rules at once (grants, limits, validUntil); usage it carried is dropped;
+//   refused     - (revoked, expired, unknown key, bound elsewhere) every gated request is refused at once,
+//                 until a later check succeeds;
+//   unreachable - the current document still rules, until its validUntil; then every gated request is
+//   / invalid     refused with since when the licence could not be checked. An answer that fails
+//                 verification is treated like no answer: whoever can forge one can as well block one.
+import { EventEmitter } from 'node:events';
+import type crypto from 'node:crypto';
+import type { Grant, LicenceLimits } from '../domain/grants';
+import type { CheckOutcome, LicenceClient } from './licence-client';
+import type { LicenceDocument, SignedLicence } from './licence-document';
+import { LicenceUsage } from './licence-usage';
+import { graceDocument, storeDocument } from './stored-licence';
+
+/** After a failed check the next comes this soon at most. */
+export const RETRY_CAP_SECONDS = 30;
+/** setTimeout's longest delay. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export type Permit = { ok: true } | { ok: false; reason: string };
+
+/** Why a device did not start serving: 'unreachable' is worth retrying soon, the others need a person. */
+export class LicenceStartError extends Error {
+  constructor(readonly kind: 'unreachable' | 'refused' | 'invalid', message: string) {
+    super(message);
+    this.name = 'LicenceStartError';
+  }
+}
+
+export interface LicenceStatus {
+  state: 'starting' | 'licensed' | 'refused' | 'lapsed' | 'closed';
+  licenceId?: string;
+  grants: Grant[];
+  limits?: LicenceLimits;
+  /** Where the ruling document came from: a check, or the stored one at an offline start. */
+  source?: 'check' | 'stored';
+  servesUntil?: string;
+  lastCheck?: { at: string; outcome: CheckOutcome['kind'] };
+  failingSince?: string;
+  lastFailure?: string;
+  refusal?: { code: string; message: string; at: string };
+}
+
+export interface DeviceLicenceOptions {
+  client: LicenceClient;
+  /** For the stored document at an offline start: the same pins the client checks answers with. */
+  publicKey: crypto.KeyObject;
+  fingerprint: string;
+  licenceKey: string;
+  /** [licence] offline_grace_hours. */
+  offlineGraceHours: number;
+  /** Where the last verified document is kept (stored-licence.ts). */
+  documentFile: string;
+  /** Persons enrolled on the device (all accounts), reported with each check. */
+  persons: () => number;
+  now?: () => Date;
+  /** State changes (refused, unreachable, lapsed, recovered), one line each. */
+  log?: (line: string) => void;
+}
+
+interface RulingDocument {
+  document: LicenceDocument;
+  source: 'check' | 'stored';
+  servesUntil: Date;
+}
+
+/** Emits 'check' (CheckOutcome) after each check has been applied. */
+export class DeviceLicence extends EventEmitter {
+  private readonly now: () => Date;
+  private readonly log: (line: string) => void;
+  private readonly usage = new LicenceUsage();
+  private readonly aborter = new AbortController();
+  private current: RulingDocument | undefined;
+  private refusal: { code: string; message: string; at: Date } | undefined;
+  private failingSince: Date | undefined;
+  private lastFailure: string | undefined;
+  private lastCheck: { at: Date; outcome: CheckOutcome['kind'] } | undefined;
+  private lapseLogged = false;
+  private inFlight: Promise<CheckOutcome> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(private readonly opts: DeviceLicenceOptions) {
+    super();
+    this.now = opts.now ?? (() => new Date());
+    this.log = opts.log ?? (() => undefined);
+  }
+
+  /**
+   * The first check; resolves once the device may serve, else throws LicenceStartError. With the cloud
+   * unreachable and an offline grace, the stored document may stand in (stored-licence.ts).
+   */
+  async start(): Promise<void> {
+    const outcome = await this.recheck();
+    if (outcome.kind === 'ok') {
+      this.log(`licence ${outcome.document.licenceId} checked with ${this.opts.client.serverUrl}: grants ${grantList(outcome.document.grants)}`);
+      this.scheduleAfter(outcome);
+      return;
+    }
+    if (outcome.kind === 'refused') throw new LicenceStartError('refused', `${outcome.message} (${outcome.code})`);
+    if (outcome.kind === 'invalid') throw new LicenceStartError('invalid', outcome.reason);
+    const cannot = `the licence server ${this.opts.client.serverUrl} cannot be reached: ${outcome.reason}`;
+    const now = this.now();
+    const stored = graceDocument(this.opts.documentFile, {
+      publicKey: this.opts.publicKey, fingerprint: this.opts.fingerprint, licenceKey: this.opts.licenceKey,
+      graceHours: this.opts.offlineGraceHours, now,
+    });
+    if (!stored.ok) throw new LicenceStartError('unreachable', this.opts.offlineGraceHours > 0 ? `${cannot}; ${stored.reason}` : cannot);
+    this.current = { document: stored.document, source: 'stored', servesUntil: stored.servesUntil };
+    this.log(`${cannot}; OFFLINE START on the stored licence document of ${stored.document.issued} ` +
+      `(offline_grace_hours ${this.opts.offlineGraceHours}): serving until ${stored.servesUntil.toISOString()} unless a check succeeds`);
+    this.scheduleAfter(outcome);
+  }
+
+  /** A check now, or the one already on its way: never two at once. */
+  recheck(): Promise<CheckOutcome> {
+    this.inFlight ??= this.runCheck().finally(() => { this.inFlight = undefined; });
+    return this.inFlight;
+  }
+
+  /** Whether a request needing `grant` may be served now, and if not why (the 403's message). */
+  allows(grant: Grant): Permit {
+    const refused = this.refusedReason();
+    if (refused) return { ok: false, reason: refused };
+    const { document } = this.current!;
+    if (!document.grants.includes(grant)) return { ok: false, reason: `licence ${document.licenceId} does not grant "${grant}"` };
+    return { ok: true };
+  }
+
+  /** Counts a request answered under `grant`, for the next check's usage report. */
+  record(grant: Grant): void {
+    this.usage.record(grant, this.now());
+  }
+
+  /** The ruling document's limits; undefined before a document rules. */
+  limits(): LicenceLimits | undefined {
+    return this.current?.document.limits;
+  }
+
+  status(): LicenceStatus {
+    const doc = this.current?.document;
+    const iso = (d: Date | undefined) => d?.toISOString();
+    let state: LicenceStatus['state'] = 'licensed';
+    if (this.closed) state = 'closed';
+    else if (this.refusal) state = 'refused';
+    else if (!this.current) state = 'starting';
+    else if (this.current.servesUntil.getTime() <= this.now().getTime()) state = 'lapsed';
+    return {
+      state, licenceId: doc?.licenceId, grants: doc ? [...doc.grants] : [], limits: doc?.limits, source: this.current?.source,
+      servesUntil: iso(this.current?.servesUntil),
+      lastCheck: this.lastCheck && { at: this.lastCheck.at.toISOString(), outcome: this.lastCheck.outcome },
+      failingSince: iso(this.failingSince), lastFailure: this.lastFailure,
+      refusal: this.refusal && { code: this.refusal.code, message: this.refusal.message, at: this.refusal.at.toISOString() },
+    };
+  }
+
+  /** Stops re-checking: the timer is cleared and a check on its way is cut off and awaited. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.aborter.abort();
+    await this.inFlight?.catch(() => undefined);
+  }
+
+  private refusedReason(): string | undefined {
+    if (this.refusal) {
+      const which = this.current ? `licence ${this.current.document.licenceId}` : 'the licence';
+      return `the licence server refused ${which} at ${this.refusal.at.toISOString()}: ${this.refusal.message} (${this.refusal.code})`;
+    }
+    if (!this.current) return 'the licence has not been checked yet';
+    const { document, servesUntil } = this.current;
+    if (this.now().getTime() < servesUntil.getTime()) return undefined;
+    const since = this.failingSince ? `since ${this.failingSince.toISOString()}` : 'in time';
+    const why = this.lastFailure ? ` (${this.lastFailure})` : '';
+    const reason = `licence ${document.licenceId} could not be checked with the licence server ${since}${why}; ` +
+      `its last document ran out at ${servesUntil.toISOString()}`;
+    if (!this.lapseLogged) {
+      this.lapseLogged = true;
+      this.log(`${reason}: every operation is refused until a check succeeds`);
+    }
+    return reason;
+  }
+
+  private async runCheck(): Promise<CheckOutcome> {
+    const sent = this.usage.snapshot();
+    const outcome = await this.opts.client.check({ persons: this.opts.persons(), usage: sent }, this.aborter.signal);
+    if (this.closed) return outcome;
+    const at = this.now();
+    this.lastCheck = { at, outcome: outcome.kind };
+    switch (outcome.kind) {
+      case 'ok': {
+        const recovered = this.refusal !== undefined || this.failingSince !== undefined;
+        this.usage.drop(sent);
+        this.current = { document: outcome.document, source: 'check', servesUntil: servesUntilOf(outcome.document) };
+        this.refusal = this.failingSince = this.lastFailure = undefined;
+        this.lapseLogged = false;
+        this.keep(outcome.signed);
+        if (recovered) this.log(`licence ${outcome.document.licenceId} checked again: grants ${grantList(outcome.document.grants)}`);
+        break;
+      }
+      case 'refused':
+        if (this.refusal?.code !== outcome.code && this.current) {
+          this.log(`the licence server refused the licence: ${outcome.message} (${outcome.code}): every operation is refused`);
+        }
+        this.refusal = { code: outcome.code, message: outcome.message, at };
+        break;
+      default:
+        if (!this.failingSince && this.current) {
+          this.log(`licence check failed (${outcome.reason}): serving on the current document until ${this.current.servesUntil.toISOString()}`);
+        }
+        this.failingSince ??= at;
+        this.lastFailure = outcome.reason;
+    }
+    this.emit('check', outcome);
+    return outcome;
+  }
+
+  private keep(signed: SignedLicence): void {
+    try {
+      storeDocument(this.opts.documentFile, signed);
+    } catch (err) {
+      // Only an offline start would miss it; the running device is licensed either way.
+      this.log(`cannot keep the licence document in ${this.opts.documentFile}: ${(err as Error).message}`);
+    }
+  }
+
+  private scheduleAfter(outcome: CheckOutcome): void {
+    if (this.closed) return;
+    const interval = this.current?.document.checkIntervalSeconds ?? RETRY_CAP_SECONDS;
+    const seconds = outcome.kind === 'ok' ? interval : Math.min(interval, RETRY_CAP_SECONDS);
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.recheck().then((next) => this.scheduleAfter(next), (err: Error) => {
+        this.log(`licence check error: ${err.message}`);
+        this.scheduleAfter({ kind: 'unreachable', reason: err.message });
+      });
+    }, Math.min(seconds * 1000, MAX_TIMER_MS));
+    this.timer.unref();
+  }
+}
+
+/** A document rules until its validUntil, and never past the licence's own expiry. */
+function servesUntilOf(document: LicenceDocument): Date {
+  const until = Date.parse(document.validUntil);
+  const expires = document.licenceExpires === null ? Infinity : Date.parse(document.licenceExpires);
+  return new Date(Math.min(until, expires));
+}
+
+function grantList(grants: readonly Grant[]): string {
+  return grants.length ? grants.join(', ') : '(none)';
+}
