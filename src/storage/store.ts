@@ -11,6 +11,7 @@ import { SessionRepository } from './sessions';
 import { ActivationCodeRepository } from './activation-codes';
 import { LicenceRepository } from './licences';
 import { LicenceUsageRepository } from './licence-usage';
+import { KeyUsageRepository } from './key-usage';
 import { QuotaRepository } from './quota';
 import { ServiceKeyRepository } from './service-key';
 import { AccountLocks } from './account-lock';
@@ -48,6 +49,8 @@ export interface Store {
   readonly licences: LicenceRepository;
   readonly activationCodes: ActivationCodeRepository;
   readonly licenceUsage: LicenceUsageRepository;
+  /** Requests per API key and UTC day (statistics, written every few seconds: ./key-usage.ts). */
+  readonly keyUsage: KeyUsageRepository;
   /**
    * Runs `fn` exclusively for the account: check-then-write rules (a free person_id, a face not enrolled
    * yet) hold under concurrent requests.
@@ -104,6 +107,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
     const locks = new AccountLocks();
     const activationCodes = new ActivationCodeRepository(root);
     const licenceUsage = new LicenceUsageRepository(root);
+    const keyUsage = new KeyUsageRepository(root);
     return {
       path: dir,
       keyFile,
@@ -116,13 +120,17 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       licences: new LicenceRepository(root, sealer, activationCodes, licenceUsage),
       activationCodes,
       licenceUsage,
+      keyUsage,
       exclusive: (accountId, fn) => locks.run(accountId, fn),
       rotateKey: async (newKeyFile) => {
         const target = path.resolve(newKeyFile || keyFile);
         await rotateKeyFile(meta, dataKey, target);
         return target;
       },
-      close: () => root.close(),
+      close: async () => {
+        await keyUsage.close();
+        await root.close();
+      },
     };
   } catch (err) {
     if (!closed) await root.close();

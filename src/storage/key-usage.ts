@@ -1,0 +1,85 @@
+// Requests made with each API key, per UTC day, for the back-office's usage charts. The person API must not pay
+// a database write per request for a statistic, so increments are added up in memory and written together every
+// FLUSH_INTERVAL_MS and when the store closes. A crash loses at most the last interval's counts: these are
+// statistics, not acknowledged data (the quota, which refuses requests, has its own transactional counter).
+import type { Database, RootDatabase } from 'lmdb';
+
+export const KEY_USAGE_DB = 'key-usage';
+export const FLUSH_INTERVAL_MS = 5_000;
+
+type UsageKey = [string, string];
+
+export interface KeyUsageDay {
+  day: string;
+  requests: number;
+}
+
+export class KeyUsageRepository {
+  private readonly root: RootDatabase;
+  private readonly db: Database<number, UsageKey>;
+  /** "keyId day" -> requests not written yet. */
+  private pending = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(root: RootDatabase, private readonly flushIntervalMs = FLUSH_INTERVAL_MS) {
+    this.root = root;
+    this.db = root.openDB<number, UsageKey>({ name: KEY_USAGE_DB });
+  }
+
+  /** Counts one request made with `keyId` at `at` (in memory until the next flush). */
+  record(keyId: string, at: Date): void {
+    const key = `${keyId} ${at.toISOString().slice(0, 10)}`;
+    this.pending.set(key, (this.pending.get(key) ?? 0) + 1);
+    // The timer is started by the first count, so an idle store has no timer; unref: it never keeps the
+    // process alive on its own.
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, this.flushIntervalMs).unref();
+  }
+
+  /** Writes the counts gathered so far in one transaction; resolves when they are on disk. */
+  async flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    const batch = this.pending;
+    this.pending = new Map();
+    // Flushes are chained so that two of them never add the same counter concurrently.
+    this.writing = this.writing.then(async () => {
+      if (batch.size === 0) return;
+      await this.root.transaction(() => {
+        for (const [name, requests] of batch) {
+          const space = name.lastIndexOf(' ');
+          const key: UsageKey = [name.slice(0, space), name.slice(space + 1)];
+          this.db.put(key, (this.db.get(key) ?? 0) + requests);
+        }
+      });
+    });
+    return this.writing;
+  }
+
+  /** The written counts of `keyId` from `fromDay` to `toDay` (inclusive, YYYY-MM-DD), plus those still in
+   *  memory; days without requests are absent. */
+  range(keyId: string, fromDay: string, toDay: string): KeyUsageDay[] {
+    const byDay = new Map<string, number>();
+    // Starts at the first day and stops at the first key past the last day or of another key.
+    for (const { key, value } of this.db.getRange({ start: [keyId, fromDay] })) {
+      if (!Array.isArray(key) || key[0] !== keyId || key[1] > toDay) break;
+      byDay.set(key[1], value);
+    }
+    for (const [name, requests] of this.pending) {
+      const space = name.lastIndexOf(' ');
+      const day = name.slice(space + 1);
+      if (name.slice(0, space) === keyId && day >= fromDay && day <= toDay) byDay.set(day, (byDay.get(day) ?? 0) + requests);
+    }
+    return [...byDay].sort(([a], [b]) => a.localeCompare(b)).map(([day, requests]) => ({ day, requests }));
+  }
+
+  /** Writes what is pending; called before the environment closes. */
+  async close(): Promise<void> {
+    await this.flush();
+  }
+}
