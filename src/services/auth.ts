@@ -3,6 +3,7 @@
 import crypto from 'node:crypto';
 import type { ErrorCatalog } from '../errors';
 import type { ApiKeyRepository } from '../storage/api-keys';
+import type { KeyUsageRepository } from '../storage/key-usage';
 import { hashKey } from '../storage/api-keys';
 import type { Role } from '../domain/roles';
 import { roleAllows, type Permission } from './permissions';
@@ -25,6 +26,8 @@ export class Authenticator {
     private readonly errors: ErrorCatalog,
     bootstrapKey: string,
     private readonly now: () => Date = () => new Date(),
+    /** Where each authenticated request is counted per key and day (the back-office's usage charts). */
+    private readonly usage?: KeyUsageRepository,
   ) {
     if (bootstrapKey) this.bootstrapHash = Buffer.from(hashKey(bootstrapKey), 'hex');
   }
@@ -39,7 +42,10 @@ export class Authenticator {
       throw this.errors.create('Forbidden', `role ${principal.role} lacks ${permission}`);
     }
     // Not awaited: the answer does not wait for the write, and a failed one loses only the key's last-use time.
-    if (principal.keyId !== 'bootstrap') this.keys.recordUse(key, this.now()).catch(() => undefined);
+    if (principal.keyId !== 'bootstrap') {
+      this.keys.recordUse(key, this.now()).catch(() => undefined);
+      this.usage?.record(principal.keyId, this.now());
+    }
     return principal;
   }
 

@@ -19,8 +19,11 @@ export class KeyUsageRepository {
   private readonly db: Database<number, UsageKey>;
   /** "keyId day" -> requests not written yet. */
   private pending = new Map<string, number>();
+  /** Batches taken from `pending` whose write has not finished: still counted by range(). */
+  private readonly writingBatches = new Set<Map<string, number>>();
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
+  private closed = false;
 
   constructor(root: RootDatabase, private readonly flushIntervalMs = FLUSH_INTERVAL_MS) {
     this.root = root;
@@ -29,13 +32,15 @@ export class KeyUsageRepository {
 
   /** Counts one request made with `keyId` at `at` (in memory until the next flush). */
   record(keyId: string, at: Date): void {
+    if (this.closed) return;
     const key = `${keyId} ${at.toISOString().slice(0, 10)}`;
     this.pending.set(key, (this.pending.get(key) ?? 0) + 1);
     // The timer is started by the first count, so an idle store has no timer; unref: it never keeps the
     // process alive on its own.
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
-      void this.flush();
+      // A failed write loses these counts only (statistics); it must not take the process down.
+      this.flush().catch(() => undefined);
     }, this.flushIntervalMs).unref();
   }
 
@@ -47,17 +52,18 @@ export class KeyUsageRepository {
     }
     const batch = this.pending;
     this.pending = new Map();
-    // Flushes are chained so that two of them never add the same counter concurrently.
-    this.writing = this.writing.then(async () => {
-      if (batch.size === 0) return;
-      await this.root.transaction(() => {
-        for (const [name, requests] of batch) {
-          const space = name.lastIndexOf(' ');
-          const key: UsageKey = [name.slice(0, space), name.slice(space + 1)];
-          this.db.put(key, (this.db.get(key) ?? 0) + requests);
-        }
-      });
-    });
+    if (batch.size === 0) return this.writing;
+    this.writingBatches.add(batch);
+    // Flushes are chained so that two of them never add to the same counter at once; a failed one does not
+    // stop the next.
+    const write = this.writing.catch(() => undefined).then(() => this.root.transaction(() => {
+      for (const [name, requests] of batch) {
+        const space = name.lastIndexOf(' ');
+        const key: UsageKey = [name.slice(0, space), name.slice(space + 1)];
+        this.db.put(key, (this.db.get(key) ?? 0) + requests);
+      }
+    })).finally(() => this.writingBatches.delete(batch));
+    this.writing = write.then(() => undefined);
     return this.writing;
   }
 
@@ -70,16 +76,19 @@ export class KeyUsageRepository {
       if (!Array.isArray(key) || key[0] !== keyId || key[1] > toDay) break;
       byDay.set(key[1], value);
     }
-    for (const [name, requests] of this.pending) {
-      const space = name.lastIndexOf(' ');
-      const day = name.slice(space + 1);
-      if (name.slice(0, space) === keyId && day >= fromDay && day <= toDay) byDay.set(day, (byDay.get(day) ?? 0) + requests);
+    for (const batch of [...this.writingBatches, this.pending]) {
+      for (const [name, requests] of batch) {
+        const space = name.lastIndexOf(' ');
+        const day = name.slice(space + 1);
+        if (name.slice(0, space) === keyId && day >= fromDay && day <= toDay) byDay.set(day, (byDay.get(day) ?? 0) + requests);
+      }
     }
     return [...byDay].sort(([a], [b]) => a.localeCompare(b)).map(([day, requests]) => ({ day, requests }));
   }
 
   /** Writes what is pending; called before the environment closes. */
   async close(): Promise<void> {
+    this.closed = true;
     await this.flush();
   }
 }
