@@ -12,17 +12,20 @@ import { SimilarityScale } from '../matching/similarity-scale';
 import { Authenticator } from '../services/auth';
 import { RequestSigning } from '../services/request-signing';
 import { createServices, type LiveFaceSource } from '../services';
+import { AccountService } from '../licensing/accounts';
 import type { Store } from '../storage/store';
 import { answerUnroutable, clientErrorHandler } from './client-errors';
 import authPlugin from './plugins/auth';
 import errorHandler, { sendApiError, toApiError } from './plugins/error-handler';
 import hostHeader from './plugins/host-header';
+import operatorSession from './plugins/operator-session';
 import licenceGate, { type LicenceGateSource } from './plugins/licence-gate';
 import jsonBody from './plugins/json-body';
 import openapi from './plugins/openapi';
 import overload from './plugins/overload';
 import requestSigning from './plugins/request-signing';
 import requestId from './plugins/request-id';
+import accountApi from './routes/account-api';
 import compareFace from './routes/compare-face';
 import liveFace from './routes/live-face';
 import personFace from './routes/person-face';
@@ -109,6 +112,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(authPlugin, {
     authenticator: new Authenticator(deps.store.apiKeys, errors, config.auth.bootstrap_key),
   });
+  // Cloud: operators' accounts. Their routes authenticate with a session (Authorization: Bearer), not an Api-Key.
+  if (config.server.mode === 'cloud') {
+    const accounts = new AccountService({ config, store: deps.store, errors, now: deps.now });
+    app.decorate('accounts', accounts);
+    await app.register(operatorSession, { accounts, errors });
+  }
   // After authentication (401 before 403), before load shedding: a licence refusal is told even under load.
   if (deps.licence) await app.register(licenceGate, { licence: deps.licence, errors });
   // After authentication: an unauthenticated request is 401 whatever the load.
@@ -133,6 +142,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(recognizeFace, { mode });
   await app.register(verifyFace, { mode });
   await app.register(compareFace, { mode });
+  if (mode === 'cloud') await app.register(accountApi, { errors });
   // Galleries built here are released with the app; a caller's own (server.ts) are the caller's to close.
   if (ownGalleries) app.addHook('onClose', async () => galleries.close());
   await app.ready();

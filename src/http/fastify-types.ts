@@ -3,6 +3,7 @@ import type { Permission } from '../services/permissions';
 import type { Principal } from '../services/auth';
 import type { Services } from '../services';
 import type { Operator } from '../domain/accounts';
+import type { AccountService } from '../licensing/accounts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -33,6 +34,8 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     services: Services;
+    /** Cloud mode: operators' accounts, sessions and their API keys. */
+    accounts: AccountService;
   }
 }
 
