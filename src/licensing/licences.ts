@@ -3,6 +3,8 @@
 // device binding, read its usage, and show each licence line with its installation command. An operator
 // reaches only the own account's licences: another account's licence is "not found", exactly like a missing
 // one, so ids reveal nothing. The command line acts as administrator: any account, no code, no count.
+// Changes answer the stored record and view() makes the licence line of it: the line's installation command
+// needs the device package, which revoking or releasing must never wait for (or fail on).
 import type { Config } from '../config/types';
 import type { Plan } from '../domain/accounts';
 import { parseGrants, type Grant, type LicenceLimits } from '../domain/grants';
@@ -100,6 +102,8 @@ export class LicenceService {
       if (!normalised) throw errors.explain('ActivationCodeInvalid', activationCodeRefusal({ outcome: 'unknown' }, plan));
       activationCode = { sha256: activationCodeSha256(normalised), plan };
     }
+    // What the licence line needs is fetched first: a package that cannot be made fails the creation, not its answer.
+    await this.installInputs();
     const maxLicences = options.byAdministrator ? 0 : plan === 'free' ? config.plans.free_max_licences : config.plans.paid_max_licences;
     const outcome = await store.licences.create(licence, { now: this.deps.now(), maxLicences, activationCode });
     switch (outcome.outcome) {
@@ -132,7 +136,7 @@ export class LicenceService {
   }
 
   /** Changes label, grants, limits or expiry; a revoked licence is refused (revoking is final). */
-  async update(scope: LicenceScope, licenceId: string, patch: LicencePatch): Promise<LicenceView> {
+  async update(scope: LicenceScope, licenceId: string, patch: LicencePatch): Promise<LicenceRecord> {
     this.record(scope, licenceId);
     const change: Partial<LicenceRecord> = {};
     if (patch.label !== undefined) change.label = this.label(patch.label);
@@ -145,7 +149,7 @@ export class LicenceService {
   }
 
   /** Revokes the licence for good: its device's next check is refused. Revoking again changes nothing. */
-  async revoke(scope: LicenceScope, licenceId: string): Promise<LicenceView> {
+  async revoke(scope: LicenceScope, licenceId: string): Promise<LicenceRecord> {
     this.record(scope, licenceId);
     const now = this.deps.now().toISOString();
     return this.written(licenceId, await this.deps.store.licences.update<ApiError>(licenceId, (current) =>
@@ -153,7 +157,7 @@ export class LicenceService {
   }
 
   /** Clears the device binding, so the next device to check in with the key binds (a replaced board). */
-  async release(scope: LicenceScope, licenceId: string): Promise<LicenceView> {
+  async release(scope: LicenceScope, licenceId: string): Promise<LicenceRecord> {
     this.record(scope, licenceId);
     const now = this.deps.now().toISOString();
     return this.written(licenceId, await this.deps.store.licences.update<ApiError>(licenceId, (current) =>
@@ -185,7 +189,7 @@ export class LicenceService {
   async view(record: LicenceRecord): Promise<LicenceView> {
     const { store } = this.deps;
     const licenceKey = store.licences.openKey(record);
-    const [packageSha256, publicKeyHash] = await Promise.all([this.deps.packageSha256(), this.publicKeySha256()]);
+    const { packageSha256, publicKeySha256: publicKeyHash } = await this.installInputs();
     return {
       licenceId: record.licenceId,
       label: record.label,
@@ -203,6 +207,11 @@ export class LicenceService {
     };
   }
 
+  private async installInputs(): Promise<{ packageSha256: string; publicKeySha256: string }> {
+    const [packageSha256, publicKeyHash] = await Promise.all([this.deps.packageSha256(), this.publicKeySha256()]);
+    return { packageSha256, publicKeySha256: publicKeyHash };
+  }
+
   private publicKeySha256(): Promise<string> {
     this.publicKeyHash ??= this.deps.store.serviceKeys.responseSigning().then((pair) => publicKeySha256(pair.publicKey));
     // A failed first read (the key being made) is tried again by the next view.
@@ -210,10 +219,10 @@ export class LicenceService {
     return this.publicKeyHash;
   }
 
-  private async written(licenceId: string, outcome: ChangeOutcome<ApiError>): Promise<LicenceView> {
+  private written(licenceId: string, outcome: ChangeOutcome<ApiError>): LicenceRecord {
     if (outcome.outcome === 'missing') throw this.deps.errors.explain('LicenceNotFound', `no licence ${licenceId} in this account`);
     if (outcome.outcome === 'refused') throw outcome.reason;
-    return this.view(outcome.record);
+    return outcome.record;
   }
 
   private revokedError(record: LicenceRecord): ApiError {

@@ -176,7 +176,7 @@ const licenceApi: FastifyPluginAsync<LicenceApiOptions> = async (app, { errors, 
     },
   }, async (request, reply) => {
     noStore(reply);
-    return licences.update(scopeOf(request), request.params.licenceId, request.body);
+    return licences.view(await licences.update(scopeOf(request), request.params.licenceId, request.body));
   });
 
   app.post<WithLicence>(`${p}/:licenceId/revoke`, {
@@ -188,7 +188,7 @@ const licenceApi: FastifyPluginAsync<LicenceApiOptions> = async (app, { errors, 
     },
   }, async (request, reply) => {
     noStore(reply);
-    return licences.revoke(scopeOf(request), request.params.licenceId);
+    return licences.view(await licences.revoke(scopeOf(request), request.params.licenceId));
   });
 
   app.post<WithLicence>(`${p}/:licenceId/release`, {
@@ -200,7 +200,7 @@ const licenceApi: FastifyPluginAsync<LicenceApiOptions> = async (app, { errors, 
     },
   }, async (request, reply) => {
     noStore(reply);
-    return licences.release(scopeOf(request), request.params.licenceId);
+    return licences.view(await licences.release(scopeOf(request), request.params.licenceId));
   });
 
   app.get<WithLicence & { Querystring: { days?: string } }>(`${p}/:licenceId/usage`, {
