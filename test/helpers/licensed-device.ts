@@ -1,0 +1,34 @@
+// A device-mode configuration licensed against a FakeLicenceServer: a machine id file, the server's pinned
+// public key and its licence key, all in a temporary folder.
+import fs from 'node:fs';
+import path from 'node:path';
+import { defaultConfig } from '../../src/config/load';
+import type { Config } from '../../src/config/types';
+import type { DeviceLicence } from '../../src/licensing/device-licence';
+import { deviceLicenceFromConfig } from '../../src/licensing/device-licence-setup';
+import { BOOTSTRAP_KEY } from './app';
+import type { FakeLicenceServer } from './fake-licence-server';
+
+export const MACHINE_ID = 'test-machine-0123456789abcdef';
+
+export function licensedConfig(dir: string, server: FakeLicenceServer, machineId = MACHINE_ID): Config {
+  const config = defaultConfig(dir);
+  config.server.mode = 'device';
+  config.server.port = 0;
+  config.storage.path = path.join(dir, 'db');
+  config.auth.bootstrap_key = BOOTSTRAP_KEY;
+  const machineIdFile = path.join(dir, 'machine-id');
+  fs.writeFileSync(machineIdFile, `${machineId}\n`);
+  Object.assign(config.licence, {
+    server_url: server.url, key: server.licence.key, public_key_file: server.writePublicKey(dir),
+    machine_id_file: machineIdFile, check_timeout_ms: 2000,
+  });
+  return config;
+}
+
+/** A DeviceLicence for the config (not started); its log lines are collected into `lines`. */
+export function deviceLicence(config: Config, opts: { persons?: () => number; now?: () => Date; lines?: string[] } = {}): DeviceLicence {
+  return deviceLicenceFromConfig(config, {
+    persons: opts.persons ?? (() => 0), now: opts.now, print: (line) => opts.lines?.push(line),
+  });
+}

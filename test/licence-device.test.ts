@@ -1,0 +1,166 @@
+// The running device's licence against a fake licence server: the grants gate over HTTP (granted served,
+// ungranted 403 naming the grant, 401 before 403), grants changes and revocations reaching the device at its
+// next check (interval 1 s, no restart), the cloud going away (served until validUntil, then 403 with the
+// reason), usage reported and dropped once a check succeeds, maxPersons at enrolment.
+import { once } from 'node:events';
+import fs from 'node:fs';
+import t, { type Test } from 'tap';
+import type { CheckOutcome } from '../src/licensing/licence-client';
+import type { DeviceLicence } from '../src/licensing/device-licence';
+import { startTestApp, tempDir, type TestApp } from './helpers/app';
+import { FakeEngine, fakePhotoB64 } from './helpers/fake-engine';
+import { FakeLicenceServer } from './helpers/fake-licence-server';
+import { deviceLicence, licensedConfig } from './helpers/licensed-device';
+
+interface Device {
+  server: FakeLicenceServer;
+  licence: DeviceLicence;
+  api: TestApp;
+  lines: string[];
+}
+
+/** A device app gated by a started licence; `clock` (if given) rules documents and the device alike. */
+async function licensedDevice(t: Test, setUp: (s: FakeLicenceServer) => void, clock?: () => Date): Promise<Device> {
+  const dir = tempDir();
+  const server = await FakeLicenceServer.start();
+  if (clock) server.now = clock;
+  setUp(server);
+  const config = licensedConfig(dir, server);
+  const lines: string[] = [];
+  let api: TestApp | undefined;
+  const licence = deviceLicence(config, { persons: () => api?.store.persons.count() ?? 0, now: clock, lines });
+  await licence.start();
+  api = await startTestApp({ dir, engine: new FakeEngine(), tune: (c) => Object.assign(c, { server: config.server, licence: config.licence }), deps: { licence } });
+  t.teardown(async () => {
+    await licence.close();
+    await api!.close();
+    await server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return { server, licence, api, lines };
+}
+
+/**
+ * The first check the device makes on its own timer with the outcome `kind`. A check already on its way when
+ * the test changed the server may still bring the old answer, so up to three checks are awaited.
+ */
+async function checksUntil(licence: DeviceLicence, done: (o: CheckOutcome) => boolean): Promise<CheckOutcome> {
+  let outcome: CheckOutcome | undefined;
+  for (let i = 0; i < 3 && !(outcome && done(outcome)); i++) [outcome] = (await once(licence, 'check')) as [CheckOutcome];
+  return outcome!;
+}
+
+function checkWith(licence: DeviceLicence, kind: CheckOutcome['kind']): Promise<CheckOutcome> {
+  return checksUntil(licence, (o) => o.kind === kind);
+}
+
+t.test('grants gate: granted served, ungranted 403 naming the grant, no key 401 first', async (t) => {
+  const { api, licence } = await licensedDevice(t, (s) => { s.licence.grants = ['create', 'get']; });
+  const faceImage = await fakePhotoB64({ identity: 1 });
+  t.equal((await api.call({ method: 'POST', url: '/person/face/p1', payload: { faceImage } })).statusCode, 200, 'create is granted');
+  t.equal((await api.call({ method: 'GET', url: '/person/face/p1' })).statusCode, 200, 'get is granted');
+  const identify = await api.call({ method: 'POST', url: '/person/recognize-face', payload: { faceImage } });
+  t.equal(identify.statusCode, 403);
+  t.same(identify.json(), { code: 'FORBIDDEN', message: 'Forbidden: licence lic_test0001 does not grant "identify"' });
+  const remove = await api.call({ method: 'DELETE', url: '/person/face/p1' });
+  t.same([remove.statusCode, remove.json().message], [403, 'Forbidden: licence lic_test0001 does not grant "remove"']);
+  const noKey = await api.call({ method: 'POST', url: '/person/recognize-face', payload: { faceImage }, key: null });
+  t.same([noKey.statusCode, noKey.json().code], [401, 'UNAUTHORIZED'], 'no key: 401, not the licence 403');
+  t.same(licence.status().grants, ['create', 'get']);
+});
+
+t.test('a grants change and then a revocation reach the running device at its next check', async (t) => {
+  const { api, licence, server, lines } = await licensedDevice(t, (s) => {
+    s.licence.grants = ['get'];
+    s.licence.checkIntervalSeconds = 1;
+  });
+  const identify = () => api.call({ method: 'POST', url: '/person/recognize-face', payload: { faceImage: 'AAAA' } });
+  t.equal((await identify()).statusCode, 403, 'identify not granted yet');
+  server.licence.grants = ['get', 'identify'];
+  const changed = await checksUntil(licence, (o) => o.kind === 'ok' && o.document.grants.includes('identify'));
+  t.same(changed.kind === 'ok' && changed.document.grants, ['get', 'identify']);
+  t.not((await identify()).statusCode, 403, 'identify granted after the next check, no restart');
+
+  server.respond = () => ({ status: 403, json: { code: 'LC_006', message: 'Licence revoked: revoked by the operator' } });
+  t.equal((await checkWith(licence, 'refused')).kind, 'refused');
+  const refused = await api.call({ method: 'GET', url: '/person/face/p1' });
+  t.equal(refused.statusCode, 403, 'even granted operations are refused once revoked');
+  t.match(refused.json().message, /^Forbidden: the licence server refused licence lic_test0001 at .*: Licence revoked: revoked by the operator \(LC_006\)$/);
+  t.equal(licence.status().state, 'refused');
+  t.match(lines.join('\n'), /refused the licence: Licence revoked/);
+  // A refusal is not undone by a cloud that stops answering: only a successful check ends it.
+  server.respond = () => ({ status: 503, text: 'down' });
+  t.equal((await checkWith(licence, 'unreachable')).kind, 'unreachable');
+  t.equal((await api.call({ method: 'GET', url: '/person/face/p1' })).statusCode, 403, 'still refused');
+  server.respond = undefined;
+  t.equal((await checkWith(licence, 'ok')).kind, 'ok');
+  t.equal((await api.call({ method: 'GET', url: '/person/face/p1' })).statusCode, 404, 'served again once a check succeeds');
+});
+
+t.test('the cloud goes away: served on the document until its validUntil, then 403 saying since when', async (t) => {
+  let now = Date.parse('2030-05-01T12:00:00.000Z');
+  const clock = () => new Date(now);
+  const { api, licence, server } = await licensedDevice(t, (s) => {
+    s.licence.grants = ['get'];
+    s.licence.checkIntervalSeconds = 1;
+    s.licence.documentValidSeconds = 60;
+  }, clock);
+  const get = () => api.call({ method: 'GET', url: '/person/face/p1' });
+  t.equal((await get()).statusCode, 404, 'served (NF_001) while the document is good');
+  server.respond = () => ({ status: 503, text: 'down' });
+  t.equal((await checkWith(licence, 'unreachable')).kind, 'unreachable');
+  now += 59_000;
+  t.equal((await get()).statusCode, 404, 'still served one second before validUntil');
+  t.equal(licence.status().failingSince, '2030-05-01T12:00:00.000Z');
+  now += 1_000;
+  const lapsed = await get();
+  t.equal(lapsed.statusCode, 403, 'refused at validUntil');
+  t.equal(lapsed.json().message, 'Forbidden: licence lic_test0001 could not be checked with the licence server since ' +
+    '2030-05-01T12:00:00.000Z (the licence server answered 503); its last document ran out at 2030-05-01T12:01:00.000Z');
+  t.equal(licence.status().state, 'lapsed');
+
+  server.respond = undefined;
+  t.equal((await checkWith(licence, 'ok')).kind, 'ok', 'the cloud is back');
+  t.equal((await get()).statusCode, 404, 'served again after a successful check');
+});
+
+t.test('usage: requests answered per day and grant go with the next check and are dropped once it succeeds', async (t) => {
+  let now = Date.parse('2030-05-01T23:59:59.000Z');
+  const { api, licence, server } = await licensedDevice(t, (s) => { s.licence.grants = ['create', 'get']; }, () => new Date(now));
+  await api.call({ method: 'POST', url: '/person/face/p1', payload: { faceImage: await fakePhotoB64({ identity: 1 }) } });
+  await api.call({ method: 'GET', url: '/person/face/p1' });
+  now += 2000; // the next UTC day
+  await api.call({ method: 'GET', url: '/person/face/p1' });
+  await api.call({ method: 'GET', url: '/person/face/nobody' }); // 404 is an answer too
+  await api.call({ method: 'DELETE', url: '/person/face/p1' }); // refused by the gate: not counted
+  await api.call({ method: 'GET', url: '/person/face/p1', key: null }); // 401: not counted
+  server.respond = () => ({ status: 500, json: { code: 'INTERNAL', message: 'x' } });
+  t.equal((await licence.recheck()).kind, 'unreachable');
+  server.respond = undefined;
+  t.equal((await licence.recheck()).kind, 'ok');
+  const expected = [
+    { day: '2030-05-01', operation: 'create', requests: 1 },
+    { day: '2030-05-01', operation: 'get', requests: 1 },
+    { day: '2030-05-02', operation: 'get', requests: 2 },
+  ];
+  t.same(server.checks.at(-2)!.usage, expected, 'sent with the failed check');
+  t.same(server.checks.at(-1)!.usage, expected, 'kept after the failure and sent again');
+  t.equal(server.checks.at(-1)!.persons, 1, 'persons: the store\'s count');
+  t.equal((await licence.recheck()).kind, 'ok');
+  t.same(server.checks.at(-1)!.usage, [], 'dropped once a check succeeded');
+});
+
+t.test('maxPersons: enrolment stops at the limit, counting every account of the device', async (t) => {
+  const { api } = await licensedDevice(t, (s) => { s.licence.maxPersons = 2; });
+  const enrol = (id: string, identity: number, key?: string) =>
+    fakePhotoB64({ identity }).then((faceImage) => api.call({ method: 'POST', url: `/person/face/${id}`, payload: { faceImage }, key }));
+  t.equal((await enrol('p1', 1)).statusCode, 200);
+  const { key: other } = await api.store.apiKeys.create('other-account', 'full', 'second account', new Date().toISOString());
+  t.equal((await enrol('q1', 2, other)).statusCode, 200, 'the second account\'s first person');
+  const third = await enrol('p2', 3);
+  t.equal(third.statusCode, 403);
+  t.same(third.json(), { code: 'FORBIDDEN', message: 'Forbidden: licence allows at most 2 enrolled persons' });
+  t.equal((await enrol('q2', 4, other)).statusCode, 403, 'the limit is the device\'s, not the account\'s');
+  t.equal((await api.call({ method: 'DELETE', url: '/person/face/p1' })).statusCode, 200);
+  t.equal((await enrol('p2', 3)).statusCode, 200, 'room again after a removal');
+});
