@@ -8,10 +8,12 @@
 //   face-check reindex [--config <file.ini>] [--all]
 //   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
 //   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
+//   face-check account create|list|set-plan (src/cli/accounts.ts)
 // Without --config the package's config/default.ini is used.
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from './config/load';
+import { ACCOUNT_USAGE, accountCommand } from './cli/accounts';
 import { ACCOUNT_ID, configOf, parseArgs, stdio, UsageError, type Args, type Io } from './cli/args';
 import { isRole, ROLES } from './domain/roles';
 import { createEngine } from './engine';
@@ -32,6 +34,7 @@ export const USAGE = `usage:
   face-check keys list   [--config <file.ini>]
   face-check keys revoke [--config <file.ini>] <keyId>
   face-check keys service-public-key [--config <file.ini>]
+${ACCOUNT_USAGE}
   face-check reindex [--config <file.ini>] [--all]
   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]`;
@@ -206,6 +209,8 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
       case 'serve':
         await serveCommand(args, io);
         return 0;
+      case 'account':
+        return await accountCommand(args, io);
       case 'keys':
         return await keysCommand(args, io);
       case 'reindex':
