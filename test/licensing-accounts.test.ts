@@ -111,6 +111,19 @@ t.test('register: closed registration is refused', async (t) => {
   t.equal(c.store.accounts.list().length, 0);
 });
 
+t.test('the OpenAPI document describes the account API', async (t) => {
+  const c = await cloud(t);
+  const doc = (await c.api('GET', '/openapi.json')).body;
+  // The licence routes under the same prefix are the licence API's (tagged licence).
+  const paths = Object.keys(doc.paths).filter((p) => p.startsWith('/account/v1/') && !p.startsWith('/account/v1/licences')).sort();
+  t.same(paths, ['/account/v1/account', '/account/v1/keys', '/account/v1/keys/{keyId}', '/account/v1/password',
+    '/account/v1/register', '/account/v1/sessions', '/account/v1/sessions/current']);
+  for (const p of paths) for (const op of Object.values(doc.paths[p]) as { tags: string[] }[]) t.same(op.tags, ['account'], p);
+  const keyView = doc.paths['/account/v1/keys'].get.responses['200'].content['application/json'].schema.properties.keys.items;
+  t.same(keyView.properties.lastUsed, { type: 'string', format: 'date-time', nullable: true,
+    description: 'Last successful authentication, to the minute; null when never used.' });
+});
+
 t.test('device mode has no account API', async (t) => {
   const c = await cloud(t, (cfg) => { cfg.server.mode = 'device'; });
   const res = await c.api('POST', '/account/v1/register', { body: { email: 'ann@example.com', password: PASSWORD } });
