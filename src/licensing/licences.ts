@@ -91,8 +91,7 @@ export class LicenceService {
     };
     const plan = account.plan;
     const codeText = input.activationCode?.trim() || undefined;
-    const codeRequired = plan === 'free' ? config.plans.free_activation_code : config.plans.paid_activation_code;
-    if (codeRequired && !codeText && !options.byAdministrator) {
+    if (this.codeRequiredOn(plan) && !codeText && !options.byAdministrator) {
       throw errors.explain('ActivationCodeRequired', `the ${plan} plan needs an activation code to add a licence (ask your provider for one)`);
     }
     // A code given where none is needed is still checked and used up: it was meant for this.
@@ -115,6 +114,12 @@ export class LicenceService {
       case 'created':
         return this.view(outcome.record);
     }
+  }
+
+  /** Whether the account's plan needs an activation code to add a licence (the back-office shows the field). */
+  activationCodeRequired(accountId: string): boolean {
+    const account = this.deps.store.accounts.get(accountId);
+    return account !== undefined && this.codeRequiredOn(account.plan);
   }
 
   async list(scope: LicenceScope): Promise<LicenceView[]> {
@@ -210,6 +215,10 @@ export class LicenceService {
   private async installInputs(): Promise<{ packageSha256: string; publicKeySha256: string }> {
     const [packageSha256, publicKeyHash] = await Promise.all([this.deps.packageSha256(), this.publicKeySha256()]);
     return { packageSha256, publicKeySha256: publicKeyHash };
+  }
+
+  private codeRequiredOn(plan: Plan): boolean {
+    return plan === 'free' ? this.deps.config.plans.free_activation_code : this.deps.config.plans.paid_activation_code;
   }
 
   private publicKeySha256(): Promise<string> {
