@@ -11,6 +11,7 @@ import { AccountService } from '../src/licensing/accounts';
 import { verifyPassword } from '../src/licensing/passwords';
 import errorHandler from '../src/http/plugins/error-handler';
 import operatorSession from '../src/http/plugins/operator-session';
+import { SignInThrottle } from '../src/licensing/sign-in-throttle';
 import { hashSessionToken } from '../src/storage/sessions';
 import { startTestApp, tempDir, type TestApp } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';
@@ -371,4 +372,28 @@ t.test('operator-session plugin: administrator routes refuse operators (403), mi
   t.same([refused.statusCode, refused.json()], [403, { code: 'FORBIDDEN', message: 'Forbidden: this needs an administrator account' }]);
   t.equal((await get()).statusCode, 401);
   t.equal((await get('fcs_short')).statusCode, 401);
+});
+
+t.test('the throttle\'s memory stays bounded: quiet entries go first, then the longest quiet', async (t) => {
+  let now = 0;
+  const throttle = new SignInThrottle({ maxFailures: 2, windowMs: 1000, now: () => now, maxKeys: 100 });
+  throttle.begin(['address:kept']);
+  throttle.begin(['address:kept']);
+  now = 2000;  // the two failures above left the window
+  for (let i = 0; i < 150; i++) throttle.begin([`account:${i}@example.com`]);
+  t.ok(throttle.size <= 100, `at most maxKeys entries (${throttle.size})`);
+  t.equal(throttle.retryAfterSeconds(['account:149@example.com']), 0, 'one failure is not a lock');
+  throttle.begin(['account:149@example.com']);
+  t.equal(throttle.retryAfterSeconds(['account:149@example.com']), 1, 'the latest entries are kept');
+});
+
+t.test('expired sessions are purged from the store', async (t) => {
+  const c = await cloud(t);
+  await c.register('ann@example.com');
+  const first = await c.signIn('ann@example.com');
+  c.clock.ms += 31 * 60_000;
+  const second = await c.signIn('ann@example.com');  // sweeps: the first session has been idle 31 minutes
+  t.notOk(c.store.sessions.get(hashSessionToken(first)), 'the idle session is gone without being used again');
+  t.ok(c.store.sessions.get(hashSessionToken(second)));
+  t.equal(c.store.sessions.count(), 1);
 });
