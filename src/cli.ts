@@ -10,6 +10,9 @@
 //   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
 //   face-check account create|list|set-plan (src/cli/accounts.ts)
 // Without --config the package's config/default.ini is used.
+// Exit codes: 0 done; 1 failed; 2 usage; 69 (EX_UNAVAILABLE) a device could not reach its licence server at
+// start; 75 (EX_TEMPFAIL) the store is busy; 77 (EX_NOPERM) a device's licence was refused or its document
+// did not verify; 78 (EX_CONFIG) the ini is wrong. A service unit with Restart=on-failure retries them all.
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from './config/load';
