@@ -195,6 +195,8 @@ t.test('throttle: 5 failures from one address lock that address for every accoun
   t.same([locked.status, locked.body.code, locked.headers['retry-after']], [429, 'AC_003', '900']);
   const elsewhere = await c.api('POST', '/account/v1/sessions', { body: { email: 'ann@example.com', password: PASSWORD }, ip: '10.9.8.6' });
   t.equal(elsewhere.status, 200, 'another address, same account: allowed');
+  const registration = await c.api('POST', '/account/v1/register', { body: { email: 'new@example.com', password: PASSWORD }, ip: '10.9.8.7' });
+  t.same([registration.status, registration.body.code], [429, 'AC_003'], 'the locked address does not register either');
 });
 
 t.test('sessions end after session_idle_minutes unused and after session_max_hours whatever the use', async (t) => {
