@@ -4,6 +4,7 @@ import type { Principal } from '../services/auth';
 import type { Services } from '../services';
 import type { Operator } from '../domain/accounts';
 import type { AccountService } from '../licensing/accounts';
+import type { LicenceService } from '../licensing/licences';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -36,6 +37,8 @@ declare module 'fastify' {
     services: Services;
     /** Cloud mode: operators' accounts, sessions and their API keys. */
     accounts: AccountService;
+    /** Cloud mode: the accounts' device licences. */
+    licences: LicenceService;
   }
 }
 
