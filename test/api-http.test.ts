@@ -230,7 +230,16 @@ t.test('OpenAPI: /openapi.json and /docs are public and describe every route', a
     const paths = Object.keys(doc.paths).sort();
     const expected = ['/person/compare-face', '/person/face/{person_id}', '/person/recognize-face', '/person/verify-face/{person_id}'];
     if (mode === 'device') expected.push('/person/face/');
-    t.same(paths, expected.sort(), `${mode} paths`);
+    t.same(paths.filter((p) => p.startsWith('/person/')), expected.sort(), `${mode} person paths`);
+    // The operators' half (accounts, licences, the licence server) is the cloud's alone.
+    const operators = paths.filter((p) => !p.startsWith('/person/'));
+    if (mode === 'device') t.same(operators, [], 'a device serves no account or licence route');
+    else {
+      for (const p of ['/account/v1/register', '/account/v1/sessions', '/account/v1/keys', '/account/v1/licences', '/licence/v1/check', '/licence/v1/public-key', '/licence/v1/package']) {
+        t.ok(operators.includes(p), `cloud documents ${p}`);
+      }
+      t.same(doc.components.securitySchemes.OperatorSession, { type: 'http', scheme: 'bearer' }, 'operator sessions are a bearer scheme');
+    }
     t.same(Object.keys(doc.paths['/person/face/{person_id}']).sort(), ['delete', 'get', 'post', 'put']);
     const compare200 = doc.paths['/person/compare-face'].post.responses['200'].content['application/json'].schema;
     t.same(Object.keys(compare200.properties), [mode === 'cloud' ? 'facesMatched' : 'similarity']);

@@ -21,7 +21,11 @@ const openapi: FastifyPluginAsync<{ mode: ServiceMode }> = async (app, { mode })
           'Timestamp and get them back (README: request signing). Errors are {code, message}. See the README (API) for the rules.',
       },
       components: {
-        securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'Api-Key' } },
+        securitySchemes: {
+          ApiKey: { type: 'apiKey', in: 'header', name: 'Api-Key' },
+          // Cloud mode's account API: a signed-in operator's session token (POST /account/v1/sessions).
+          ...(mode === 'cloud' ? { OperatorSession: { type: 'http', scheme: 'bearer' } } : {}),
+        },
       },
     },
   });
