@@ -62,7 +62,7 @@ async function serveUntilExit(ini: string): Promise<{ code: number | null; stder
   child.stdout.on('data', (c: Buffer) => { output += c.toString('utf8'); });
   child.stderr.on('data', (c: Buffer) => { stderr += c.toString('utf8'); output += c.toString('utf8'); });
   const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  const [code] = (await new Promise((resolve) => child.once('exit', (...a) => resolve(a)))) as [number | null];
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (exitCode) => resolve(exitCode)));
   clearTimeout(timer);
   return { code, stderr, output };
 }
