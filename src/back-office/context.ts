@@ -1,0 +1,20 @@
+// What the back-office's routes work with: the same services the JSON account API calls (the rules live
+// there), the one-time secrets, the CSRF tokens, and the per-key usage statistics to draw.
+import type { Config } from '../config/types';
+import type { AccountService } from '../licensing/accounts';
+import type { ActivationCodes } from '../licensing/activation-codes';
+import type { LicenceService } from '../licensing/licences';
+import type { KeyUsageRepository } from '../storage/key-usage';
+import type { CsrfTokens } from './csrf';
+import type { OneTimeReveals } from './reveals';
+
+export interface BackOfficeContext {
+  config: Config;
+  accounts: AccountService;
+  licences: LicenceService;
+  activationCodes: ActivationCodes;
+  keyUsage: KeyUsageRepository;
+  reveals: OneTimeReveals;
+  csrf: CsrfTokens;
+  now: () => Date;
+}

@@ -1,0 +1,65 @@
+// Administration (administrator accounts only, made by `face-check account create --admin`): every account
+// at a glance, and activation codes: issue one (shown once) and see which were used.
+import { PLANS, type Operator } from '../../domain/accounts';
+import type { AccountView } from '../../licensing/accounts';
+import type { ActivationCodeRecord } from '../../storage/activation-codes';
+import { html } from '../html';
+import { PATHS } from '../paths';
+import { dateTime } from './account';
+import { copyable } from './copyable';
+import { csrfField, page, problem } from './layout';
+
+export interface AdminAccountRow extends AccountView {
+  keys: number;
+  licences: number;
+  persons: number;
+}
+
+export interface AdminView {
+  operator: Operator;
+  csrf: string;
+  accounts: AdminAccountRow[];
+  codes: ActivationCodeRecord[];
+  /** A code just issued: the one time it is shown. */
+  issued?: { code: string; plan: string; expires: string };
+  defaultValidDays: number;
+  problem?: string;
+  notice?: string;
+}
+
+export function adminPage(view: AdminView) {
+  return page({ title: 'Administration', operator: view.operator, csrf: view.csrf, current: 'admin', notice: view.notice }, html`
+<h2>Accounts</h2>
+<div class="table-scroll" role="region" aria-labelledby="accounts-caption" tabindex="0">
+<table>
+  <caption id="accounts-caption">Every account of this service</caption>
+  <thead><tr><th scope="col">E-mail address</th><th scope="col">Account id</th><th scope="col">Plan</th><th scope="col">Role</th>
+    <th scope="col">Created</th><th scope="col">API keys</th><th scope="col">Licences</th><th scope="col">Persons</th></tr></thead>
+  <tbody>${view.accounts.map((a) => html`<tr><td>${a.email}</td><td><code>${a.accountId}</code></td><td>${a.plan}</td><td>${a.role}</td>
+    <td>${dateTime(a.created)}</td><td>${a.keys}</td><td>${a.licences}</td><td>${a.persons}</td></tr>`)}</tbody>
+</table>
+</div>
+<h2 id="issue-code">Issue an activation code</h2>
+${view.issued ? html`<p class="warning"><strong>Copy the code now: it is shown only this once.</strong> It is for the
+${view.issued.plan} plan and expires ${dateTime(view.issued.expires)}.</p>
+${copyable('issued-code', 'Activation code', view.issued.code)}` : ''}
+${problem(view.problem)}
+<form method="post" action="${PATHS.adminCodes}" class="stack" aria-labelledby="issue-code">
+  ${csrfField(view.csrf)}
+  <label for="code-plan">Plan of the accounts that may use it</label>
+  <select id="code-plan" name="plan">${PLANS.map((p) => html`<option value="${p}">${p}</option>`)}</select>
+  <label for="code-days">Valid for (days)</label>
+  <input id="code-days" name="validDays" type="number" min="1" max="3650" step="1" required value="${view.defaultValidDays}">
+  <button type="submit">Issue a code</button>
+</form>
+<h2>Activation codes</h2>
+<div class="table-scroll" role="region" aria-labelledby="codes-caption" tabindex="0">
+<table>
+  <caption id="codes-caption">Codes issued (only their ids: the codes themselves are not kept)</caption>
+  <thead><tr><th scope="col">Code id</th><th scope="col">Plan</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Used</th></tr></thead>
+  <tbody>${view.codes.length ? view.codes.map((c) => html`<tr><td><code>${c.codeId}</code></td><td>${c.plan}</td><td>${dateTime(c.created)}</td>
+    <td>${dateTime(c.expires)}</td><td>${c.used ? `${dateTime(c.used.at)} by ${c.used.accountId} (${c.used.licenceId})` : 'no'}</td></tr>`)
+    : html`<tr><td colspan="5">No codes yet.</td></tr>`}</tbody>
+</table>
+</div>`);
+}
