@@ -1,0 +1,129 @@
+// The package devices install: the tarball GET /licence/v1/package serves and whose sha256 the installation
+// command names. It is not published on any registry; the cloud serves the very program it runs, packed
+// with `npm pack` once per version into <storage path>/packages (or the file [licensing] package_file
+// names, for a cloud installed without npm or one that serves another build).
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config/types';
+import { packageRoot } from '../package-root';
+import { readPackageManifest } from './package-manifest';
+
+export interface PackageInfo {
+  path: string;
+  /** SHA-256 (hex) of the file's bytes. */
+  sha256: string;
+  version: string;
+  size: number;
+}
+
+export interface PackageFileOptions {
+  /** The program to pack; default: the running one. */
+  root?: string;
+  /** The npm executable; default `npm` on PATH. */
+  npm?: string;
+}
+
+const PACKAGE_NAME = 'face-check';
+/** Versions become file names: semver's characters only. */
+const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+-]*$/;
+const PACK_TIMEOUT_MS = 5 * 60_000;
+
+export class PackageFile {
+  private pending?: Promise<PackageInfo>;
+
+  constructor(private readonly config: Config, private readonly options: PackageFileOptions = {}) {}
+
+  /** The package; made (or hashed) on the first call, then cached. Concurrent first calls share one pack. */
+  async get(): Promise<PackageInfo> {
+    if (this.pending) {
+      const info = await this.pending;
+      // Someone removed the file since: make it again rather than answer 500 for ever.
+      if (fs.existsSync(info.path)) return info;
+      this.pending = undefined;
+    }
+    if (!this.pending) {
+      const made = this.make();
+      this.pending = made;
+      // A failed pack (npm missing, disk full) is tried again by the next call, not cached.
+      made.catch(() => { if (this.pending === made) this.pending = undefined; });
+    }
+    return this.pending;
+  }
+
+  private async make(): Promise<PackageInfo> {
+    const configured = this.config.licensing.package_file;
+    if (configured) {
+      const manifest = await readPackageManifest(configured).catch((err: Error) => {
+        throw new Error(`[licensing] package_file: ${err.message}`);
+      });
+      if (manifest.name !== PACKAGE_NAME) {
+        throw new Error(`[licensing] package_file: ${configured} is the package "${manifest.name}", not ${PACKAGE_NAME}`);
+      }
+      return describe(configured, manifest.version);
+    }
+    const root = this.options.root ?? packageRoot();
+    const version = String((JSON.parse(await fs.promises.readFile(path.join(root, 'package.json'), 'utf8')) as { version?: unknown }).version);
+    if (!VERSION.test(version)) throw new Error(`${root}/package.json: version "${version}" is not a usable version`);
+    const dir = path.join(this.config.storage.path, 'packages');
+    const target = path.join(dir, `${PACKAGE_NAME}-${version}.tgz`);
+    // Packed once per version: a file of this version from an earlier run is the same program.
+    if (!fs.existsSync(target)) await this.pack(root, dir, target);
+    return describe(target, version);
+  }
+
+  /** npm pack into a fresh folder beside the target, then one rename: a reader never sees half a file. */
+  private async pack(root: string, dir: string, target: string): Promise<void> {
+    await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
+    const work = await fs.promises.mkdtemp(path.join(dir, '.pack-'));
+    try {
+      await runNpmPack(this.options.npm ?? 'npm', root, work);
+      const made = (await fs.promises.readdir(work)).filter((f) => f.endsWith('.tgz'));
+      if (made.length !== 1) throw new Error(`npm pack of ${root} left ${made.length} tarballs, expected one`);
+      await fs.promises.rename(path.join(work, made[0]), target);
+    } finally {
+      await fs.promises.rm(work, { recursive: true, force: true });
+    }
+  }
+}
+
+async function describe(file: string, version: string): Promise<PackageInfo> {
+  const hash = crypto.createHash('sha256');
+  let size = 0;
+  for await (const chunk of fs.createReadStream(file) as AsyncIterable<Buffer>) {
+    hash.update(chunk);
+    size += chunk.length;
+  }
+  return { path: file, sha256: hash.digest('hex'), version, size };
+}
+
+function runNpmPack(npm: string, root: string, destination: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(npm, ['pack', '--pack-destination', destination, '--silent'], {
+      cwd: root, stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    // Not spawn's own timeout option: its timer outlives a child that never started (npm missing).
+    const timer = setTimeout(() => child.kill('SIGKILL'), PACK_TIMEOUT_MS);
+    const settle = (err?: Error) => {
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolve();
+    };
+    let stderr = '';
+    child.stderr!.on('data', (c: Buffer) => { stderr = (stderr + c.toString('utf8')).slice(-4000); });
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      settle(err.code === 'ENOENT'
+        ? new Error(`cannot pack the device package: ${npm} was not found. Install npm, or set [licensing] package_file ` +
+          'to a tarball made with `npm pack` of this version')
+        : new Error(`cannot pack the device package: ${err.message}`));
+    });
+    child.once('exit', (code, signal) => {
+      if (code === 0) settle();
+      else {
+        settle(new Error(`npm pack of ${root} failed (${signal ?? `exit ${code}`}): ${stderr.trim()}. ` +
+          'Set [licensing] package_file to a tarball made with `npm pack` to serve a prepared package instead'));
+      }
+    });
+  });
+}

@@ -1,0 +1,110 @@
+// The package the cloud serves to devices: packed with the real npm once per version (concurrent first
+// calls share one pack, a restart reuses the file), its sha256 that of the bytes on disk, a configured
+// [licensing] package_file served instead of packing, and clear failures.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { defaultConfig } from '../src/config/load';
+import type { Config } from '../src/config/types';
+import { PackageFile } from '../src/licensing/package-file';
+import { readPackageManifest } from '../src/licensing/package-manifest';
+import { packageRoot } from '../src/package-root';
+import { tempDir } from './helpers/app';
+import { packCount, writeTinyPackage, writeTinyTarball } from './helpers/tiny-package';
+
+function configIn(dir: string): Config {
+  const config = defaultConfig(dir);
+  config.storage.path = path.join(dir, 'store');
+  return config;
+}
+
+function sha256Of(file: string): string {
+  return crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+}
+
+t.test('packs once per version: concurrent calls share one pack, later calls and a restart reuse it', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const root = writeTinyPackage(dir, { version: '9.8.7' });
+  const config = configIn(dir);
+  const packages = new PackageFile(config, { root });
+
+  const [a, b] = await Promise.all([packages.get(), packages.get()]);
+  t.equal(packCount(dir), 1, 'one npm pack for two concurrent calls');
+  t.same(a, b);
+  t.equal(a.path, path.join(config.storage.path, 'packages', 'face-check-9.8.7.tgz'));
+  t.equal(a.version, '9.8.7');
+  t.equal(a.sha256, sha256Of(a.path), 'sha256 of the bytes on disk');
+  t.equal(a.size, fs.statSync(a.path).size);
+  t.same(await readPackageManifest(a.path), { name: 'face-check', version: '9.8.7' }, 'an npm tarball of the package');
+  t.same(fs.readdirSync(path.dirname(a.path)), ['face-check-9.8.7.tgz'], 'no temporary folder left behind');
+
+  t.same(await packages.get(), a);
+  t.same(await new PackageFile(config, { root }).get(), a, 'a restarted cloud serves the same file');
+  t.equal(packCount(dir), 1, 'no second pack');
+
+  fs.rmSync(a.path);
+  const again = await packages.get();
+  t.equal(packCount(dir), 2, 'a removed file is packed again');
+  t.equal(again.sha256, sha256Of(again.path));
+});
+
+t.test('a new version is packed into its own file', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const config = configIn(dir);
+  await new PackageFile(config, { root: writeTinyPackage(dir, { version: '1.0.0' }) }).get();
+  const next = await new PackageFile(config, { root: writeTinyPackage(dir, { version: '1.0.1' }) }).get();
+  t.equal(packCount(dir), 2);
+  t.equal(path.basename(next.path), 'face-check-1.0.1.tgz');
+  t.same(fs.readdirSync(path.dirname(next.path)).sort(), ['face-check-1.0.0.tgz', 'face-check-1.0.1.tgz']);
+});
+
+t.test('[licensing] package_file is served as it is, without npm', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const config = configIn(dir);
+  config.licensing.package_file = writeTinyTarball(dir, { version: '3.2.1' });
+  const info = await new PackageFile(config, { npm: path.join(dir, 'no-npm-here') }).get();
+  t.same(info, {
+    path: config.licensing.package_file,
+    sha256: sha256Of(config.licensing.package_file),
+    version: '3.2.1',
+    size: fs.statSync(config.licensing.package_file).size,
+  });
+  t.notOk(fs.existsSync(path.join(config.storage.path, 'packages')), 'nothing packed');
+});
+
+t.test('refuses a package_file that is not face-check, and one that is no tarball', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const config = configIn(dir);
+  config.licensing.package_file = writeTinyTarball(dir, { name: 'left-pad' });
+  await t.rejects(new PackageFile(config).get(), /\[licensing\] package_file: .* is the package "left-pad", not face-check/);
+  config.licensing.package_file = path.join(dir, 'plain.txt');
+  fs.writeFileSync(config.licensing.package_file, 'not a tarball');
+  await t.rejects(new PackageFile(config).get(), /\[licensing\] package_file: .* is not a gzip'd npm package/);
+});
+
+t.test('without npm the error names [licensing] package_file, and a later call tries again', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const root = writeTinyPackage(dir);
+  const missing = new PackageFile(configIn(dir), { root, npm: path.join(dir, 'no-npm-here') });
+  await t.rejects(missing.get(), /no-npm-here was not found.*\[licensing\] package_file/);
+  await t.rejects(missing.get(), /was not found/, 'the failure is not cached as a result');
+  t.equal(packCount(dir), 0);
+  // A failing pack leaves no file that a restart would take for the package.
+  t.same(fs.readdirSync(path.join(dir, 'store', 'packages')), []);
+});
+
+t.test('packs the real program: its version, its sha256', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const info = await new PackageFile(configIn(dir)).get();
+  const version = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')).version;
+  t.equal(info.version, version);
+  t.same(await readPackageManifest(info.path), { name: 'face-check', version });
+  t.equal(info.sha256, sha256Of(info.path));
+});
