@@ -5,6 +5,8 @@ export const STYLE_CSS = `
 *, *::before, *::after { box-sizing: border-box; }
 html { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; line-height: 1.5; color: #1a1a1a; background: #fff; }
 body { margin: 0; }
+/* The copy buttons are hidden until the script shows them; no display rule below may override that. */
+[hidden] { display: none !important; }
 main, .top { max-width: 72rem; margin: 0 auto; padding: 0.75rem 1rem; }
 main:focus { outline: none; }
 h1 { font-size: 1.6rem; margin: 0.5rem 0 1rem; }
@@ -29,7 +31,8 @@ summary:focus-visible, pre:focus-visible, [tabindex]:focus-visible {
 .top { display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem 1.5rem; border-bottom: 1px solid #d6dbe2; }
 .brand { margin: 0; font-weight: 700; }
 .brand a { text-decoration: none; color: inherit; }
-nav { display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem 1rem; flex: 1; }
+/* The navigation takes the rest of the brand's line, or a line of its own when less than 22rem is left. */
+nav { display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem 1rem; flex: 1 1 22rem; }
 .nav { list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; }
 .nav a[aria-current="page"] { font-weight: 700; text-decoration-thickness: 3px; }
 .sign-out { display: flex; align-items: center; gap: 0.5rem; margin-left: auto; }
@@ -70,7 +73,8 @@ dl.facts dd { margin: 0; overflow-wrap: anywhere; }
   dl.facts dd { margin-bottom: 0.4rem; }
 }
 
-.table-scroll { overflow-x: auto; max-width: 100%; margin: 0.5rem 0; }
+/* position: relative so that visually hidden text inside (absolutely positioned) is clipped by the box too. */
+.table-scroll { overflow-x: auto; max-width: 100%; margin: 0.5rem 0; position: relative; }
 table { border-collapse: collapse; min-width: 100%; }
 caption { text-align: left; font-weight: 600; padding: 0.25rem 0; }
 th, td { text-align: left; padding: 0.35rem 0.6rem; border-bottom: 1px solid #d6dbe2; white-space: nowrap; vertical-align: top; }
