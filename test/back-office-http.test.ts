@@ -303,6 +303,82 @@ t.test('administration: administrators only; an activation code shown once and u
   t.match(reused.body, /already used/);
 });
 
+t.test('password change: the current one is checked; other sessions end, this one stays', async (t) => {
+  const a = await cloudApp();
+  t.teardown(() => a.close());
+  const first = new Visitor(a);
+  await first.register('pw@example.com');
+  const second = new Visitor(a);
+  await second.get('/back-office/sign-in');
+  t.equal((await second.post('/back-office/sign-in', { email: 'pw@example.com', password: PASSWORD })).statusCode, 303);
+  t.equal((await second.get('/back-office/keys')).statusCode, 200, 'a second session');
+
+  await first.get('/back-office/password');
+  const wrong = await first.post('/back-office/password', { currentPassword: 'not it at all', newPassword: 'a brand new passphrase' });
+  t.equal(wrong.statusCode, 401);
+  t.match(wrong.body, /the current password is wrong/);
+  const short = await first.post('/back-office/password', { currentPassword: PASSWORD, newPassword: 'short' });
+  t.equal(short.statusCode, 400);
+  t.match(short.body, /at least 10 characters/);
+  const ok = await first.post('/back-office/password', { currentPassword: PASSWORD, newPassword: 'a brand new passphrase' });
+  t.equal(ok.statusCode, 303);
+  t.equal((await first.get('/back-office/keys')).statusCode, 200, 'this session stays');
+  t.equal((await second.get('/back-office/keys')).statusCode, 303, 'the other one ended');
+
+  const again = new Visitor(a);
+  await again.get('/back-office/sign-in');
+  t.equal((await again.post('/back-office/sign-in', { email: 'pw@example.com', password: PASSWORD })).statusCode, 401, 'the old password is refused');
+  t.equal((await again.post('/back-office/sign-in', { email: 'pw@example.com', password: 'a brand new passphrase' })).statusCode, 303);
+});
+
+t.test('licence: grants by checkbox, release of the device binding, revoke after a confirmation', async (t) => {
+  const a = await cloudApp((c) => { c.plans.free_activation_code = false; });
+  t.teardown(() => a.close());
+  const v = new Visitor(a);
+  await v.register('lic@example.com');
+  const list = await v.get('/back-office/licences');
+  t.notMatch(list.body, /name="activationCode"/, 'no code field where the plan needs none');
+  const added = await v.post('/back-office/licences', { label: 'Kiosk' });
+  t.equal(added.statusCode, 303);
+  const url = String(added.headers.location).split('?')[0];
+  const licenceId = url.split('/').pop()!;
+  const scope = { accountId: a.store.licences.get(licenceId)!.accountId };
+
+  await v.get(url);
+  const saved = await v.post(`${url}/grants`, { label: 'Kiosk 2', grant: ['compare', 'live-face'], maxPersons: '50' });
+  t.equal(saved.statusCode, 303);
+  let licence = await a.app.licences.get(scope, licenceId);
+  t.same([licence.label, licence.grants, licence.limits.maxPersons], ['Kiosk 2', ['live-face', 'compare'], 50]);
+  const bad = await v.post(`${url}/grants`, { label: 'Kiosk 2', grant: ['everything'], maxPersons: '' });
+  t.equal(bad.statusCode, 400, 'an unknown grant is refused by the service');
+  t.match(bad.body, /unknown grant/);
+  t.same((await a.app.licences.get(scope, licenceId)).grants, ['live-face', 'compare'], 'unchanged');
+  await v.post(`${url}/grants`, { label: 'Kiosk 2', maxPersons: '' });
+  t.same((await a.app.licences.get(scope, licenceId)).grants, [], 'no box checked: no grant');
+
+  // A device checks in: the line shows the binding and the check; releasing clears the binding.
+  const check = await a.app.inject({
+    method: 'POST', url: '/licence/v1/check', headers: { 'content-type': 'application/json' },
+    payload: { licenceKey: licence.licenceKey, fingerprint: 'ab'.repeat(32), nonce: 'n'.repeat(20), version: '1.2.3', persons: 2, usage: [] },
+  });
+  t.equal(check.statusCode, 200, check.body);
+  const bound = await v.get(url);
+  t.match(bound.body, /abababababababab… \(bound/);
+  t.match(bound.body, /version 1\.2\.3, 2 persons/);
+  t.equal((await v.post(`${url}/release`, {})).statusCode, 303);
+  t.equal(a.store.licences.get(licenceId)!.device, null, 'released');
+
+  const confirm = await v.get(`${url}/revoke`);
+  t.match(confirm.body, /This cannot be undone/);
+  t.equal(a.store.licences.get(licenceId)!.status, 'active', 'the confirmation page changes nothing');
+  t.equal((await v.post(`${url}/revoke`, {})).statusCode, 303);
+  t.equal(a.store.licences.get(licenceId)!.status, 'revoked');
+  const after = await v.get(url);
+  t.notMatch(after.body, /Save grants and settings|fcl_/, 'no settings and no installation command on a revoked licence');
+  licence = await a.app.licences.get(scope, licenceId);
+  t.equal(licence.status, 'revoked');
+});
+
 t.test('every authenticated request is counted per key and day; written in batches and at close', async (t) => {
   const a = await cloudApp();
   const v = new Visitor(a);
