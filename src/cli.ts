@@ -8,6 +8,7 @@
 //   face-check reindex [--config <file.ini>] [--all]
 //   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
 //   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
+//   face-check licence create|list|revoke|release|install-command|activation-code (src/cli/licences.ts)
 //   face-check account create|list|set-plan (src/cli/accounts.ts)
 // Without --config the package's config/default.ini is used.
 // Exit codes: 0 done; 1 failed; 2 usage; 69 (EX_UNAVAILABLE) a device could not reach its licence server at
@@ -18,6 +19,7 @@ import path from 'node:path';
 import { ConfigError } from './config/load';
 import { ACCOUNT_USAGE, accountCommand } from './cli/accounts';
 import { ACCOUNT_ID, configOf, parseArgs, stdio, UsageError, type Args, type Io } from './cli/args';
+import { LICENCE_USAGE, licenceCommand } from './cli/licences';
 import { isRole, ROLES } from './domain/roles';
 import { createEngine } from './engine';
 import type { FaceEngine } from './engine/types';
@@ -40,7 +42,8 @@ export const USAGE = `usage:
 ${ACCOUNT_USAGE}
   face-check reindex [--config <file.ini>] [--all]
   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
-  face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]`;
+  face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
+${LICENCE_USAGE}`;
 
 async function keysCommand(args: Args, io: Io): Promise<number> {
   const [, sub, ...rest] = args.positional;
@@ -222,6 +225,8 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
         return await rotateKeyCommand(args, io);
       case 'record':
         return await recordCommand(args, io);
+      case 'licence':
+        return await licenceCommand(args, io);
       default:
         throw new UsageError(`unknown command ${command}`);
     }

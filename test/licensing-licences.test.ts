@@ -1,6 +1,6 @@
 // The licence section's rules (LicenceService on a real store): activation codes and their refusals, the
 // plan's licence count, grants, revoke, release, usage, one account never reaching another's licences, the
-// licence key kept only hashed and sealed. The same rules over HTTP: test/licence-api.test.ts.
+// licence key kept only hashed and sealed; and the account API's licence routes over app.inject.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,8 +14,9 @@ import { publicKeySha256 } from '../src/licensing/licence-document';
 import { LicenceServer } from '../src/licensing/licence-server';
 import { LicenceService } from '../src/licensing/licences';
 import { openStore, type Store } from '../src/storage/store';
-import { tempDir } from './helpers/app';
+import { startTestApp, tempDir } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';
+import { writeTinyTarball } from './helpers/tiny-package';
 
 const PACKAGE_SHA = crypto.createHash('sha256').update('the package').digest('hex');
 const SERVER_URL = 'https://cloud.example.com';
@@ -300,4 +301,79 @@ t.test('usage: reported counts per UTC day and operation, every day of the range
   t.same((await f.licences.get({ accountId: 'acme' }, licence.licenceId)).usageToday, { identify: 6, verify: 2 });
   t.equal(f.licences.usage({ accountId: 'acme' }, licence.licenceId, 30).days.length, 30);
   t.equal((await refusal(t, (async () => f.licences.usage({ accountId: 'acme' }, licence.licenceId, 0))())).code, 'R_003');
+});
+
+t.test('over HTTP: the signed-in operator\'s licence section', async (t) => {
+  const a = await startTestApp({
+    tune: (c) => {
+      c.server.mode = 'cloud';
+      c.licensing.public_url = SERVER_URL;
+      c.licensing.package_file = writeTinyTarball(path.dirname(c.storage.path));
+    },
+  });
+  t.teardown(() => a.close());
+  const signIn = async (email: string) => {
+    const password = 'a long enough password';
+    t.equal((await a.call({ method: 'POST', url: '/account/v1/register', key: null, payload: { email, password } })).statusCode, 200);
+    const session = await a.call({ method: 'POST', url: '/account/v1/sessions', key: null, payload: { email, password } });
+    return (method: string, url: string, payload?: object) => a.call({
+      method: method as 'GET', url, key: null, payload, headers: { authorization: `Bearer ${session.json().token}` },
+    });
+  };
+  const ops = await signIn('ops@acme.example');
+  const rival = await signIn('ops@globex.example');
+  const L = '/account/v1/licences';
+
+  const anonymous = await a.call({ method: 'GET', url: L, key: null });
+  t.same([anonymous.statusCode, anonymous.json().code], [401, 'UNAUTHORIZED'], 'a session is needed');
+
+  const noCode = await ops('POST', L, { label: 'gate', grants: ['identify'] });
+  t.same(noCode.json(), { code: 'LC_001', message: 'An activation code is required: the free plan needs an activation code to add a licence (ask your provider for one)' });
+  const badGrant = await ops('POST', L, { label: 'gate', grants: ['identify', 'fly'] });
+  t.same([badGrant.statusCode, badGrant.json().code], [400, 'R_003']);
+  t.match(badGrant.json().message, /^Fields validation exception: body\/grants\/1 /, 'says which field');
+
+  const { code } = await new ActivationCodes(a.store.activationCodes).issue('free', 30, new Date());
+  const added = await ops('POST', L, { label: 'gate', grants: ['verify', 'identify'], maxPersons: 100, activationCode: code });
+  t.equal(added.statusCode, 200);
+  t.equal(added.headers['cache-control'], 'no-store', 'the line carries the key: never cached');
+  const line = added.json();
+  t.same(Object.keys(line).sort(), ['created', 'device', 'expires', 'grants', 'installCommand', 'label', 'lastCheck', 'licenceId',
+    'licenceKey', 'limits', 'status', 'updated', 'usageToday']);
+  t.same([line.grants, line.limits, line.device, line.lastCheck, line.usageToday], [['identify', 'verify'], { maxPersons: 100 }, null, null, {}]);
+  t.ok(line.installCommand.includes(`-H "Licence-Key: ${line.licenceKey}"`) && line.installCommand.includes(SERVER_URL));
+  const id = line.licenceId;
+
+  const second = await ops('POST', L, { label: 'two', grants: [], activationCode: (await new ActivationCodes(a.store.activationCodes).issue('free', 30, new Date())).code });
+  t.same([second.statusCode, second.json().code], [400, 'LC_003'], 'the free plan holds one licence');
+
+  t.same((await ops('GET', L)).json().licences.map((l: { licenceId: string }) => l.licenceId), [id]);
+  t.same((await ops('PATCH', `${L}/${id}`, { grants: ['compare'] })).json().grants, ['compare'], 'grants changed');
+  t.same((await ops('GET', `${L}/${id}`)).json().grants, ['compare']);
+  t.equal((await ops('PATCH', `${L}/${id}`, {})).json().code, 'R_003', 'an empty change is refused');
+  const days = (await ops('GET', `${L}/${id}/usage?days=7`)).json();
+  t.equal(days.days.length, 7);
+  t.equal((await ops('GET', `${L}/${id}/usage?days=0`)).json().code, 'R_003');
+
+  // Another account: every route answers as for a licence that does not exist.
+  const missing = 'lic_0123456789abcdef';
+  for (const [method, suffix, payload] of [['GET', ''], ['PATCH', '', { grants: ['identify'] }], ['POST', '/revoke'], ['POST', '/release'], ['GET', '/usage']] as const) {
+    const theirs = await rival(method, `${L}/${id}${suffix}`, payload);
+    const none = await rival(method, `${L}/${missing}${suffix}`, payload);
+    t.equal(theirs.statusCode, 404, `${method} ${suffix}`);
+    t.same(theirs.json(), { code: 'LC_004', message: none.json().message.replace(missing, id) }, `${method} ${suffix}: as if missing`);
+  }
+  t.same((await rival('GET', L)).json().licences, []);
+  t.same((await ops('GET', `${L}/${id}`)).json().grants, ['compare'], 'the rival changed nothing');
+
+  const released = await ops('POST', `${L}/${id}/release`);
+  t.equal(released.json().device, null);
+  const revoked = await ops('POST', `${L}/${id}/revoke`);
+  t.equal(revoked.json().status, 'revoked');
+  const afterRevoke = await ops('PATCH', `${L}/${id}`, { label: 'again' });
+  t.same([afterRevoke.statusCode, afterRevoke.json().code], [403, 'LC_006']);
+
+  const doc = (await a.call({ method: 'GET', url: '/openapi.json', key: null })).json();
+  t.same(doc.paths[L].post.tags, ['licence'], 'in the OpenAPI document');
+  t.ok(doc.paths['/licence/v1/check'].post, 'with the check');
 });

@@ -13,6 +13,10 @@ import { Authenticator } from '../services/auth';
 import { RequestSigning } from '../services/request-signing';
 import { createServices, type LiveFaceSource } from '../services';
 import { AccountService } from '../licensing/accounts';
+import { LicenceServer } from '../licensing/licence-server';
+import { LicenceService } from '../licensing/licences';
+import { PackageFile } from '../licensing/package-file';
+import { publicUrl } from '../licensing/public-url';
 import type { Store } from '../storage/store';
 import { answerUnroutable, clientErrorHandler } from './client-errors';
 import authPlugin from './plugins/auth';
@@ -27,6 +31,8 @@ import requestSigning from './plugins/request-signing';
 import requestId from './plugins/request-id';
 import accountApi from './routes/account-api';
 import compareFace from './routes/compare-face';
+import licenceApi from './routes/licence-api';
+import licenceFiles, { type LicenceKeyState } from './routes/licence-files';
 import liveFace from './routes/live-face';
 import personFace from './routes/person-face';
 import recognizeFace from './routes/recognize-face';
@@ -46,6 +52,10 @@ export interface AppDeps {
   logger?: FastifyServerOptions['logger'];
   /** Device mode: the licence every person-API request is gated by; absent = ungated (development, cloud). */
   licence?: LicenceGateSource;
+  /** Cloud: the package devices install; default: this program packed once per version. */
+  packageFile?: PackageFile;
+  /** Cloud: a licence key's state for the package download; absent = every key is unknown (nothing served). */
+  licenceKeyState?: (key: string) => LicenceKeyState | Promise<LicenceKeyState>;
 }
 
 /** Longest path parameter the router matches (a request line cannot exceed node's 16 KiB header limit), so a
@@ -143,6 +153,29 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(verifyFace, { mode });
   await app.register(compareFace, { mode });
   if (mode === 'cloud') await app.register(accountApi, { errors });
+  if (mode === 'cloud') {
+    // One package for the download and the licence lines' installation commands.
+    const packageFile = deps.packageFile ?? new PackageFile(config);
+    const now = deps.now ?? (() => new Date());
+    const licenceServer = new LicenceServer({ config, store: deps.store, errors, now });
+    const licences = new LicenceService({
+      config, store: deps.store, errors, now,
+      packageSha256: async () => (await packageFile.get()).sha256,
+      // A [server] port of 0 (tests) is named by the port really listened on.
+      serverUrl: () => {
+        const address = app.server.address();
+        return publicUrl(config, typeof address === 'object' && address ? address.port : undefined);
+      },
+    });
+    app.decorate('licences', licences);
+    await app.register(licenceApi, { errors, licences, server: licenceServer });
+    await app.register(licenceFiles, {
+      errors,
+      publicKey: async () => (await deps.store.serviceKeys.responseSigning()).publicKey,
+      packageFile,
+      licenceKeyState: deps.licenceKeyState ?? ((key) => licenceServer.keyState(key)),
+    });
+  }
   // Galleries built here are released with the app; a caller's own (server.ts) are the caller's to close.
   if (ownGalleries) app.addHook('onClose', async () => galleries.close());
   await app.ready();

@@ -1,0 +1,109 @@
+// face-check licence ...: the administrator's licence commands (cloud). The command line acts for any
+// account: a licence made here needs no activation code and is not held to the plan's licence count. Keys and
+// activation codes are printed once; a licence key stays readable in its installation command (install-command).
+import { PLANS, isPlan } from '../domain/accounts';
+import { GRANTS } from '../domain/grants';
+import { ErrorCatalog } from '../errors';
+import { ActivationCodes, DEFAULT_CODE_VALID_DAYS } from '../licensing/activation-codes';
+import { LicenceService } from '../licensing/licences';
+import { PackageFile } from '../licensing/package-file';
+import { publicUrl } from '../licensing/public-url';
+import { nativeErrorTable } from '../native';
+import type { LicenceRecord } from '../storage/licences';
+import { openStore, type Store } from '../storage/store';
+import { ACCOUNT_ID, configOf, stringFlag, UsageError, type Args, type Io } from './args';
+
+export const LICENCE_USAGE = `  face-check licence create [--config <file.ini>] --account <id> --grants <${GRANTS.join(',')}>
+                            [--label <text>] [--max-persons N] [--expires <ISO 8601>]
+  face-check licence list [--config <file.ini>] [--account <id>]
+  face-check licence revoke|release|install-command [--config <file.ini>] <licenceId>
+  face-check licence activation-code [--config <file.ini>] --plan ${PLANS.join('|')} [--valid-days N]`;
+
+const ANY_ACCOUNT = { anyAccount: true } as const;
+
+export async function licenceCommand(args: Args, io: Io): Promise<number> {
+  const [, sub, ...rest] = args.positional;
+  const config = configOf(args);
+  const store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
+  try {
+    const packageFile = new PackageFile(config);
+    const licences = new LicenceService({
+      config, store, errors: new ErrorCatalog(nativeErrorTable()), now: () => new Date(),
+      packageSha256: async () => (await packageFile.get()).sha256,
+      serverUrl: () => publicUrl(config),
+    });
+    const oneId = () => {
+      if (rest.length !== 1) throw new UsageError(`licence ${sub} needs one licenceId (see licence list)`);
+      return rest[0];
+    };
+    switch (sub) {
+      case 'create': {
+        const account = stringFlag(args, 'account');
+        if (account === undefined || !ACCOUNT_ID.test(account)) throw new UsageError('--account: the account id the licence belongs to');
+        const grants = stringFlag(args, 'grants');
+        if (grants === undefined) throw new UsageError(`--grants: a comma-separated list of ${GRANTS.join(', ')} (empty: none yet)`);
+        const view = await licences.create(account, {
+          label: stringFlag(args, 'label') ?? '', grants, maxPersons: wholeNumber(args, 'max-persons') ?? null,
+          expires: stringFlag(args, 'expires') ?? null,
+        }, { byAdministrator: true });
+        io.out(`created licence ${view.licenceId} (account ${account}, grants ${view.grants.join(',') || 'none'})`);
+        io.out(`licence key: ${view.licenceKey}`);
+        io.out('installation command (run it as root on the device):');
+        io.out(view.installCommand);
+        return 0;
+      }
+      case 'list': {
+        const account = stringFlag(args, 'account');
+        const records = account === undefined ? store.licences.list() : store.licences.listByAccount(account);
+        io.out(['licenceId', 'account', 'status', 'grants', 'device', 'lastCheck', 'usageToday', 'expires', 'label'].join('\t'));
+        for (const r of records) io.out(listLine(store, r));
+        return 0;
+      }
+      case 'revoke': {
+        const record = await licences.revoke(ANY_ACCOUNT, oneId());
+        io.out(`revoked ${record.licenceId} (account ${record.accountId}): its device's next check is refused`);
+        return 0;
+      }
+      case 'release': {
+        const record = await licences.release(ANY_ACCOUNT, oneId());
+        io.out(`released ${record.licenceId}: the next device to check in with its key binds to it`);
+        return 0;
+      }
+      case 'install-command': {
+        io.out((await licences.get(ANY_ACCOUNT, oneId())).installCommand);
+        return 0;
+      }
+      case 'activation-code': {
+        const plan = stringFlag(args, 'plan');
+        if (plan === undefined || !isPlan(plan)) throw new UsageError(`--plan: one of ${PLANS.join(', ')}`);
+        const days = wholeNumber(args, 'valid-days') ?? DEFAULT_CODE_VALID_DAYS;
+        if (days < 1) throw new UsageError('--valid-days: 1 or more');
+        const { code, record } = await new ActivationCodes(store.activationCodes).issue(plan, days, new Date());
+        io.out(`activation code ${record.codeId} for the ${plan} plan, valid until ${record.expires}, usable once:`);
+        io.out(code);
+        io.out('the code is shown only this once');
+        return 0;
+      }
+      default:
+        throw new UsageError(`licence: unknown subcommand ${sub ?? '(none)'}`);
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+function listLine(store: Store, r: LicenceRecord): string {
+  const today = store.licenceUsage.day(r.licenceId, new Date().toISOString().slice(0, 10));
+  const usage = Object.entries(today).map(([op, n]) => `${op}=${n}`).join(',');
+  return [
+    r.licenceId, r.accountId, r.status, r.grants.join(',') || '-', r.device ? r.device.fingerprint.slice(0, 12) : '-',
+    r.lastCheck?.at ?? '-', usage || '0', r.expires ?? '-', r.label,
+  ].join('\t');
+}
+
+function wholeNumber(args: Args, name: string): number | undefined {
+  const text = stringFlag(args, name);
+  if (text === undefined) return undefined;
+  if (!/^\d{1,10}$/.test(text)) throw new UsageError(`--${name}: a whole number`);
+  return Number(text);
+}
