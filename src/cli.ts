@@ -10,6 +10,8 @@
 //   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
 //   face-check licence create|list|revoke|release|install-command|activation-code (src/cli/licences.ts)
 //   face-check account create|list|set-plan (src/cli/accounts.ts)
+//   face-check device install --server-url <url> --licence-key <key> --public-key-sha256 <hex> [--root <dir>]
+//                             [--camera freenect|synthetic|none] (src/cli/device-install.ts)
 // Without --config the package's config/default.ini is used.
 // Exit codes: 0 done; 1 failed; 2 usage; 69 (EX_UNAVAILABLE) a device could not reach its licence server at
 // start; 75 (EX_TEMPFAIL) the store is busy; 77 (EX_NOPERM) a device's licence was refused or its document
@@ -19,6 +21,7 @@ import path from 'node:path';
 import { ConfigError } from './config/load';
 import { ACCOUNT_USAGE, accountCommand } from './cli/accounts';
 import { ACCOUNT_ID, configOf, parseArgs, stdio, UsageError, type Args, type Io } from './cli/args';
+import { DEVICE_USAGE, deviceCommand } from './cli/device-install';
 import { LICENCE_USAGE, licenceCommand } from './cli/licences';
 import { isRole, ROLES } from './domain/roles';
 import { createEngine } from './engine';
@@ -43,7 +46,8 @@ ${ACCOUNT_USAGE}
   face-check reindex [--config <file.ini>] [--all]
   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
-${LICENCE_USAGE}`;
+${LICENCE_USAGE}
+${DEVICE_USAGE}`;
 
 async function keysCommand(args: Args, io: Io): Promise<number> {
   const [, sub, ...rest] = args.positional;
@@ -225,6 +229,8 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
         return await rotateKeyCommand(args, io);
       case 'record':
         return await recordCommand(args, io);
+      case 'device':
+        return await deviceCommand(args, io);
       case 'licence':
         return await licenceCommand(args, io);
       default:

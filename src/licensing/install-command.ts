@@ -17,9 +17,10 @@ export interface InstallCommandParams {
   publicKeySha256: string;
 }
 
-const SERVER_URL = /^https?:\/\/(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?(\/[A-Za-z0-9._~-]+)*$/;
-const LICENCE_KEY = /^fcl_[A-Za-z0-9_-]{32}$/;
-const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** What the command and the device ini accept: plain characters only (see above). */
+export const SERVER_URL = /^https?:\/\/(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?(\/[A-Za-z0-9._~-]+)*$/;
+export const LICENCE_KEY = /^fcl_[A-Za-z0-9_-]{32}$/;
+export const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 export class InstallCommandError extends Error {
   constructor(message: string) {

@@ -1,0 +1,55 @@
+// The ini a device runs with, as the installation writes it: device mode on the loopback interface, the
+// state folder, the camera, and the licence (the cloud's address, the key, the pinned public key). Keys
+// left out take their defaults (README "ini reference"); [licence] development is left out, so false.
+import type { CameraSource } from '../config/types';
+
+export type InstallCamera = Extract<CameraSource, 'freenect' | 'synthetic' | 'none'>;
+export const INSTALL_CAMERAS: readonly InstallCamera[] = ['freenect', 'synthetic', 'none'];
+
+export interface DeviceIniParams {
+  serverUrl: string;
+  licenceKey: string;
+  /** Absolute paths (with the install root in front). */
+  publicKeyFile: string;
+  stateDir: string;
+  camera: InstallCamera;
+}
+
+/** Characters that end or split an ini value (comments, new lines, quotes) are refused, not escaped. */
+const PLAIN_VALUE = /^[A-Za-z0-9_./:+@[\]-]+$/;
+
+export function deviceIni(p: DeviceIniParams): string {
+  for (const [name, value] of Object.entries(p)) {
+    if (!PLAIN_VALUE.test(value)) throw new Error(`${name} cannot be written to an ini file: ${JSON.stringify(value)}`);
+  }
+  return [
+    '; face-check device configuration, written by `face-check device install` (the licence\'s installation',
+    '; command). Running that command again rewrites this file (the previous one is kept as face-check.ini.previous).',
+    '; Keys not listed take their defaults: README.md "ini reference" and docs/device.md.',
+    '',
+    '[server]',
+    '; device: the depth camera and the local person API, for programs on this machine only (127.0.0.1)',
+    'mode = device',
+    'host = 127.0.0.1',
+    'port = 8080',
+    '',
+    '[storage]',
+    '; persons, face templates and the key that seals them (made 0600 at first start): the only folder the',
+    '; service writes',
+    `path = ${p.stateDir}`,
+    '',
+    '[camera]',
+    '; freenect (the depth camera through libfreenect) | synthetic (rendered faces, a trial without a camera) | none',
+    `source = ${p.camera}`,
+    '',
+    '[licence]',
+    '; The cloud this device checks its licence with, at every start (internet needed then) and regularly after.',
+    `server_url = ${p.serverUrl}`,
+    '; The licence key: a secret, which is why this file is readable by the service user only.',
+    `key = ${p.licenceKey}`,
+    '; The cloud\'s public key. Licence documents must be signed with it; the installation command named its sha256,',
+    '; so it is the cloud\'s own key, not one of whoever answered the installation.',
+    `public_key_file = ${p.publicKeyFile}`,
+    '',
+  ].join('\n');
+}
