@@ -184,6 +184,11 @@ t.test('bad bodies are R_003 (R_002 when not JSON)', async (t) => {
   t.same([notJson.statusCode, notJson.json().code], [400, 'R_002']);
   t.equal((await c.a.app.licences.get({ accountId: 'acme' }, licence.licenceId)).device, null, 'no refused body bound the licence');
   t.equal((await c.check(good)).status, 200, 'the good body passes');
+  // Over HTTP the whole allowance passes the body's shape scan, and one row more is the schema's R_003.
+  const over = await c.check({ ...good, usage: rows(401) });
+  t.same([over.status, over.body.code], [400, 'R_003'], '401 rows are refused by the schema');
+  const full = await c.check({ ...good, usage: rows(400) });
+  t.equal(full.status, 200, `400 usage rows are accepted over HTTP (${JSON.stringify(full.body).slice(0, 120)})`);
 });
 
 t.test('usage rows are summed per day and operation', async (t) => {

@@ -12,6 +12,8 @@ declare module 'fastify' {
     permission?: Permission;
     /** The route expects a JSON object body (POST/PUT). */
     jsonBody?: boolean;
+    /** Most JSON values its body may hold, when not the default (src/http/json-shape.ts MAX_JSON_VALUES). */
+    maxJsonValues?: number;
     /** The route runs face analyses: it counts towards, and is refused by, [server] max_engine_queue. */
     engine?: boolean;
     /**

@@ -23,7 +23,7 @@ const jsonBody: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { err
     }
     // A key that signs its requests needs the body itself to check the signature, even a refused one.
     const keepAll = Boolean(request.principal?.signingPublicKey);
-    const scanner = new JsonShapeScanner();
+    const scanner = new JsonShapeScanner(undefined, request.routeOptions.config?.maxJsonValues);
     const chunks: Buffer[] = [];
     let size = 0;
     let problem: string | undefined;

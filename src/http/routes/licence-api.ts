@@ -238,7 +238,8 @@ const licenceApi: FastifyPluginAsync<LicenceApiOptions> = async (app, { errors, 
 
   app.post(LICENCE_CHECK_URL, {
     bodyLimit: CHECK_BODY_LIMIT,
-    config: { jsonBody: true },
+    // Each usage row is 3 values: the full 400 rows plus the other fields must pass the body's shape scan.
+    config: { jsonBody: true, maxJsonValues: MAX_USAGE_ROWS * 3 + 50 },
     schema: {
       summary: 'A device\'s licence check',
       description: 'The device sends its licence key, fingerprint, a fresh nonce, its version and person count and the ' +
