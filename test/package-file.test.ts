@@ -76,6 +76,25 @@ t.test('[licensing] package_file is served as it is, without npm', async (t) => 
   t.notOk(fs.existsSync(path.join(config.storage.path, 'packages')), 'nothing packed');
 });
 
+t.test('a package file replaced under a running cloud is hashed again, never served with the old sha256', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const config = configIn(dir);
+  config.licensing.package_file = path.join(dir, 'served.tgz');
+  fs.copyFileSync(writeTinyTarball(dir, { version: '1.0.0' }), config.licensing.package_file);
+  const packages = new PackageFile(config);
+  const first = await packages.get();
+  t.equal(first.version, '1.0.0');
+  // Replaced the way a deployment does it: a new file renamed over the old one.
+  const next = writeTinyTarball(dir, { version: '1.0.1' });
+  fs.renameSync(next, config.licensing.package_file);
+  const second = await packages.get();
+  t.equal(second.version, '1.0.1');
+  t.equal(second.sha256, sha256Of(config.licensing.package_file));
+  t.not(second.sha256, first.sha256);
+  t.equal(second.size, fs.statSync(config.licensing.package_file).size);
+});
+
 t.test('refuses a package_file that is not face-check, and one that is no tarball', async (t) => {
   const dir = tempDir();
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -30,18 +30,26 @@ const PACKAGE_NAME = 'face-check';
 const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+-]*$/;
 const PACK_TIMEOUT_MS = 5 * 60_000;
 
+/** The file a sha256 was computed for: a file removed or replaced since is another file. */
+interface Described {
+  info: PackageInfo;
+  identity: string;
+}
+
 export class PackageFile {
-  private pending?: Promise<PackageInfo>;
+  private pending?: Promise<Described>;
 
   constructor(private readonly config: Config, private readonly options: PackageFileOptions = {}) {}
 
   /** The package; made (or hashed) on the first call, then cached. Concurrent first calls share one pack. */
   async get(): Promise<PackageInfo> {
-    if (this.pending) {
-      const info = await this.pending;
-      // Someone removed the file since: make it again rather than answer 500 for ever.
-      if (fs.existsSync(info.path)) return info;
-      this.pending = undefined;
+    const cached = this.pending;
+    if (cached) {
+      const current = await cached;
+      // A sha256 and size are only served with the bytes they describe: a removed file is made again, a
+      // replaced one (a new package_file, a new pack) hashed again.
+      if ((await identityOf(current.info.path)) === current.identity) return current.info;
+      if (this.pending === cached) this.pending = undefined;
     }
     if (!this.pending) {
       const made = this.make();
@@ -49,10 +57,10 @@ export class PackageFile {
       // A failed pack (npm missing, disk full) is tried again by the next call, not cached.
       made.catch(() => { if (this.pending === made) this.pending = undefined; });
     }
-    return this.pending;
+    return (await this.pending).info;
   }
 
-  private async make(): Promise<PackageInfo> {
+  private async make(): Promise<Described> {
     const configured = this.config.licensing.package_file;
     if (configured) {
       const manifest = await readPackageManifest(configured).catch((err: Error) => {
@@ -88,14 +96,22 @@ export class PackageFile {
   }
 }
 
-async function describe(file: string, version: string): Promise<PackageInfo> {
+async function identityOf(file: string): Promise<string | undefined> {
+  const stat = await fs.promises.stat(file).catch(() => undefined);
+  return stat && `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+}
+
+/** Identity taken before hashing: a file replaced while it is hashed is noticed by the next get(). */
+async function describe(file: string, version: string): Promise<Described> {
+  const identity = await identityOf(file);
+  if (identity === undefined) throw new Error(`${file} does not exist`);
   const hash = crypto.createHash('sha256');
   let size = 0;
   for await (const chunk of fs.createReadStream(file) as AsyncIterable<Buffer>) {
     hash.update(chunk);
     size += chunk.length;
   }
-  return { path: file, sha256: hash.digest('hex'), version, size };
+  return { info: { path: file, sha256: hash.digest('hex'), version, size }, identity };
 }
 
 function runNpmPack(npm: string, root: string, destination: string): Promise<void> {
