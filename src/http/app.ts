@@ -32,6 +32,7 @@ import requestId from './plugins/request-id';
 import accountApi from './routes/account-api';
 import compareFace from './routes/compare-face';
 import licenceApi from './routes/licence-api';
+import backOffice from '../back-office/plugin';
 import licenceFiles, { type LicenceKeyState } from './routes/licence-files';
 import liveFace from './routes/live-face';
 import personFace from './routes/person-face';
@@ -120,7 +121,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(hostHeader, { errors });
   // Order matters for the preValidation hooks: the signature is checked before the body is judged.
   await app.register(authPlugin, {
-    authenticator: new Authenticator(deps.store.apiKeys, errors, config.auth.bootstrap_key),
+    authenticator: new Authenticator(deps.store.apiKeys, errors, config.auth.bootstrap_key, deps.now, deps.store.keyUsage),
   });
   // Cloud: operators' accounts. Their routes authenticate with a session (Authorization: Bearer), not an Api-Key.
   if (config.server.mode === 'cloud') {
@@ -169,6 +170,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
     app.decorate('licences', licences);
     await app.register(licenceApi, { errors, licences, server: licenceServer });
+    // The operators' web pages, a view over the same two services.
+    await app.register(backOffice, { config, store: deps.store, accounts: app.accounts, licences, now });
     await app.register(licenceFiles, {
       errors,
       publicKey: async () => (await deps.store.serviceKeys.responseSigning()).publicKey,
