@@ -123,6 +123,10 @@ t.test('pages carry the security headers; the JSON API does not', async (t) => {
   t.equal(api.headers['content-security-policy'], undefined, 'the JSON API is unchanged');
   t.equal(api.headers['set-cookie'], undefined);
 
+  const doc = (await a.call({ method: 'GET', url: '/openapi.json', key: null })).json();
+  t.ok(doc.paths['/account/v1/register'], 'the JSON API is documented');
+  t.same(Object.keys(doc.paths).filter((p) => p.startsWith('/back-office')), [], 'the pages are not');
+
   const root = await a.app.inject({ method: 'GET', url: '/back-office' });
   t.equal(root.statusCode, 303);
   t.equal(root.headers.location, '/back-office/sign-in');

@@ -52,6 +52,11 @@ const backOfficeScope: FastifyPluginAsync<BackOfficeOptions> = async (scope, opt
     now,
   };
 
+  // Pages for browsers, not API clients: kept out of the OpenAPI document.
+  scope.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
+
   await scope.register(helmet, {
     contentSecurityPolicy: {
       useDefaults: false,
