@@ -164,3 +164,26 @@ t.test('maxPersons: enrolment stops at the limit, counting every account of the 
   t.equal((await api.call({ method: 'DELETE', url: '/person/face/p1' })).statusCode, 200);
   t.equal((await enrol('p2', 3)).statusCode, 200, 'room again after a removal');
 });
+
+t.test('maxPersons holds when several accounts enrol at once', async (t) => {
+  // Analyses finish out of order, so every create reaches the limit check while others are in flight.
+  const dir = tempDir();
+  const server = await FakeLicenceServer.start();
+  server.licence.maxPersons = 3;
+  const config = licensedConfig(dir, server);
+  let api: TestApp | undefined;
+  const licence = deviceLicence(config, { persons: () => api?.store.persons.count() ?? 0, lines: [] });
+  await licence.start();
+  const engine = new FakeEngine();
+  engine.jitterMs = 20;
+  api = await startTestApp({ dir, engine, tune: (c) => Object.assign(c, { server: config.server, licence: config.licence }), deps: { licence } });
+  t.teardown(async () => { await api!.close(); licence.close(); await server.close(); });
+  const keys = await Promise.all(['a1', 'a2', 'a3', 'a4'].map(async (account) =>
+    (await api!.store.apiKeys.create(account, 'full', account, new Date().toISOString())).key));
+  const statuses = await Promise.all(keys.flatMap((key, k) => [0, 1].map(async (i) => {
+    const faceImage = await fakePhotoB64({ identity: 10 + k * 2 + i });
+    return (await api!.call({ method: 'POST', url: `/person/face/p${i}`, payload: { faceImage }, key })).statusCode;
+  })));
+  t.equal(statuses.filter((s) => s === 200).length, 3, `exactly the limit enrolled (${statuses.join(',')})`);
+  t.equal(api.store.persons.count(), 3);
+});

@@ -10,6 +10,9 @@ import { personView, type PersonView } from './person-view';
 import { rollRechecker } from './roll-recheck';
 import { consumeQuota } from './quota';
 
+/** The lock name of device-wide rules; an account id can never be it (it holds a NUL). */
+const DEVICE_WIDE_LOCK = '\u0000device';
+
 /** Only the enrolment face is analysed; the engine still returns every face's size for the count. */
 const ENROL_MAX_FACES = 1;
 
@@ -28,7 +31,7 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
   // The engine and the photo checks run outside the lock; the id check, the duplicate search and both
   // writes run inside it, so of concurrent creates of one id the first wins and the rest get CP_002, and of
   // concurrent creates of one face under several ids the first wins and the rest get F_012.
-  return ctx.store.exclusive(caller.accountId, async () => {
+  const enrol = () => ctx.store.exclusive(caller.accountId, async () => {
     if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
     const maxPersons = ctx.limits?.()?.maxPersons;
     if (maxPersons != null && ctx.store.persons.count() >= maxPersons) {
@@ -44,6 +47,9 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
     await ctx.galleries.of(caller.accountId).upsert(personId, face.embedding);
     return personView(result.person);
   });
+  // A licence's person limit counts every account's persons: while one is set, creates of all accounts take
+  // turns, so two accounts enrolling at once cannot both pass at one below the limit.
+  return ctx.limits?.()?.maxPersons != null ? ctx.store.exclusive(DEVICE_WIDE_LOCK, enrol) : enrol();
 }
 
 /** PUT /person/face/{person_id}: enrolled -> enrolled with new reference data. NF_001 when absent. */
