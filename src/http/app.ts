@@ -1,4 +1,5 @@
-// The fastify application: plugins (request id, JSON bodies, auth, errors, OpenAPI) and the person routes.
+// The fastify application: plugins (request id, JSON bodies, auth, errors, OpenAPI), the person routes and,
+// in cloud mode, the operators' half (operators-half.ts).
 // buildApp does not listen and does not own the engine or the store: the caller opens and closes them.
 import crypto from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
@@ -12,28 +13,21 @@ import { SimilarityScale } from '../matching/similarity-scale';
 import { Authenticator } from '../services/auth';
 import { RequestSigning } from '../services/request-signing';
 import { createServices, type LiveFaceSource } from '../services';
-import { AccountService } from '../licensing/accounts';
-import { LicenceServer } from '../licensing/licence-server';
-import { LicenceService } from '../licensing/licences';
-import { PackageFile } from '../licensing/package-file';
-import { publicUrl } from '../licensing/public-url';
+import type { PackageFile } from '../licensing/package-file';
 import type { Store } from '../storage/store';
 import { answerUnroutable, clientErrorHandler } from './client-errors';
 import authPlugin from './plugins/auth';
 import errorHandler, { sendApiError, toApiError } from './plugins/error-handler';
 import hostHeader from './plugins/host-header';
-import operatorSession from './plugins/operator-session';
 import licenceGate, { type LicenceGateSource } from './plugins/licence-gate';
 import jsonBody from './plugins/json-body';
 import openapi from './plugins/openapi';
 import overload from './plugins/overload';
 import requestSigning from './plugins/request-signing';
 import requestId from './plugins/request-id';
-import accountApi from './routes/account-api';
 import compareFace from './routes/compare-face';
-import licenceApi from './routes/licence-api';
-import backOffice from '../back-office/plugin';
-import licenceFiles, { type LicenceKeyState } from './routes/licence-files';
+import type { LicenceKeyState } from './routes/licence-files';
+import { registerOperatorRoutes, registerOperatorSessions, type OperatorsDeps } from './operators-half';
 import liveFace from './routes/live-face';
 import personFace from './routes/person-face';
 import recognizeFace from './routes/recognize-face';
@@ -55,7 +49,7 @@ export interface AppDeps {
   licence?: LicenceGateSource;
   /** Cloud: the package devices install; default: this program packed once per version. */
   packageFile?: PackageFile;
-  /** Cloud: a licence key's state for the package download; absent = every key is unknown (nothing served). */
+  /** Cloud: a licence key's state for the package download; default: the licence server's. */
   licenceKeyState?: (key: string) => LicenceKeyState | Promise<LicenceKeyState>;
 }
 
@@ -124,11 +118,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     authenticator: new Authenticator(deps.store.apiKeys, errors, config.auth.bootstrap_key, deps.now, deps.store.keyUsage),
   });
   // Cloud: operators' accounts. Their routes authenticate with a session (Authorization: Bearer), not an Api-Key.
-  if (config.server.mode === 'cloud') {
-    const accounts = new AccountService({ config, store: deps.store, errors, now: deps.now });
-    app.decorate('accounts', accounts);
-    await app.register(operatorSession, { accounts, errors });
-  }
+  const operators: OperatorsDeps = {
+    config, store: deps.store, errors, now: deps.now ?? (() => new Date()),
+    packageFile: deps.packageFile, licenceKeyState: deps.licenceKeyState,
+  };
+  if (config.server.mode === 'cloud') await registerOperatorSessions(app, operators);
   // After authentication (401 before 403), before load shedding: a licence refusal is told even under load.
   if (deps.licence) await app.register(licenceGate, { licence: deps.licence, errors });
   // After authentication: an unauthenticated request is 401 whatever the load.
@@ -153,32 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(recognizeFace, { mode });
   await app.register(verifyFace, { mode });
   await app.register(compareFace, { mode });
-  if (mode === 'cloud') await app.register(accountApi, { errors });
-  if (mode === 'cloud') {
-    // One package for the download and the licence lines' installation commands.
-    const packageFile = deps.packageFile ?? new PackageFile(config);
-    const now = deps.now ?? (() => new Date());
-    const licenceServer = new LicenceServer({ config, store: deps.store, errors, now });
-    const licences = new LicenceService({
-      config, store: deps.store, errors, now,
-      packageSha256: async () => (await packageFile.get()).sha256,
-      // A [server] port of 0 (tests) is named by the port really listened on.
-      serverUrl: () => {
-        const address = app.server.address();
-        return publicUrl(config, typeof address === 'object' && address ? address.port : undefined);
-      },
-    });
-    app.decorate('licences', licences);
-    await app.register(licenceApi, { errors, licences, server: licenceServer });
-    // The operators' web pages, a view over the same two services.
-    await app.register(backOffice, { config, store: deps.store, accounts: app.accounts, licences, now });
-    await app.register(licenceFiles, {
-      errors,
-      publicKey: async () => (await deps.store.serviceKeys.responseSigning()).publicKey,
-      packageFile,
-      licenceKeyState: deps.licenceKeyState ?? ((key) => licenceServer.keyState(key)),
-    });
-  }
+  if (mode === 'cloud') await registerOperatorRoutes(app, operators);
   // Galleries built here are released with the app; a caller's own (server.ts) are the caller's to close.
   if (ownGalleries) app.addHook('onClose', async () => galleries.close());
   await app.ready();

@@ -1,0 +1,62 @@
+// Cloud mode's operators' half: accounts (a session hook for their routes), licences, the licence server,
+// the package devices install, and the back-office pages, a view over the same services. A device
+// registers none of it.
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../config/types';
+import type { ErrorCatalog } from '../errors';
+import { AccountService } from '../licensing/accounts';
+import { LicenceServer } from '../licensing/licence-server';
+import { LicenceService } from '../licensing/licences';
+import { PackageFile } from '../licensing/package-file';
+import { publicUrl } from '../licensing/public-url';
+import type { Store } from '../storage/store';
+import backOffice from '../back-office/plugin';
+import operatorSession from './plugins/operator-session';
+import accountApi from './routes/account-api';
+import licenceApi from './routes/licence-api';
+import licenceFiles, { type LicenceKeyState } from './routes/licence-files';
+
+export interface OperatorsDeps {
+  config: Config;
+  store: Store;
+  errors: ErrorCatalog;
+  now: () => Date;
+  /** The package devices install; default: this program packed once per version. */
+  packageFile?: PackageFile;
+  /** A licence key's state for the package download; default: the licence server's. */
+  licenceKeyState?: (key: string) => LicenceKeyState | Promise<LicenceKeyState>;
+}
+
+/** The accounts service and the session hook of its routes: registered right after the API key hook. */
+export async function registerOperatorSessions(app: FastifyInstance, deps: OperatorsDeps): Promise<void> {
+  const accounts = new AccountService({ config: deps.config, store: deps.store, errors: deps.errors, now: deps.now });
+  app.decorate('accounts', accounts);
+  await app.register(operatorSession, { accounts, errors: deps.errors });
+}
+
+/** The account, licence and licence-server routes and the back-office (after registerOperatorSessions). */
+export async function registerOperatorRoutes(app: FastifyInstance, deps: OperatorsDeps): Promise<void> {
+  const { config, store, errors, now } = deps;
+  await app.register(accountApi, { errors });
+  // One package for the download and the licence lines' installation commands.
+  const packageFile = deps.packageFile ?? new PackageFile(config);
+  const licenceServer = new LicenceServer({ config, store, errors, now });
+  const licences = new LicenceService({
+    config, store, errors, now,
+    packageSha256: async () => (await packageFile.get()).sha256,
+    // A [server] port of 0 (tests) is named by the port really listened on.
+    serverUrl: () => {
+      const address = app.server.address();
+      return publicUrl(config, typeof address === 'object' && address ? address.port : undefined);
+    },
+  });
+  app.decorate('licences', licences);
+  await app.register(licenceApi, { errors, licences, server: licenceServer });
+  await app.register(backOffice, { config, store, accounts: app.accounts, licences, now });
+  await app.register(licenceFiles, {
+    errors,
+    publicKey: async () => (await store.serviceKeys.responseSigning()).publicKey,
+    packageFile,
+    licenceKeyState: deps.licenceKeyState ?? ((key) => licenceServer.keyState(key)),
+  });
+}
