@@ -98,6 +98,15 @@ t.test('licence create | list | install-command | release | revoke', async (t) =
   const again = await s.run('licence', 'install-command', id!);
   t.same([again.code, again.out], [0, [command]], 'the same command again, from the sealed key');
 
+  // Step 3 from the command line: the grants (and the other settings) of a licence line.
+  const updated = await s.run('licence', 'update', id!, '--grants', 'get,identify', '--max-persons', 'none');
+  t.equal(updated.code, 0, updated.err.join('\n'));
+  t.match(updated.out[0], new RegExp(`^updated ${id}: grants get,identify, most persons no limit, expires never`));
+  t.equal((await s.run('licence', 'list', '--account', 'acme')).out[1].split('\t')[3], 'get,identify', 'the list shows the new grants');
+  const badUpdate = await s.run('licence', 'update', id!, '--grants', 'fly');
+  t.same([badUpdate.code, badUpdate.err[0]?.includes('unknown grant "fly"')], [1, true], 'an unknown grant changes nothing');
+  t.equal((await s.run('licence', 'update', id!)).code, 2, 'update needs something to change');
+
   t.equal((await s.run('licence', 'release', id!)).code, 0);
   t.equal((await s.run('licence', 'list', '--account', 'acme')).out[1].split('\t')[4], '-', 'released');
   const revoked = await s.run('licence', 'revoke', id!);

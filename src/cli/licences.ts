@@ -15,6 +15,8 @@ import { ACCOUNT_ID, configOf, stringFlag, UsageError, type Args, type Io } from
 
 export const LICENCE_USAGE = `  face-check licence create [--config <file.ini>] --account <id> --grants <${GRANTS.join(',')}>
                             [--label <text>] [--max-persons N] [--expires <ISO 8601>]
+  face-check licence update [--config <file.ini>] <licenceId> [--grants <g,g,...>] [--label <text>]
+                            [--max-persons N|none] [--expires <ISO 8601>|none]
   face-check licence list [--config <file.ini>] [--account <id>]
   face-check licence revoke|release|install-command [--config <file.ini>] <licenceId>
   face-check licence activation-code [--config <file.ini>] --plan ${PLANS.join('|')} [--valid-days N]`;
@@ -57,6 +59,29 @@ export async function licenceCommand(args: Args, io: Io): Promise<number> {
         const records = account === undefined ? store.licences.list() : store.licences.listByAccount(account);
         io.out(['licenceId', 'account', 'status', 'grants', 'device', 'lastCheck', 'usageToday', 'expires', 'label'].join('\t'));
         for (const r of records) io.out(listLine(store, r));
+        return 0;
+      }
+      case 'update': {
+        // Step 3 of the set-up (the grants) and the other settings of a licence line; a running device
+        // takes them at its next check.
+        const id = oneId();
+        const grants = stringFlag(args, 'grants');
+        const label = stringFlag(args, 'label');
+        const maxPersons = stringFlag(args, 'max-persons');
+        const expires = stringFlag(args, 'expires');
+        if ([grants, label, maxPersons, expires].every((v) => v === undefined)) {
+          throw new UsageError('licence update needs --grants, --label, --max-persons or --expires');
+        }
+        if (maxPersons !== undefined && maxPersons !== 'none' && !/^\d{1,10}$/.test(maxPersons)) {
+          throw new UsageError('--max-persons: a whole number, or none');
+        }
+        const record = await licences.update(ANY_ACCOUNT, id, {
+          grants, label,
+          maxPersons: maxPersons === undefined ? undefined : maxPersons === 'none' ? null : Number(maxPersons),
+          expires: expires === undefined ? undefined : expires === 'none' ? null : expires,
+        });
+        io.out(`updated ${record.licenceId}: grants ${record.grants.join(',') || 'none'}, most persons ` +
+          `${record.limits.maxPersons ?? 'no limit'}, expires ${record.expires ?? 'never'}; its device takes it at its next check`);
         return 0;
       }
       case 'revoke': {
