@@ -12,6 +12,7 @@
 //   face-check account create|list|set-plan (src/cli/accounts.ts)
 //   face-check device install --server-url <url> --licence-key <key> --public-key-sha256 <hex> [--root <dir>]
 //                             [--camera freenect|synthetic|none] (src/cli/device-install.ts)
+//   face-check service install [--prefix <dir>] [--config <file.ini>] (src/cli/service-install.ts)
 // Without --config the package's config/default.ini is used.
 // Exit codes: 0 done; 1 failed; 2 usage; 69 (EX_UNAVAILABLE) a device could not reach its licence server at
 // start; 75 (EX_TEMPFAIL) the store is busy; 77 (EX_NOPERM) a device's licence was refused or its document
@@ -23,6 +24,7 @@ import { ACCOUNT_USAGE, accountCommand } from './cli/accounts';
 import { ACCOUNT_ID, configOf, parseArgs, stdio, UsageError, type Args, type Io } from './cli/args';
 import { DEVICE_USAGE, deviceCommand } from './cli/device-install';
 import { LICENCE_USAGE, licenceCommand } from './cli/licences';
+import { SERVICE_USAGE, serviceCommand } from './cli/service-install';
 import { isRole, ROLES } from './domain/roles';
 import { createEngine } from './engine';
 import type { FaceEngine } from './engine/types';
@@ -47,7 +49,8 @@ ${ACCOUNT_USAGE}
   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
 ${LICENCE_USAGE}
-${DEVICE_USAGE}`;
+${DEVICE_USAGE}
+${SERVICE_USAGE}`;
 
 async function keysCommand(args: Args, io: Io): Promise<number> {
   const [, sub, ...rest] = args.positional;
@@ -209,6 +212,8 @@ async function serveCommand(args: Args, io: Io): Promise<RunningService> {
 /** Runs a command; resolves with the exit code (serve: once listening, the process then stays up). */
 export async function main(argv: string[], io: Io = stdio): Promise<number> {
   try {
+    // service parses its own options (--prefix is its alone).
+    if (argv[0] === 'service') return await serviceCommand(argv.slice(1), io);
     const args = parseArgs(argv);
     const command = args.positional[0];
     if (args.flags.get('help') || command === 'help' || command === undefined) {

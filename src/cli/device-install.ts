@@ -1,16 +1,16 @@
 // face-check device install: the last step of a licence's installation command, run on the board once
 // npm installed the package. It pins the cloud's public key (only if its sha256 is the one the operator
 // copied with the command: whoever else answers at that address cannot slip in its own key), writes the
-// device ini and the systemd unit under --root, and, installing into the real / as root, creates the
-// service user and starts the service. Re-running it rewrites what it wrote and keeps the state folder.
-import { execFileSync } from 'node:child_process';
+// device ini under --root, and hands over to the service installation (src/ops/service-install.ts: the
+// unit, the udev rule, and as root on the real / the service user and the start). Re-running it rewrites
+// what it wrote and keeps the state folder.
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../config/load';
 import { LICENCE_KEY, SERVER_URL, SHA256_HEX } from '../licensing/install-command';
 import { publicKeySha256 } from '../licensing/licence-document';
 import { deviceIni, INSTALL_CAMERAS, type InstallCamera } from '../ops/device-ini';
-import { SERVICE_NAME, SERVICE_USER, STANDARD_STATE_DIR, systemdUnit } from '../ops/systemd-unit';
+import { installService, serviceLayout, writeFileAtomic } from '../ops/service-install';
 import { stringFlag, UsageError, type Args, type Io } from './args';
 
 export const DEVICE_USAGE = `  face-check device install --server-url <url> --licence-key <fcl_...> --public-key-sha256 <hex>
@@ -25,8 +25,6 @@ export interface DeviceInstallOptions {
   camera: InstallCamera;
 }
 
-/** Groups that give the camera's device nodes: libfreenect's udev rules use plugdev; V4L uses video. */
-const CAMERA_GROUPS = ['plugdev', 'video'];
 const FETCH_TIMEOUT_MS = 15_000;
 
 export class DeviceInstallError extends Error {}
@@ -60,14 +58,11 @@ export async function deviceInstall(o: DeviceInstallOptions, io: Io): Promise<vo
   // Nothing is written before the key is known to be the cloud's.
   const publicKey = await fetchPinnedPublicKey(o.serverUrl, o.publicKeySha256);
 
-  const prefix = o.root === '/' ? '' : o.root;
-  const etc = `${prefix}/etc/face-check`;
-  const iniFile = `${etc}/face-check.ini`;
+  const layout = serviceLayout(o.root);
+  const { etcDir: etc, iniFile, stateDir } = layout;
   const keyFile = `${etc}/licence-server.pem`;
-  const stateDir = `${prefix}${STANDARD_STATE_DIR}`;
-  const unitFile = `${prefix}/etc/systemd/system/${SERVICE_NAME}.service`;
 
-  fs.mkdirSync(etc, { recursive: true, mode: 0o755 });
+  fs.mkdirSync(etc, { recursive: true, mode: 0o750 });
   writeFileAtomic(keyFile, publicKey, 0o644);
   io.out(`wrote ${keyFile} (the cloud's public key, sha256 ${o.publicKeySha256})`);
 
@@ -83,35 +78,7 @@ export async function deviceInstall(o: DeviceInstallOptions, io: Io): Promise<vo
   if (config.licence.development || config.server.mode !== 'device') throw new DeviceInstallError(`${iniFile} does not describe a licensed device`);
   io.out(`wrote ${iniFile} (0600: it holds the licence key)`);
 
-  fs.mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-  fs.chmodSync(stateDir, 0o700);
-  io.out(`state folder ${stateDir} (0700; kept as it was when it existed)`);
-
-  fs.mkdirSync(path.dirname(unitFile), { recursive: true, mode: 0o755 });
-  writeFileAtomic(unitFile, systemdUnit({
-    binary: `${prefix}/usr/local/bin/face-check`,
-    configFile: iniFile,
-    stateDir,
-    nodeDir: path.dirname(process.execPath),
-    supplementaryGroups: existingGroups(prefix, CAMERA_GROUPS),
-  }), 0o644);
-  io.out(`wrote ${unitFile}`);
-  if (/^\/(root|home)(\/|$)/.test(process.execPath)) {
-    io.err(`face-check: warning: node runs from ${process.execPath}, which the service cannot see (ProtectHome=yes); install Node.js system-wide`);
-  }
-
-  const steps = completionSteps(iniFile, stateDir);
-  const isRoot = process.getuid?.() === 0;
-  if (o.root === '/' && isRoot && commandExists('systemctl')) {
-    if (!userExists(SERVICE_USER)) run(io, steps.createUser);
-    for (const step of steps.always) run(io, step);
-    io.out(`face-check is installed and running: systemctl status ${SERVICE_NAME}, journalctl -u ${SERVICE_NAME}`);
-  } else {
-    const why = o.root !== '/' ? `installed under ${o.root}` : !isRoot ? 'not running as root' : 'systemctl not found';
-    io.out(`${why}: to finish, run as root:`);
-    io.out(`  id ${SERVICE_USER} >/dev/null 2>&1 || ${steps.createUser.join(' ')}`);
-    for (const step of steps.always) io.out(`  ${step.join(' ')}`);
-  }
+  installService(layout, io);
 }
 
 /** GET <server>/licence/v1/public-key, accepted only when its SHA-256 is the pinned one. */
@@ -138,56 +105,4 @@ async function fetchPinnedPublicKey(serverUrl: string, pinnedSha256: string): Pr
       `command names ${pinnedSha256}. Check the address, or copy the command again from the licence line; nothing was written`);
   }
   return publicKey;
-}
-
-function completionSteps(iniFile: string, stateDir: string): { createUser: string[]; always: string[][] } {
-  return {
-    createUser: ['useradd', '--system', '--user-group', '--home-dir', stateDir, '--no-create-home', '--shell', '/usr/sbin/nologin', SERVICE_USER],
-    always: [
-      ['chown', '-R', `${SERVICE_USER}:${SERVICE_USER}`, stateDir],
-      ['chown', `${SERVICE_USER}:${SERVICE_USER}`, iniFile],
-      ['systemctl', 'daemon-reload'],
-      ['systemctl', 'enable', SERVICE_NAME],
-      // restart, not start: a re-run's new ini takes effect.
-      ['systemctl', 'restart', SERVICE_NAME],
-    ],
-  };
-}
-
-/** Temp file then rename: a crash never leaves half a config; the mode is set whatever the umask. */
-function writeFileAtomic(file: string, text: string, mode: number): void {
-  const temp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(temp, text, { mode });
-  fs.chmodSync(temp, mode);
-  fs.renameSync(temp, file);
-}
-
-/** A unit naming a group that does not exist fails to start: only those of the target system's /etc/group. */
-function existingGroups(prefix: string, wanted: string[]): string[] {
-  let groupFile: string;
-  try {
-    groupFile = fs.readFileSync(`${prefix}/etc/group`, 'utf8');
-  } catch {
-    return wanted; // an empty test root: the unit as a real board gets it
-  }
-  const names = new Set(groupFile.split('\n').map((line) => line.split(':')[0]));
-  return wanted.filter((g) => names.has(g));
-}
-
-function commandExists(name: string): boolean {
-  return (process.env.PATH ?? '').split(':').some((dir) => dir && fs.existsSync(path.join(dir, name)));
-}
-
-function userExists(name: string): boolean {
-  try {
-    execFileSync('id', [name], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function run(io: Io, [command, ...args]: string[]): void {
-  io.out(`$ ${command} ${args.join(' ')}`);
-  execFileSync(command, args, { stdio: ['ignore', 'inherit', 'inherit'] });
 }
