@@ -39,6 +39,8 @@ Napi::Object StatusToJs(Napi::Env env, const PipelineStatus& s) {
   o.Set("framesRecorded", static_cast<double>(s.framesRecorded));
   o.Set("reconnects", static_cast<double>(s.reconnects));
   o.Set("liveCaptures", static_cast<double>(s.liveCaptures));
+  o.Set("framesIdleSkipped", static_cast<double>(s.framesIdleSkipped));
+  o.Set("idle", s.idle);
   o.Set("captureFps", s.captureFps);
   o.Set("analyseFps", s.analyseFps);
   o.Set("workerCpuMs", s.workerCpuMs);

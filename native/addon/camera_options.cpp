@@ -102,6 +102,8 @@ Result ReadOpenRequest(const Napi::Object& o, OpenRequest* q) {
   pc.cropSize = std::max(16, std::min(1024, IntOption(o, "cropSize", pc.cropSize)));
   pc.cropGrow = FloatOption(o, "cropGrow", pc.cropGrow);
   pc.maxFrames = static_cast<uint64_t>(NumberOption(o, "maxFrames", 0));
+  pc.idleDetectFps = std::max(0.0, NumberOption(o, "idleDetectFps", pc.idleDetectFps));
+  pc.idleAfterMs = std::max(0, IntOption(o, "idleAfterMs", pc.idleAfterMs));
   Napi::Object rec = ObjectOption(o, "record");
   pc.recordDir = StringOption(rec, "dir", "");
   std::string fmt = StringOption(rec, "format", "face-check");

@@ -139,6 +139,7 @@ export const configSchema: ConfigSchema = {
     cy: { default: 0, parse: decimal(0, 100_000) },
     workers: { default: 1, parse: integer(1, 8) },
     reconnect_ms: { default: 1000, parse: integer(10, 600_000) },
+    idle_detect_fps: { default: 5, parse: decimal(0, 120) },
   },
   liveness: {
     min_face_px: { default: 60, parse: decimal(0, 10_000) },

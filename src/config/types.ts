@@ -113,6 +113,8 @@ export interface CameraConfig {
   /** Analysis threads of the capture pipeline. */
   workers: number;
   reconnect_ms: number;
+  /** Frames a second analysed while no face has been seen for a second (realtime sources); 0 = every frame. */
+  idle_detect_fps: number;
 }
 
 /** [liveness] (device mode): thresholds of the liveness decision; docs/device.md explains each. */

@@ -97,6 +97,7 @@ export async function nativeCameraOptions(config: Config, options: DeviceCameraO
     liveness: livenessOptions(config.liveness),
     workers: c.workers,
     reconnectMs: c.reconnect_ms,
+    idleDetectFps: c.idle_detect_fps,
     cropSize: LIVE_FACE_SIZE,
     queueSize: options.queueSize ?? 16,
   };

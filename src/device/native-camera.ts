@@ -64,6 +64,10 @@ export interface NativeCameraOptions {
   /** false: capture (and record) only. */
   process?: boolean;
   reconnectMs?: number;
+  /** Realtime sources: frames a second analysed once no face was found for idleAfterMs (0: every frame). */
+  idleDetectFps?: number;
+  /** No face found for this long (default 1000 ms): analyse at idleDetectFps until one is. */
+  idleAfterMs?: number;
   cropSize?: number;
   cropGrow?: number;
   maxFrames?: number;
@@ -140,6 +144,10 @@ export interface CameraStatus {
   framesRecorded: number;
   reconnects: number;
   liveCaptures: number;
+  /** Frames captured while idle and not analysed (every analysed frame runs the detector once). */
+  framesIdleSkipped: number;
+  /** Analysing at idleDetectFps: no face found in the last idleAfterMs. */
+  idle: boolean;
   captureFps: number;
   analyseFps: number;
   workerCpuMs: number;

@@ -1,7 +1,11 @@
 #include "core/camera/capture_pipeline.h"
 
 #include <time.h>
+#ifdef __linux__
+#include <pthread.h>
+#endif
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/face_engine_stages.h"
@@ -17,6 +21,15 @@ double threadCpuMs() {
 
 void trimTimes(std::deque<int64_t>* times, int64_t now) {
   while (!times->empty() && now - times->front() > 2000000) times->pop_front();
+}
+
+// Named threads let a profiler (or /proc/<pid>/task/*/comm) tell the camera's CPU from the rest of the process.
+void nameThisThread(const char* name) {
+#ifdef __linux__
+  pthread_setname_np(pthread_self(), name);
+#else
+  (void)name;
+#endif
 }
 
 double rate(const std::deque<int64_t>& times, int64_t now) {
@@ -39,6 +52,9 @@ CapturePipeline::~CapturePipeline() { stop(); }
 void CapturePipeline::start() {
   if (capture_.joinable()) return;
   stopping_ = false;
+  // A new pipeline is not idle: the first idleAfterMs analyse every frame.
+  lastFaceUs_ = steadyMicros();
+  nextIdleAnalysisUs_ = 0;
   // Workers first: the capture thread joins them when the source ends.
   if (config_.process && engine_) {
     for (int i = 0; i < config_.workers; ++i) workers_.emplace_back([this] { workerLoop(); });
@@ -95,7 +111,32 @@ void CapturePipeline::emitStatus() {
   }
 }
 
+bool CapturePipeline::dueForAnalysis(int64_t now) {
+  if (config_.idleDetectFps <= 0 || source_->lossless()) return true;
+  const bool idle = now - lastFaceUs_.load() > static_cast<int64_t>(config_.idleAfterMs) * 1000;
+  const auto periodUs = static_cast<int64_t>(1e6 / config_.idleDetectFps);
+  bool changed, due = true;
+  {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    changed = status_.idle != idle;
+    status_.idle = idle;
+    if (idle) {
+      if (now >= nextIdleAnalysisUs_) {
+        // Keep the phase (on average exactly idleDetectFps whatever the frame rate), unless far behind, as
+        // on entering idle.
+        nextIdleAnalysisUs_ = now - nextIdleAnalysisUs_ > periodUs ? now + periodUs : nextIdleAnalysisUs_ + periodUs;
+      } else {
+        due = false;
+        ++status_.framesIdleSkipped;
+      }
+    }
+  }
+  if (changed) emitStatus();
+  return due;
+}
+
 void CapturePipeline::captureLoop() {
+  nameThisThread("fc-capture");
   const double cpuStart = threadCpuMs();
   RecordingWriter writer;
   bool recording = !config_.recordDir.empty();
@@ -184,7 +225,7 @@ void CapturePipeline::captureLoop() {
         }
       }
     }
-    if (config_.process && engine_) {
+    if (config_.process && engine_ && dueForAnalysis(now)) {
       std::unique_lock<std::mutex> lock(queueMutex_);
       if (source_->lossless()) {
         queueCv_.wait(lock, [&] { return stopping_ || static_cast<int>(queue_.size()) < config_.workers; });
@@ -226,6 +267,7 @@ void CapturePipeline::captureLoop() {
 }
 
 void CapturePipeline::workerLoop() {
+  nameThisThread("fc-analyse");
   FrameStages stages(engine_.get());
   const LivenessConfig& cfg = config_.liveness;
   std::vector<FaceResult> faces;
@@ -254,6 +296,10 @@ void CapturePipeline::workerLoop() {
     if (r.ok() && !faces.empty()) {
       face = faces[0];
       rep.face = true;
+      // Leaves idle detection: the capture thread hands every frame to analysis again from the next one.
+      int64_t seen = lastFaceUs_.load();
+      while (seen < item.capturedUs && !lastFaceUs_.compare_exchange_weak(seen, item.capturedUs)) {
+      }
       rep.faces = static_cast<int>(faces.size());
       rep.box = face.box;
       if (stages.eyes(&face).ok()) {

@@ -8,6 +8,11 @@
 // Realtime sources: a frame that arrives while every worker is busy replaces the oldest waiting frame
 // (counted as dropped), so the newest frame is always the next one analysed. Lossless sources (virtual
 // time): the capture thread waits for a free worker instead, so every frame is analysed.
+//
+// Idle detection (realtime sources): once no face has been found for idleAfterMs, only idleDetectFps
+// frames a second go to analysis, so an empty scene costs a fraction of the detector's CPU; the first
+// frame in which a face is found switches back to every frame at once, because the liveness window
+// needs consecutive frames. Lossless sources analyse every frame (they exist to test and measure that).
 #pragma once
 
 #include <atomic>
@@ -40,6 +45,8 @@ struct PipelineConfig {
   uint64_t recordFrames = 0;    // stop recording after this many frames (0: until stopped)
   bool stopAfterRecording = false;
   uint64_t maxFrames = 0;       // stop capturing after this many frames (0: never)
+  double idleDetectFps = 0;     // analysed frames a second while idle (0: every frame, never idle)
+  int idleAfterMs = 1000;       // no face found for this long: idle
 };
 
 struct FrameReport {
@@ -65,6 +72,8 @@ struct PipelineStatus {
   std::string lastError;
   uint64_t framesCaptured = 0, framesAnalysed = 0, framesDropped = 0, reportsDropped = 0;
   uint64_t reconnects = 0, liveCaptures = 0, framesRecorded = 0;
+  uint64_t framesIdleSkipped = 0;  // captured while idle and not analysed (not counted as dropped)
+  bool idle = false;               // analysing at idleDetectFps because no face was found lately
   double captureFps = 0, analyseFps = 0;
   double workerCpuMs = 0, captureCpuMs = 0;
   int64_t lastFrameUs = 0;
@@ -116,6 +125,8 @@ class CapturePipeline {
   void workerLoop();
   void emitStatus();
   bool interruptibleSleep(int ms);
+  // Idle detection: whether the capture thread hands the frame captured at `now` to analysis.
+  bool dueForAnalysis(int64_t now);
 
   std::unique_ptr<CameraSource> source_;
   std::shared_ptr<FaceEngine> engine_;
@@ -147,6 +158,11 @@ class CapturePipeline {
   std::deque<int64_t> captureTimes_, analyseTimes_;
   std::atomic<int> workersRunning_{0};
   double workerCpuMs_ = 0;
+
+  // Idle detection: when a worker last found a face (steady clock), and when the capture thread next
+  // hands a frame to analysis while idle.
+  std::atomic<int64_t> lastFaceUs_{0};
+  int64_t nextIdleAnalysisUs_ = 0;
 };
 
 }  // namespace facecheck
