@@ -10,7 +10,7 @@ import { loadConfig } from '../config/load';
 import { LICENCE_KEY, SERVER_URL, SHA256_HEX } from '../licensing/install-command';
 import { publicKeySha256 } from '../licensing/licence-document';
 import { deviceIni, INSTALL_CAMERAS, type InstallCamera } from '../ops/device-ini';
-import { installService, serviceLayout, writeFileAtomic } from '../ops/service-install';
+import { installService, makeDir, serviceLayout, writeFileAtomic } from '../ops/service-install';
 import { stringFlag, UsageError, type Args, type Io } from './args';
 
 export const DEVICE_USAGE = `  face-check device install --server-url <url> --licence-key <fcl_...> --public-key-sha256 <hex>
@@ -62,7 +62,7 @@ export async function deviceInstall(o: DeviceInstallOptions, io: Io): Promise<vo
   const { etcDir: etc, iniFile, stateDir } = layout;
   const keyFile = `${etc}/licence-server.pem`;
 
-  fs.mkdirSync(etc, { recursive: true, mode: 0o750 });
+  makeDir(etc, 0o750);
   writeFileAtomic(keyFile, publicKey, 0o644);
   io.out(`wrote ${keyFile} (the cloud's public key, sha256 ${o.publicKeySha256})`);
 

@@ -67,7 +67,7 @@ export function installConfigFile(source: string, layout: ServiceLayout, log: In
       `is in ${layout.etcDir}; write it as an absolute path`);
   }
   checkStoragePath(asInstalled, layout, source);
-  fs.mkdirSync(layout.etcDir, { recursive: true, mode: 0o750 });
+  makeDir(layout.etcDir, 0o750);
   const previous = fs.existsSync(layout.iniFile) ? fs.readFileSync(layout.iniFile, 'utf8') : undefined;
   if (previous !== undefined && previous !== text) {
     writeFileAtomic(`${layout.iniFile}.previous`, previous, 0o640);
@@ -84,14 +84,12 @@ export function installConfigFile(source: string, layout: ServiceLayout, log: In
 export function installService(layout: ServiceLayout, log: InstallLog): void {
   const config = checkInstalledConfig(layout, log);
 
-  fs.mkdirSync(layout.etcDir, { recursive: true, mode: 0o750 });
-  fs.chmodSync(layout.etcDir, 0o750);
-  fs.mkdirSync(layout.stateDir, { recursive: true, mode: 0o700 });
-  fs.chmodSync(layout.stateDir, 0o700);
+  makeDir(layout.etcDir, 0o750);
+  makeDir(layout.stateDir, 0o700);
   log.out(`state folder ${layout.stateDir} (0700; its contents kept)`);
 
   const device = config.server.mode === 'device';
-  fs.mkdirSync(path.dirname(layout.unitFile), { recursive: true, mode: 0o755 });
+  makeDir(path.dirname(layout.unitFile), 0o755);
   writeFileAtomic(layout.unitFile, systemdUnit({
     binary: layout.binary,
     configFile: layout.iniFile,
@@ -104,7 +102,7 @@ export function installService(layout: ServiceLayout, log: InstallLog): void {
   }), 0o644);
   log.out(`wrote ${layout.unitFile}`);
   if (device) {
-    fs.mkdirSync(path.dirname(layout.udevRuleFile), { recursive: true, mode: 0o755 });
+    makeDir(path.dirname(layout.udevRuleFile), 0o755);
     writeFileAtomic(layout.udevRuleFile, kinectUdevRule(SERVICE_USER), 0o644);
     log.out(`wrote ${layout.udevRuleFile} (the Kinect's USB devices for the group ${SERVICE_USER})`);
   }
@@ -211,6 +209,13 @@ function privilegedSteps(layout: ServiceLayout, device: boolean): PrivilegedStep
       ['systemctl', 'restart', SERVICE_NAME],
     ],
   };
+}
+
+/** The folder with `mode` (also when it existed); missing parents get the usual 0755, not the folder's mode. */
+export function makeDir(dir: string, mode: number): void {
+  fs.mkdirSync(path.dirname(dir), { recursive: true, mode: 0o755 });
+  fs.mkdirSync(dir, { recursive: true, mode });
+  fs.chmodSync(dir, mode);
 }
 
 /** Temp file then rename: a crash never leaves half a file; the mode is set whatever the umask. */
