@@ -10,6 +10,7 @@ import { DEFAULT_ACCOUNT } from './services/auth';
 import type { LiveFaceSource } from './device/live-face-source';
 import { DeviceCamera } from './device/camera';
 import { nativeErrorTable } from './native';
+import { logOptions } from './ops/log-options';
 import { openStore, type Store } from './storage/store';
 import { lockStore, type StoreLock } from './storage/process-lock';
 import type { DeviceLicence } from './licensing/device-licence';
@@ -104,7 +105,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     await ensureFirstKey(store, print);
     const app = await buildApp({
       config, engine, store, errors, galleries, camera: opts.camera ?? ownCamera, licence,
-      logger: opts.logger ?? { level: 'info' },
+      logger: opts.logger ?? logOptions(config.log.level),
     });
     const address = await app.listen({ host: config.server.host, port: config.server.port });
     app.log.info({ mode: config.server.mode, persons: loaded, storage: config.storage.path }, 'face-check ready');
@@ -119,6 +120,8 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         galleries.close();
         await openStoreRef.close();
         storeLock?.release();
+        // A clean stop's last line: the camera, engine and store above all closed.
+        app.log.info({ camera: ownCamera ? 'closed' : 'none' }, 'stopped');
       },
     };
   } catch (err) {

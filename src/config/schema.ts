@@ -212,6 +212,13 @@ export const configSchema: ConfigSchema = {
     check_timeout_ms: { default: 10_000, parse: integer(100, 600_000) },
     machine_id_file: { default: '/etc/machine-id', parse: text({ allowEmpty: false }) },
   },
+  // [log], [metrics]: docs/operations.md.
+  log: {
+    level: { default: 'info', parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent') },
+  },
+  metrics: {
+    access: { default: 'loopback', parse: oneOf('loopback', 'key', 'off') },
+  },
 };
 
 /** Empty, or scheme://host[:port] with an optional path prefix and no trailing slash. */

@@ -215,6 +215,19 @@ export interface LicenceConfig {
   machine_id_file: string;
 }
 
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+/** [log]: the service log, JSON lines on stdout (src/ops/log-options.ts). */
+export interface LogConfig {
+  level: LogLevel;
+}
+
+/** [metrics]: who may read GET /metrics (src/http/plugins/ops-routes.ts). */
+export interface MetricsConfig {
+  /** loopback: requests from 127.0.0.1/::1 only; key: an API key of role full; off: 404 for everyone. */
+  access: 'loopback' | 'key' | 'off';
+}
+
 export interface Config {
   server: ServerConfig;
   storage: StorageConfig;
@@ -229,4 +242,6 @@ export interface Config {
   accounts: AccountsConfig;
   licensing: LicensingConfig;
   licence: LicenceConfig;
+  log: LogConfig;
+  metrics: MetricsConfig;
 }

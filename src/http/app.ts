@@ -14,6 +14,9 @@ import { Authenticator } from '../services/auth';
 import { RequestSigning } from '../services/request-signing';
 import { createServices, type LiveFaceSource } from '../services';
 import type { PackageFile } from '../licensing/package-file';
+import { readiness } from '../ops/health';
+import { cameraMetricsSourceOf, ServiceMetrics, type LicenceMetricsSource } from '../ops/metrics';
+import { timedEngine } from '../ops/timed-engine';
 import type { Store } from '../storage/store';
 import { answerUnroutable, clientErrorHandler } from './client-errors';
 import authPlugin from './plugins/auth';
@@ -22,6 +25,7 @@ import hostHeader from './plugins/host-header';
 import licenceGate, { type LicenceGateSource } from './plugins/licence-gate';
 import jsonBody from './plugins/json-body';
 import openapi from './plugins/openapi';
+import opsRoutes from './plugins/ops-routes';
 import overload from './plugins/overload';
 import requestSigning from './plugins/request-signing';
 import requestId from './plugins/request-id';
@@ -46,7 +50,7 @@ export interface AppDeps {
   now?: () => Date;
   logger?: FastifyServerOptions['logger'];
   /** Device mode: the licence every person-API request is gated by; absent = ungated (development, cloud). */
-  licence?: LicenceGateSource;
+  licence?: LicenceGateSource & LicenceMetricsSource;
   /** Cloud: the package devices install; default: this program packed once per version. */
   packageFile?: PackageFile;
   /** Cloud: a licence key's state for the package download; default: the licence server's. */
@@ -65,9 +69,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     galleries = new Galleries();
     await galleries.rebuild(deps.store.persons, deps.engine.modelId);
   }
+  const metrics = new ServiceMetrics({
+    config, store: deps.store, galleries, licence: deps.licence, camera: cameraMetricsSourceOf(deps.camera),
+    now: deps.now ?? (() => new Date()),
+  });
   const services = createServices({
     config,
-    engine: deps.engine,
+    engine: timedEngine(deps.engine, (timings) => metrics.observeEngine(timings)),
     store: deps.store,
     galleries,
     scale: deps.scale ?? new SimilarityScale(),
@@ -125,6 +133,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (config.server.mode === 'cloud') await registerOperatorSessions(app, operators);
   // After authentication (401 before 403), before load shedding: a licence refusal is told even under load.
   if (deps.licence) await app.register(licenceGate, { licence: deps.licence, errors });
+  // Probes and metrics (src/ops): before the load shedding, which a live probe skips.
+  await app.register(opsRoutes, {
+    metrics, access: config.metrics.access, mode: config.server.mode, errors,
+    readiness: () => readiness({
+      mode: config.server.mode, engine: deps.engine, probeStore: () => { deps.store.apiKeys.isEmpty(); },
+      licence: deps.licence, camera: deps.camera, cameraExpected: config.camera.source !== 'none',
+    }),
+  });
   // After authentication: an unauthenticated request is 401 whatever the load.
   await app.register(overload, {
     errors,

@@ -1,0 +1,252 @@
+// The service's Prometheus metrics (GET /metrics, src/http/plugins/ops-routes.ts), on a registry of its own
+// per app: tests build many apps in one process, and prom-client's global registry would mix them.
+// Labels hold bounded, non-secret values only: route patterns (never the raw URL, which carries person ids),
+// status codes, stage and outcome names, and account ids (not secret). docs/operations.md lists every family.
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Config } from '../config/types';
+import type { CameraEvent, CameraStatus } from '../device/native-camera';
+import type { LicenceStatus } from '../licensing/device-licence';
+import type { Galleries } from '../matching/galleries';
+import type { StageTimings } from '../native';
+import { DEFAULT_ACCOUNT } from '../services/auth';
+import { requestsPerDayOf, utcDay } from '../services/quota';
+import type { Store } from '../storage/store';
+
+export const METRICS_PREFIX = 'face_check_';
+
+/** What the metrics read of the device licence (src/licensing/device-licence.ts, an EventEmitter of 'check'). */
+export interface LicenceMetricsSource {
+  status(): Pick<LicenceStatus, 'state' | 'lastCheck'>;
+  on?(event: 'check', listener: (outcome: { kind: string }) => void): unknown;
+  off?(event: 'check', listener: (outcome: { kind: string }) => void): unknown;
+}
+
+type CameraCounters = Pick<CameraStatus, 'connected' | 'framesCaptured' | 'framesAnalysed' | 'framesDropped' |
+  'reportsDropped' | 'captureFps' | 'analyseFps'>;
+
+/** What the metrics read of the device camera (src/device/camera.ts DeviceCamera). */
+export interface CameraMetricsSource {
+  status(): CameraCounters;
+  subscribe?(listener: (event: CameraEvent) => void): () => void;
+}
+
+/** The camera's counters when the live-face source is a capture pipeline (tests hand in simpler sources). */
+export function cameraMetricsSourceOf(source: object | undefined): CameraMetricsSource | undefined {
+  return source && typeof (source as Partial<CameraMetricsSource>).status === 'function' ? source as CameraMetricsSource : undefined;
+}
+
+export interface MetricsSources {
+  config: Config;
+  store: Store;
+  galleries: Galleries;
+  licence?: LicenceMetricsSource;
+  camera?: CameraMetricsSource;
+  now: () => Date;
+}
+
+const STAGES = ['detect', 'landmarks', 'eyes', 'liveness', 'quality', 'embed', 'total'] as const;
+const LICENCE_STATES: readonly LicenceStatus['state'][] = ['starting', 'licensed', 'refused', 'lapsed', 'closed'];
+/** The route label of requests that matched no route (404, 405): the raw URL would be unbounded and personal. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'method' | 'route' | 'status_code'>;
+  private readonly requestSeconds: Histogram<'method' | 'route'>;
+  private readonly stageSeconds: Histogram<'stage'>;
+  private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
+  private readonly cleanups: (() => void)[] = [];
+
+  constructor(private readonly sources: MetricsSources) {
+    const registers = [this.registry];
+    this.requests = new Counter({
+      name: `${METRICS_PREFIX}http_requests_total`, help: 'HTTP requests answered, by route pattern and status code',
+      labelNames: ['method', 'route', 'status_code'], registers,
+    });
+    this.requestSeconds = new Histogram({
+      name: `${METRICS_PREFIX}http_request_duration_seconds`, help: 'Time from a request\'s arrival to its answer',
+      labelNames: ['method', 'route'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers,
+    });
+    this.stageSeconds = new Histogram({
+      name: `${METRICS_PREFIX}engine_stage_seconds`,
+      help: 'Face engine time per analysis and stage (stages that ran; "total" is the whole analysis)',
+      labelNames: ['stage'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers,
+    });
+    this.storeGauges(registers);
+    this.eventLoopGauges(registers);
+    if (sources.licence) this.licenceMetrics(sources.licence, registers);
+    if (sources.camera) this.cameraMetrics(sources.camera, registers);
+  }
+
+  /** One answered request; `route` is the matched route's pattern (undefined: none matched). */
+  observeRequest(method: string, route: string | undefined, statusCode: number, seconds: number): void {
+    const r = route ?? UNMATCHED_ROUTE;
+    this.requests.inc({ method, route: r, status_code: String(statusCode) });
+    this.requestSeconds.observe({ method, route: r }, seconds);
+  }
+
+  /** One engine analysis's stage times (milliseconds, as the engine reports them). */
+  observeEngine(timings: StageTimings): void {
+    for (const stage of STAGES) {
+      // A stage the analysis did not run (eyes and liveness are asked for per purpose) reads 0.
+      if (stage === 'total' || timings[stage] > 0) this.stageSeconds.observe({ stage }, timings[stage] / 1000);
+    }
+  }
+
+  /** The text exposition format and its content type. */
+  async exposition(): Promise<{ text: string; contentType: string }> {
+    return { text: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+
+  close(): void {
+    this.loopDelay.disable();
+    for (const cleanup of this.cleanups.splice(0)) cleanup();
+  }
+
+  /** Accounts that can hold persons or use quota: those of API keys (the bootstrap key's too) and operators'. */
+  private accounts(): string[] {
+    const { store, config } = this.sources;
+    const ids = new Set(store.apiKeys.list().map((k) => k.accountId));
+    for (const a of store.accounts.list()) ids.add(a.accountId);
+    if (config.auth.bootstrap_key) ids.add(DEFAULT_ACCOUNT);
+    return [...ids].sort();
+  }
+
+  private storeGauges(registers: Registry[]): void {
+    const { galleries, store, config, now } = this.sources;
+    const accounts = () => this.accounts();
+    new Gauge({
+      name: `${METRICS_PREFIX}index_persons`, help: 'Persons in the account\'s search index (templates of the running model)',
+      labelNames: ['account'], registers,
+      collect() {
+        this.reset();
+        for (const account of accounts()) this.set({ account }, galleries.of(account).size);
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}quota_used_today`, help: 'Metered requests the account made this UTC day (counted only under a limit)',
+      labelNames: ['account'], registers,
+      collect() {
+        this.reset();
+        const day = utcDay(now());
+        for (const account of accounts()) this.set({ account }, store.quota.used(account, day));
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}quota_limit_per_day`, help: 'Metered requests the account may make per UTC day (0 = unlimited)',
+      labelNames: ['account'], registers,
+      collect() {
+        this.reset();
+        for (const account of accounts()) this.set({ account }, requestsPerDayOf(config, store.accounts.get(account)));
+      },
+    });
+  }
+
+  private eventLoopGauges(registers: Registry[]): void {
+    const delay = this.loopDelay;
+    delay.enable();
+    // Each scrape reads the delays since the previous one, then starts afresh (as prom-client's own lag metric).
+    let window = { mean: 0, p99: 0, max: 0 };
+    const sample = () => {
+      if (delay.count > 0) window = { mean: delay.mean / 1e9, p99: delay.percentile(99) / 1e9, max: delay.max / 1e9 };
+      else window = { mean: 0, p99: 0, max: 0 };
+      delay.reset();
+    };
+    new Gauge({
+      name: `${METRICS_PREFIX}event_loop_lag_max_seconds`, help: 'Longest event-loop delay since the previous scrape', registers,
+      // Read first of the three (registration order), so the three report one window.
+      collect() { sample(); this.set(window.max); },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}event_loop_lag_p99_seconds`, help: '99th percentile of the event-loop delay since the previous scrape', registers,
+      collect() { this.set(window.p99); },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}event_loop_lag_mean_seconds`, help: 'Mean event-loop delay since the previous scrape', registers,
+      collect() { this.set(window.mean); },
+    });
+  }
+
+  private licenceMetrics(licence: LicenceMetricsSource, registers: Registry[]): void {
+    let lastSuccess: number | undefined;
+    const noteStatus = () => {
+      const last = licence.status().lastCheck;
+      if (last?.outcome === 'ok') lastSuccess = Math.max(lastSuccess ?? 0, Date.parse(last.at) / 1000);
+      return last;
+    };
+    noteStatus(); // the start-up check ran before the app was built
+    new Gauge({
+      name: `${METRICS_PREFIX}licence_state`, help: 'The device licence\'s state: 1 for the current one',
+      labelNames: ['state'], registers,
+      collect() {
+        const state = licence.status().state;
+        for (const s of LICENCE_STATES) this.set({ state: s }, s === state ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}licence_last_check_timestamp_seconds`, help: 'When the licence was last checked with the cloud, any outcome (Unix time)',
+      registers,
+      collect() {
+        const last = noteStatus();
+        if (last) this.set(Date.parse(last.at) / 1000);
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}licence_last_success_timestamp_seconds`, help: 'When a licence check last succeeded (Unix time)',
+      registers,
+      collect() {
+        noteStatus();
+        if (lastSuccess !== undefined) this.set(lastSuccess);
+      },
+    });
+    const checks = new Counter({
+      name: `${METRICS_PREFIX}licence_checks_total`, help: 'Licence checks with the cloud since start-up, by outcome',
+      labelNames: ['outcome'], registers,
+    });
+    if (licence.on && licence.off) {
+      const onCheck = (outcome: { kind: string }) => {
+        checks.inc({ outcome: outcome.kind });
+        if (outcome.kind === 'ok') lastSuccess = this.sources.now().getTime() / 1000;
+      };
+      licence.on('check', onCheck);
+      this.cleanups.push(() => licence.off!('check', onCheck));
+    }
+  }
+
+  private cameraMetrics(camera: CameraMetricsSource, registers: Registry[]): void {
+    const cumulative = (name: string, help: string, read: (s: CameraCounters) => number) => new Counter({
+      name: `${METRICS_PREFIX}${name}`, help, registers,
+      // The pipeline counts natively; a counter is reset and set to its total at each scrape.
+      collect() { this.reset(); this.inc(read(camera.status())); },
+    });
+    cumulative('camera_frames_captured_total', 'Frames the camera delivered', (s) => s.framesCaptured);
+    cumulative('camera_frames_analysed_total', 'Frames the liveness pipeline analysed', (s) => s.framesAnalysed);
+    cumulative('camera_frames_dropped_total', 'Frames replaced by newer ones while every worker was busy', (s) => s.framesDropped);
+    cumulative('camera_reports_dropped_total', 'Frame reports lost to a full event queue (not counted in liveness decisions)', (s) => s.reportsDropped);
+    new Gauge({
+      name: `${METRICS_PREFIX}camera_connected`, help: '1 while the camera is connected', registers,
+      collect() { this.set(camera.status().connected ? 1 : 0); },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}camera_frames_per_second`, help: 'Frames per second captured and analysed', labelNames: ['stage'], registers,
+      collect() {
+        const s = camera.status();
+        this.set({ stage: 'capture' }, s.captureFps);
+        this.set({ stage: 'analyse' }, s.analyseFps);
+      },
+    });
+    const decisions = new Counter({
+      name: `${METRICS_PREFIX}liveness_decisions_total`,
+      help: 'Liveness decisions on analysed frames: live, not_live (a face that failed a check), no_face',
+      labelNames: ['outcome'], registers,
+    });
+    for (const outcome of ['live', 'not_live', 'no_face']) decisions.inc({ outcome }, 0);
+    if (camera.subscribe) {
+      this.cleanups.push(camera.subscribe((event) => {
+        if (event.type !== 'frame') return;
+        decisions.inc({ outcome: event.decision.live ? 'live' : event.face ? 'not_live' : 'no_face' });
+      }));
+    }
+  }
+}
