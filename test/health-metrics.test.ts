@@ -280,3 +280,16 @@ t.test('camera metrics (device): connected, frames per second, dropped frames, l
   await a.app.close();
   t.equal(listeners.length, 0, 'closing the app stops listening');
 });
+
+t.test('event-loop lag: a stall shows in the next scrape, and each scrape starts a new window', async (t) => {
+  const a = await app(t);
+  await scrape(a);
+  await new Promise((r) => setTimeout(r, 50));
+  const until = Date.now() + 300;
+  while (Date.now() < until) { /* the stall */ }
+  await new Promise((r) => setTimeout(r, 30));
+  const first = value(await scrape(a), 'face_check_event_loop_lag_max_seconds')!;
+  t.ok(first >= 0.2, `the 300 ms stall is seen: ${first}`);
+  const second = value(await scrape(a), 'face_check_event_loop_lag_max_seconds')!;
+  t.ok(second < first, `the next window starts afresh: ${second}`);
+});

@@ -45,6 +45,8 @@ export interface MetricsSources {
   now: () => Date;
 }
 
+/** The delay monitor's sampling interval; it counts as delay, so it is taken off (as overload.ts does). */
+const LOOP_RESOLUTION_MS = 10;
 const STAGES = ['detect', 'landmarks', 'eyes', 'liveness', 'quality', 'embed', 'total'] as const;
 const LICENCE_STATES: readonly LicenceStatus['state'][] = ['starting', 'licensed', 'refused', 'lapsed', 'closed'];
 /** The route label of requests that matched no route (404, 405): the raw URL would be unbounded and personal. */
@@ -55,7 +57,7 @@ export class ServiceMetrics {
   private readonly requests: Counter<'method' | 'route' | 'status_code'>;
   private readonly requestSeconds: Histogram<'method' | 'route'>;
   private readonly stageSeconds: Histogram<'stage'>;
-  private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
+  private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
   private readonly cleanups: (() => void)[] = [];
 
   constructor(private readonly sources: MetricsSources) {
@@ -148,8 +150,9 @@ export class ServiceMetrics {
     delay.enable();
     // Each scrape reads the delays since the previous one, then starts afresh (as prom-client's own lag metric).
     let window = { mean: 0, p99: 0, max: 0 };
+    const seconds = (ns: number) => Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS) / 1000;
     const sample = () => {
-      if (delay.count > 0) window = { mean: delay.mean / 1e9, p99: delay.percentile(99) / 1e9, max: delay.max / 1e9 };
+      if (delay.count > 0) window = { mean: seconds(delay.mean), p99: seconds(delay.percentile(99)), max: seconds(delay.max) };
       else window = { mean: 0, p99: 0, max: 0 };
       delay.reset();
     };
