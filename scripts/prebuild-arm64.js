@@ -95,7 +95,9 @@ if (process.arch === 'arm64') {
     console.error(`face-check: cannot cross-build the arm64 prebuild: ${reason}; FACE_CHECK_REQUIRE_ARM64=1 makes this an error`);
     process.exit(1);
   } else {
-    console.warn(`face-check: arm64 prebuild skipped: ${reason}. prebuilds/linux-arm64 is left as it was ` +
-      '(set FACE_CHECK_REQUIRE_ARM64=1 to make this an error)');
+    // An older arm64 addon left in place would be packed beside a newer x64 one.
+    fs.rmSync(OUT_DIR, { recursive: true, force: true });
+    console.warn(`face-check: arm64 prebuild skipped: ${reason}; prebuilds/linux-arm64 removed, so a package ` +
+      'made now builds the addon on arm64 at install (set FACE_CHECK_REQUIRE_ARM64=1 to make this an error)');
   }
 }

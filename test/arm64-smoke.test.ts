@@ -142,7 +142,7 @@ if (reason && process.env.FACE_CHECK_REQUIRE_ARM64 === '1') {
         `vs ${x64.analyseSeconds} s on x64, kernel checks ${arm64.kernelSeconds} s)`);
 
       t.equal(arm64.arch, 'arm64', `the probe ran on arm64 node ${arm64.node}`);
-      t.equal(x64.arch, 'x64');
+      t.equal(x64.arch, 'x64', 'the reference ran on x64');
       t.equal(arm64.addonPath, path.join(packageDir, 'prebuilds', 'linux-arm64', 'face-check.node'), 'arm64 loads the arm64 prebuild of the tarball');
       t.equal(x64.addonPath, path.join(packageDir, 'prebuilds', 'linux-x64', 'face-check.node'), 'x64 loads the x64 prebuild of the tarball');
 
