@@ -1,4 +1,6 @@
 // Starting and stopping the service: error table, engine, store, galleries, first API key, HTTP listener.
+import fs from 'node:fs';
+import path from 'node:path';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Config } from './config/types';
 import { createEngine } from './engine';
@@ -11,6 +13,7 @@ import type { LiveFaceSource } from './device/live-face-source';
 import { DeviceCamera } from './device/camera';
 import { nativeErrorTable } from './native';
 import { logOptions } from './ops/log-options';
+import { writeKeyFileAtomically } from './storage/crypto/key-file';
 import { openStore, type Store } from './storage/store';
 import { lockStore, type StoreLock } from './storage/process-lock';
 import type { DeviceLicence } from './licensing/device-licence';
@@ -34,13 +37,43 @@ export interface StartOptions {
   print?: (line: string) => void;
 }
 
-/** On first start (no key ever stored) creates a full-access key of account "default" and prints it once. */
-export async function ensureFirstKey(store: Store, print: (line: string) => void, now = new Date()): Promise<string | undefined> {
+/** Where the first API key is written when the program runs under a service manager (see ensureFirstKey). */
+export const FIRST_KEY_FILE = 'first-api-key.txt';
+
+/**
+ * True when stdout is systemd's journal: JOURNAL_STREAM names the journal's stream as device:inode, and
+ * only counts when stdout is that very stream (a child whose stdout is a pipe inherits the variable).
+ */
+export function stdoutIsJournal(env: NodeJS.ProcessEnv = process.env): boolean {
+  const [dev, ino] = (env.JOURNAL_STREAM ?? '').split(':');
+  if (!dev || !ino) return false;
+  try {
+    const st = fs.fstatSync(1);
+    return String(st.dev) === dev && String(st.ino) === ino;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * On first start (no key ever stored) creates a full-access key of account "default" and shows it once. When
+ * stdout is the journal, which keeps every line, the key goes to <storage path>/first-api-key.txt instead
+ * (0600, in the 0700 store folder) and only that path is printed.
+ */
+export async function ensureFirstKey(store: Store, print: (line: string) => void, now = new Date(),
+  toJournal = stdoutIsJournal()): Promise<string | undefined> {
   if (!store.apiKeys.isEmpty()) return undefined;
   const { key, record } = await store.apiKeys.create(DEFAULT_ACCOUNT, 'full', 'first start', now.toISOString());
   print(`face-check: first start - created API key ${record.keyId} (account ${record.accountId}, role ${record.role}).`);
-  print(`face-check: Api-Key: ${key}`);
-  print('face-check: it is shown only this once; store it now (face-check keys create makes more).');
+  if (toJournal) {
+    const file = path.join(store.path, FIRST_KEY_FILE);
+    writeKeyFileAtomically(file, Buffer.from(`Api-Key: ${key}\n`, 'utf8'));
+    print(`face-check: stdout is the journal, which keeps every line: the key is in ${file} (0600);`);
+    print('face-check: store it, then delete that file (face-check keys create makes more).');
+  } else {
+    print(`face-check: Api-Key: ${key}`);
+    print('face-check: it is shown only this once; store it now (face-check keys create makes more).');
+  }
   return key;
 }
 

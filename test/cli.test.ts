@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import t from 'tap';
 import { main, parseArgs } from '../src/cli';
 import { defaultConfig } from '../src/config/load';
-import { startService } from '../src/server';
+import { ensureFirstKey, FIRST_KEY_FILE, startService, stdoutIsJournal } from '../src/server';
 import { reindex } from '../src/services/reindex';
 import { openStore } from '../src/storage/store';
 import { FAKE_MODEL_ID, FakeEngine, fakePhotoB64, OTHER_MODEL_IDS } from './helpers/fake-engine';
@@ -162,4 +162,21 @@ t.test('bin/face-check.js runs the compiled CLI', { skip: fs.existsSync(path.joi
   const r = spawnSync(process.execPath, [path.join(repoRoot, 'bin', 'face-check.js'), '--help'], { encoding: 'utf8' });
   t.equal(r.status, 0);
   t.match(r.stdout, /face-check serve/);
+});
+
+t.test('first key under systemd: written to a 0600 file in the store, never printed to the journal', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const store = await openStore(path.join(dir, 'store'));
+  t.teardown(() => store.close());
+  const printed: string[] = [];
+  const key = await ensureFirstKey(store, (l) => printed.push(l), new Date(), true);
+  t.match(key, /^fc_/);
+  t.notMatch(printed.join('\n'), key!, 'the key is not in what was printed');
+  const file = path.join(store.path, FIRST_KEY_FILE);
+  t.match(printed.join('\n'), file, 'the file is named');
+  t.equal(fs.readFileSync(file, 'utf8'), `Api-Key: ${key}\n`);
+  t.equal(fs.statSync(file).mode & 0o777, 0o600);
+  t.equal(store.apiKeys.lookup(key!)?.role, 'full', 'the key in the file works');
+  t.notOk(stdoutIsJournal({ JOURNAL_STREAM: '1:2' }), 'an inherited JOURNAL_STREAM naming another stream is not the journal');
 });
