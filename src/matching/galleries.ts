@@ -24,6 +24,11 @@ export class Galleries {
     return g;
   }
 
+  /** Persons per account with a gallery (read-only: metrics must not create galleries). */
+  sizes(): Map<string, number> {
+    return new Map([...this.byAccount].map(([accountId, g]) => [accountId, g.size]));
+  }
+
   /**
    * Loads every stored template of `modelId`. Templates of another model cannot be compared and are
    * skipped: they are reported so the operator runs `face-check reindex`. The stored segments are copied

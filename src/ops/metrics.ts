@@ -123,7 +123,8 @@ export class ServiceMetrics {
       labelNames: ['account'], registers,
       collect() {
         this.reset();
-        for (const account of accounts()) this.set({ account }, galleries.of(account).size);
+        const sizes = galleries.sizes();
+        for (const account of new Set([...accounts(), ...sizes.keys()])) this.set({ account }, sizes.get(account) ?? 0);
       },
     });
     new Gauge({
