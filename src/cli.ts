@@ -212,8 +212,6 @@ async function serveCommand(args: Args, io: Io): Promise<RunningService> {
 /** Runs a command; resolves with the exit code (serve: once listening, the process then stays up). */
 export async function main(argv: string[], io: Io = stdio): Promise<number> {
   try {
-    // service parses its own options (--prefix is its alone).
-    if (argv[0] === 'service') return await serviceCommand(argv.slice(1), io);
     const args = parseArgs(argv);
     const command = args.positional[0];
     if (args.flags.get('help') || command === 'help' || command === undefined) {
@@ -226,6 +224,8 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
         return 0;
       case 'account':
         return await accountCommand(args, io);
+      case 'service':
+        return await serviceCommand(args, io);
       case 'keys':
         return await keysCommand(args, io);
       case 'reindex':
