@@ -114,27 +114,35 @@ async function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const errors = opts.errors ?? new ErrorCatalog(nativeErrorTable());
-  const engine = opts.engine ?? (await createEngine());
+  // The engine's models load and the camera opens (device probing, its photos decoded) while the store opens
+  // and the index is rebuilt: start-up takes the longest of them, not their sum.
+  const engineReady = opts.engine ? Promise.resolve(opts.engine) : createEngine();
+  const cameraReady: Promise<DeviceCamera | undefined> =
+    !opts.camera && config.server.mode === 'device' && config.camera.source !== 'none'
+      ? DeviceCamera.open(config) : Promise.resolve(undefined);
+  // Awaited below or in the clean-up; a failure of either is handled there, never left unhandled.
+  engineReady.catch(() => undefined);
+  cameraReady.catch(() => undefined);
+  let engine: FaceEngine | undefined;
   let store: Store | undefined;
   let storeLock: StoreLock | undefined;
   // Device mode: the configured camera's capture pipeline (src/device), unless the caller brings one.
   let ownCamera: DeviceCamera | undefined;
   let licence: DeviceLicence | undefined;
   try {
-    if (!opts.camera && config.server.mode === 'device' && config.camera.source !== 'none') {
-      ownCamera = await DeviceCamera.open(config);
-    }
     storeLock = lockStore(config.storage.path, 'serve');
     store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
     // Device mode: the licence is checked with the cloud before a first key is made or the port opens
     // (a failed check throws LicenceStartError).
     const persons = store.persons;
     if (config.server.mode === 'device') licence = await startDeviceLicence(config, { persons: () => persons.count(), print });
+    engine = await engineReady;
     const galleries = new Galleries();
     const { loaded, stale } = await galleries.rebuild(store.persons, engine.modelId);
     if (stale > 0) {
       print(`face-check: ${stale} person(s) have templates of another model and cannot match until "face-check reindex" runs`);
     }
+    ownCamera = await cameraReady;
     await ensureFirstKey(store, print);
     const app = await buildApp({
       config, engine, store, errors, galleries, camera: opts.camera ?? ownCamera, licence,
@@ -143,13 +151,14 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     const address = await app.listen({ host: config.server.host, port: config.server.port });
     app.log.info({ mode: config.server.mode, persons: loaded, storage: config.storage.path }, 'face-check ready');
     const openStoreRef = store;
+    const openEngine = engine;
     return {
       app, store, engine, address,
       close: async () => {
         await drain(app, config.server.drain_timeout_ms);
         await licence?.close();
         await ownCamera?.close();
-        await closeWhenIdle(engine);
+        await closeWhenIdle(openEngine);
         galleries.close();
         await openStoreRef.close();
         storeLock?.release();
@@ -159,10 +168,10 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     };
   } catch (err) {
     await licence?.close();
-    await ownCamera?.close();
+    await (ownCamera ?? (await cameraReady.catch(() => undefined)))?.close();
     await store?.close();
     storeLock?.release();
-    if (!opts.engine) await engine.close().catch(() => undefined);
+    if (!opts.engine) await (engine ?? (await engineReady.catch(() => undefined)))?.close().catch(() => undefined);
     throw err;
   }
 }

@@ -37,7 +37,8 @@ export class Galleries {
   async rebuild(persons: PersonRepository, modelId: string, options: { blockSize?: number } = {}): Promise<{ loaded: number; stale: number }> {
     this.close();
     // 16k templates (32 MB) per block: larger blocks measured no faster and cost more transient memory.
-    const BLOCK = options.blockSize ?? 16384;
+    // A small gallery needs a smaller buffer: the buffers' memory stays with the process until it is collected.
+    const BLOCK = Math.min(options.blockSize ?? 16384, Math.max(1, persons.count()));
     const buffers: Float32Array[] = [];
     let which = 0;
     let pending: Promise<void> = Promise.resolve();
