@@ -2,14 +2,14 @@
 // test plan provides a key"), sign-in sessions, the account and its quota, the password, and the account's own
 // API keys. The routes check shapes and call the AccountService (src/licensing/accounts.ts), which holds the
 // rules. Operators authenticate with "Authorization: Bearer <session token>" (plugins/operator-session.ts).
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { ErrorCatalog } from '../../errors';
-import type { Operator } from '../../domain/accounts';
 import { PLANS } from '../../domain/accounts';
 import { ROLES, type Role } from '../../domain/roles';
 import { MAX_EMAIL_LENGTH, MAX_PASSWORD_LENGTH } from '../../licensing/accounts';
 import { bearerToken } from '../plugins/operator-session';
 import { bodyErrors, commonErrors, errorResponses } from '../schemas';
+import { explainFieldErrors, noStore, OPERATOR_AUTH, operatorOf } from '../operator-routes';
 
 export const ACCOUNT_API_PREFIX = '/account/v1';
 
@@ -67,33 +67,13 @@ const keyIdParams = {
   properties: { keyId: { type: 'string', pattern: '^[0-9a-f]{12}$' } },
 } as const;
 
-const OPERATOR_AUTH = 'Needs Authorization: Bearer <session token> from POST /account/v1/sessions.';
-
 type Credentials = { Body: { email: string; password: string } };
 type PasswordChange = { Body: { currentPassword: string; newPassword: string } };
 type KeyCreation = { Body: { role: Role; label?: string; signing?: boolean; publicKey?: string } };
 type WithKeyId = { Params: { keyId: string } };
 
-function operatorOf(request: FastifyRequest): Operator {
-  // The operator-session hook has run for every route with config.operator; none here is a wiring bug.
-  if (!request.operator) throw new Error('account route reached without a signed-in operator');
-  return request.operator;
-}
-
-/** Answers that carry a secret (an API key, a session token, a private key) are not to be cached anywhere. */
-function noStore(reply: FastifyReply): void {
-  reply.header('cache-control', 'no-store');
-}
-
 const accountApi: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { errors }) => {
-  // A shape refusal says which field is wrong and why (account API refusals are explained, unlike the person API).
-  app.setSchemaErrorFormatter((problems, dataVar) => {
-    const first = problems[0];
-    const where = `${dataVar}${first?.instancePath ?? ''}`;
-    const extra = first?.keyword === 'additionalProperties'
-      ? ` (${String((first.params as { additionalProperty?: string }).additionalProperty)})` : '';
-    return errors.explain('FieldsValidation', `${where} ${first?.message ?? 'is not valid'}${extra}`);
-  });
+  explainFieldErrors(app, errors);
 
   const p = ACCOUNT_API_PREFIX;
   const tags = ['account'];

@@ -3,8 +3,7 @@
 // device binding, reads usage; every licence line carries its installation command. And the licence server's
 // check-in, POST /licence/v1/check, which devices call with their licence key (no Api-Key, no session). The
 // routes check shapes; the rules are LicenceService's and LicenceServer's (src/licensing/).
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { Operator } from '../../domain/accounts';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { GRANTS } from '../../domain/grants';
 import type { ErrorCatalog } from '../../errors';
 import {
@@ -13,6 +12,7 @@ import {
 } from '../../licensing/licence-server';
 import { MAX_LABEL_LENGTH, MAX_USAGE_DAYS, type LicenceInput, type LicencePatch, type LicenceService } from '../../licensing/licences';
 import { bodyErrors, commonErrors, errorResponses } from '../schemas';
+import { explainFieldErrors, noStore, OPERATOR_AUTH, operatorOf } from '../operator-routes';
 
 export const LICENCES_PREFIX = '/account/v1/licences';
 export const LICENCE_CHECK_URL = '/licence/v1/check';
@@ -70,20 +70,7 @@ const licenceParams = {
   properties: { licenceId: { type: 'string', pattern: '^lic_[0-9a-f]{16}$' } },
 } as const;
 
-const OPERATOR_AUTH = 'Needs Authorization: Bearer <session token> from POST /account/v1/sessions.';
-
 type WithLicence = { Params: { licenceId: string } };
-
-function operatorOf(request: FastifyRequest): Operator {
-  // The operator-session hook has run for every route with config.operator; none here is a wiring bug.
-  if (!request.operator) throw new Error('licence route reached without a signed-in operator');
-  return request.operator;
-}
-
-/** Licence lines carry the licence key: not to be cached anywhere. */
-function noStore(reply: FastifyReply): void {
-  reply.header('cache-control', 'no-store');
-}
 
 export interface LicenceApiOptions {
   errors: ErrorCatalog;
@@ -92,14 +79,7 @@ export interface LicenceApiOptions {
 }
 
 const licenceApi: FastifyPluginAsync<LicenceApiOptions> = async (app, { errors, licences, server }) => {
-  // A shape refusal says which field is wrong and why.
-  app.setSchemaErrorFormatter((problems, dataVar) => {
-    const first = problems[0];
-    const where = `${dataVar}${first?.instancePath ?? ''}`;
-    const extra = first?.keyword === 'additionalProperties'
-      ? ` (${String((first.params as { additionalProperty?: string }).additionalProperty)})` : '';
-    return errors.explain('FieldsValidation', `${where} ${first?.message ?? 'is not valid'}${extra}`);
-  });
+  explainFieldErrors(app, errors);
 
   const p = LICENCES_PREFIX;
   const tags = ['licence'];
