@@ -1,7 +1,8 @@
 // Graceful drain of the real program (`node bin/face-check.js serve`, cloud mode, no camera): on SIGTERM it
 // stops accepting connections, lets the request in flight finish, closes engine and store and exits 0;
 // [server] drain_timeout_ms bounds the wait; a second signal exits at once.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnListening } from './helpers/spawn-listening';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -24,24 +25,10 @@ async function startProgram(t: Test, drainMs: number): Promise<Program> {
   const ini = path.join(dir, 'face-check.ini');
   fs.writeFileSync(ini, ['[server]', 'mode = cloud', 'host = 127.0.0.1', 'port = 0', `drain_timeout_ms = ${drainMs}`,
     '[storage]', 'path = ./store', '[auth]', `bootstrap_key = ${BOOTSTRAP_KEY}`, '[camera]', 'source = none', ''].join('\n'));
-  const child = spawn(process.execPath, [path.join(repoRoot, 'bin', 'face-check.js'), 'serve', '--config', ini],
-    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  let text = '';
-  child.stdout!.on('data', (c: Buffer) => { text += c.toString('utf8'); });
-  child.stderr!.on('data', (c: Buffer) => { text += c.toString('utf8'); });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const { child, port, output, exited } = await spawnListening(process.execPath,
+    [path.join(repoRoot, 'bin', 'face-check.js'), 'serve', '--config', ini], { cwd: dir });
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`not listening after 60 s:\n${text}`)), 60_000);
-    const look = () => {
-      const m = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(text);
-      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-    };
-    child.stdout!.on('data', look);
-    child.stderr!.on('data', look);
-    void exited.then((code) => { clearTimeout(timer); reject(new Error(`exited with ${code} before listening:\n${text}`)); });
-  });
-  return { child, port, output: () => text, exited };
+  return { child, port, output, exited };
 }
 
 /** A request whose body is held back: headers and half the body now, the rest when asked. */

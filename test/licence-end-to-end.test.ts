@@ -4,7 +4,7 @@
 // root (the package the cloud serves, checked by its sha256, installed with npm); the installed device
 // started from that root: it checks in, serves a granted operation, refuses an ungranted one, and the cloud
 // shows its usage; a revocation reaches the running device at its next check.
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,29 +12,9 @@ import { promisify } from 'node:util';
 import t from 'tap';
 import { main } from '../src/cli';
 import { startServiceProcess, writeIni, type ServiceProcess } from './helpers/service-process';
+import { spawnListening } from './helpers/spawn-listening';
 
 const execFileAsync = promisify(execFile);
-
-interface Running { child: ChildProcess; address: string; output(): string; stop(): Promise<number | null> }
-
-/** Starts a program and resolves once it logs its listening address. */
-async function startProgram(file: string, args: string[], timeoutMs = 90_000): Promise<Running> {
-  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let text = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const address = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`not listening after ${timeoutMs} ms:\n${text}`)); }, timeoutMs);
-    const look = (chunk: Buffer) => {
-      text += chunk.toString('utf8');
-      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(text);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    };
-    child.stdout!.on('data', look);
-    child.stderr!.on('data', look);
-    void exited.then((code) => { clearTimeout(timer); reject(new Error(`exited with ${code} before listening:\n${text}`)); });
-  });
-  return { child, address, output: () => text, stop: async () => { child.kill('SIGTERM'); return exited; } };
-}
 
 async function json(base: string, method: string, url: string, opts: { body?: unknown; headers?: Record<string, string> } = {}) {
   const res = await fetch(`${base}${url}`, {
@@ -121,8 +101,8 @@ t.test('register, add a licence with an activation code, install on a device, se
     .replace(/^\[licence\]$/m, `[licence]\nmachine_id_file = ${machineId}`));
 
   // 5. The installed device checks in at start, then serves what its grants allow.
-  const device = await startProgram(path.join(root, 'usr/local/bin/face-check'), ['serve', '--config', deviceIni]);
-  t.teardown(() => device.stop());
+  const device = await spawnListening(path.join(root, 'usr/local/bin/face-check'), ['serve', '--config', deviceIni], { timeoutMs: 90_000 });
+  t.teardown(async () => { device.child.kill('SIGTERM'); await device.exited; });
   const apiKey = /Api-Key: (\S+)/.exec(device.output())?.[1];
   t.ok(apiKey, 'the device printed its first API key');
   const deviceHeaders = { 'api-key': apiKey! };

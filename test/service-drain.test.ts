@@ -4,7 +4,8 @@
 // the capture (the camera is closed only after the drain, or the faceKey would be unknown), the process
 // logs its clean stop and exits 0, and it leaves no lock behind: the store opens and locks afterwards
 // without taking over a stale lock.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnListening } from './helpers/spawn-listening';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -41,24 +42,10 @@ async function startDevice(t: Test): Promise<Device> {
     '[licence]', 'development = true', '',
   ].join('\n'));
   // The TypeScript loader flags tap gave this process let the child run src/cli.ts, the program's entry.
-  const child = spawn(process.execPath, [...process.execArgv, path.join(repoRoot, 'src', 'cli.ts'), 'serve', '--config', ini],
-    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  let text = '';
-  child.stdout!.on('data', (c: Buffer) => { text += c.toString('utf8'); });
-  child.stderr!.on('data', (c: Buffer) => { text += c.toString('utf8'); });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const { child, port, output, exited } = await spawnListening(process.execPath,
+    [...process.execArgv, path.join(repoRoot, 'src', 'cli.ts'), 'serve', '--config', ini], { cwd: dir });
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`not listening after 60 s:\n${text}`)), 60_000);
-    const look = () => {
-      const m = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(text);
-      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-    };
-    child.stdout!.on('data', look);
-    child.stderr!.on('data', look);
-    void exited.then((code) => { clearTimeout(timer); reject(new Error(`exited with ${code} before listening:\n${text}`)); });
-  });
-  return { child, port, store: path.join(dir, 'store'), output: () => text, exited };
+  return { child, port, store: path.join(dir, 'store'), output, exited };
 }
 
 /** A faceKey of the camera's live face (the synthetic person passes liveness after a few seconds). */

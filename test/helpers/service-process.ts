@@ -1,10 +1,11 @@
 // The service as a real process: an ini file in a temporary folder, `face-check serve` (or the same
 // start-up with the fake engine) as a child, its address read from the "listening" log line, and a hard
 // kill. Restart tests go through these, so nothing survives in memory between two runs.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BOOTSTRAP_KEY } from './app';
+import { spawnListening } from './spawn-listening';
 
 const repoRoot = path.resolve(__dirname, '..', '..');
 
@@ -41,24 +42,9 @@ export async function startServiceProcess(ini: string, engine: 'real' | 'fake', 
     ? [path.join(repoRoot, 'bin', 'face-check.js'), 'serve', '--config', ini]
     // The TypeScript loader flags tap gave this process let the child run .ts files too.
     : [...process.execArgv, path.join(__dirname, 'fake-service-main.ts'), ini];
-  const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-  let text = '';
-  child.stdout!.on('data', (c: Buffer) => { text += c.toString('utf8'); });
-  child.stderr!.on('data', (c: Buffer) => { text += c.toString('utf8'); });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const address = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`no listening line in ${timeoutMs} ms:\n${text}`)); }, timeoutMs);
-    const look = () => {
-      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(text);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    };
-    child.stdout!.on('data', look);
-    child.stderr!.on('data', look);
-    void exited.then((code) => { clearTimeout(timer); reject(new Error(`exited with ${code} before listening:\n${text}`)); });
-  });
+  const { child, address, output, exited } = await spawnListening(process.execPath, args, { cwd: repoRoot, timeoutMs });
   return {
-    child, address,
-    output: () => text,
+    child, address, output,
     kill9: async () => {
       child.kill('SIGKILL');
       await exited;
