@@ -3,8 +3,8 @@
 // [server] drain_timeout_ms bounds the wait; a second signal exits at once.
 import type { ChildProcess } from 'node:child_process';
 import { spawnListening } from './helpers/spawn-listening';
+import { connectRefused, heldRecognition } from './helpers/held-request';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { BOOTSTRAP_KEY, tempDir } from './helpers/app';
@@ -31,42 +31,11 @@ async function startProgram(t: Test, drainMs: number): Promise<Program> {
   return { child, port, output, exited };
 }
 
-/** A request whose body is held back: headers and half the body now, the rest when asked. */
-function heldRequest(port: number) {
-  const body = JSON.stringify({ faceImage: 'QUJD' });
-  const head = `POST /person/recognize-face HTTP/1.1\r\nHost: 127.0.0.1\r\nApi-Key: ${BOOTSTRAP_KEY}\r\n` +
-    `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
-  const socket = net.connect(port, '127.0.0.1');
-  let text = '';
-  socket.on('data', (c) => { text += c.toString('latin1'); });
-  socket.on('error', () => undefined);
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  const connected = new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-  return {
-    start: async () => {
-      await connected;
-      socket.write(head + body.slice(0, 5));
-      await new Promise((r) => setTimeout(r, 200)); // the server has the headers: the request is in flight
-    },
-    finish: () => socket.write(body.slice(5)),
-    closed,
-    answer: () => text,
-  };
-}
-
-function connectRefused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
-    s.once('connect', () => { s.destroy(); resolve(false); });
-    s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
-  });
-}
-
 const skip = built ? false : 'dist/ not built (npm run build:ts)';
 
 t.test('SIGTERM: no new connections, the request in flight completes, exit 0', { skip }, async (t) => {
   const p = await startProgram(t, 10_000);
-  const held = heldRequest(p.port);
+  const held = heldRecognition(p.port, JSON.stringify({ faceImage: 'QUJD' }));
   await held.start();
   p.child.kill('SIGTERM');
   // The listener closes at once; the held connection stays.
@@ -88,7 +57,7 @@ t.test('SIGTERM: no new connections, the request in flight completes, exit 0', {
 
 t.test('SIGTERM: a request that never completes is cut at [server] drain_timeout_ms, then exit 0', { skip }, async (t) => {
   const p = await startProgram(t, 500);
-  const held = heldRequest(p.port);
+  const held = heldRecognition(p.port, JSON.stringify({ faceImage: 'QUJD' }));
   await held.start();
   p.child.kill('SIGTERM');
   await held.closed;
@@ -98,7 +67,7 @@ t.test('SIGTERM: a request that never completes is cut at [server] drain_timeout
 
 t.test('a second SIGTERM exits at once, without waiting for the drain', { skip }, async (t) => {
   const p = await startProgram(t, 120_000);
-  const held = heldRequest(p.port);
+  const held = heldRecognition(p.port, JSON.stringify({ faceImage: 'QUJD' }));
   await held.start();
   p.child.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 300));

@@ -6,8 +6,8 @@
 // without taking over a stale lock.
 import type { ChildProcess } from 'node:child_process';
 import { spawnListening } from './helpers/spawn-listening';
+import { connectRefused, heldRecognition } from './helpers/held-request';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { lockStore } from '../src/storage/process-lock';
@@ -60,37 +60,6 @@ async function liveFaceKey(port: number): Promise<string> {
   }
 }
 
-/** POST /person/recognize-face on a faceKey with its body held back: headers and 5 bytes now, the rest when asked. */
-function heldRecognition(port: number, faceKey: string) {
-  const body = JSON.stringify({ faceKey });
-  const head = `POST /person/recognize-face HTTP/1.1\r\nHost: 127.0.0.1\r\nApi-Key: ${BOOTSTRAP_KEY}\r\n` +
-    `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
-  const socket = net.connect(port, '127.0.0.1');
-  let text = '';
-  socket.on('data', (c) => { text += c.toString('latin1'); });
-  socket.on('error', () => undefined);
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  const connected = new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-  return {
-    start: async () => {
-      await connected;
-      socket.write(head + body.slice(0, 5));
-      await sleep(200); // the server has the headers: the request is in flight
-    },
-    finish: () => socket.write(body.slice(5)),
-    closed,
-    answer: () => text,
-  };
-}
-
-function connectRefused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
-    s.once('connect', () => { s.destroy(); resolve(false); });
-    s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
-  });
-}
-
 function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms); });
@@ -101,7 +70,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   t.test(`${signal} with a camera: the request on a live capture completes, then camera and store close, exit 0`, async (t) => {
     const device = await startDevice(t);
     const faceKey = await liveFaceKey(device.port);
-    const held = heldRecognition(device.port, faceKey);
+    const held = heldRecognition(device.port, JSON.stringify({ faceKey }));
     await held.start();
     device.child.kill(signal);
 
