@@ -51,6 +51,9 @@ export async function registerOperatorRoutes(app: FastifyInstance, deps: Operato
     },
   });
   app.decorate('licences', licences);
+  if (!config.licensing.public_url && /^https?:\/\/(127\.|localhost|\[::1\])/.test(publicUrl(config))) {
+    app.log.warn({ url: publicUrl(config) }, 'installation commands name a loopback address no device can reach: set [licensing] public_url');
+  }
   await app.register(licenceApi, { errors, licences, server: licenceServer });
   await app.register(backOffice, { config, store, accounts: app.accounts, licences, now });
   await app.register(licenceFiles, {
