@@ -16,7 +16,7 @@ t.test('defaults', async (t) => {
   t.same(c.server, {
     mode: 'cloud', host: '127.0.0.1', port: 8080, body_limit_bytes: 24 * 1024 * 1024,
     request_timeout_ms: 30_000, headers_timeout_ms: 10_000, keep_alive_timeout_ms: 5_000, idle_timeout_ms: 120_000,
-    drain_timeout_ms: 10_000, max_event_loop_delay_ms: 1_000, max_engine_queue: 64,
+    drain_timeout_ms: 10_000, max_event_loop_delay_ms: 1_000, max_engine_queue: 64, trust_proxy: '',
   });
   t.equal(c.storage.path, '/srv/data');
   t.equal(c.auth.bootstrap_key, '');

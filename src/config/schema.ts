@@ -65,6 +65,7 @@ export const configSchema: ConfigSchema = {
     drain_timeout_ms: { default: 10_000, parse: integer(0, 3_600_000) },
     max_event_loop_delay_ms: { default: 1_000, parse: integer(0, 600_000) },
     max_engine_queue: { default: 64, parse: integer(0, 1_000_000) },
+    trust_proxy: { default: '', parse: proxyList },
   },
   storage: {
     path: { default: './data', parse: text({ allowEmpty: false }) },
@@ -220,6 +221,20 @@ export const configSchema: ConfigSchema = {
     access: { default: 'loopback', parse: oneOf('loopback', 'key', 'off') },
   },
 };
+
+/** Empty, or a comma-separated list of IPv4/IPv6 addresses or CIDR ranges (never "everyone"). */
+function proxyList(raw: string): string {
+  for (const entry of raw.split(',').map((e) => e.trim()).filter(Boolean)) {
+    const [address, bits, extra] = entry.split('/');
+    const isV4 = /^(\d{1,3})(\.\d{1,3}){3}$/.test(address);
+    const isV6 = /^[0-9a-fA-F:]+$/.test(address) && address.includes(':');
+    const maxBits = isV4 ? 32 : 128;
+    if ((!isV4 && !isV6) || extra !== undefined || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits))) {
+      throw new Error(`expected IP addresses or CIDR ranges, comma separated, got "${entry}"`);
+    }
+  }
+  return raw;
+}
 
 /** Empty, or scheme://host[:port] with an optional path prefix and no trailing slash. */
 function httpUrl(raw: string): string {

@@ -25,6 +25,11 @@ export interface ServerConfig {
   max_event_loop_delay_ms: number;
   /** Face-analysis requests in flight above which further ones are answered 503 (Retry-After); 0 = no bound. */
   max_engine_queue: number;
+  /**
+   * Reverse proxies whose X-Forwarded-For is believed (addresses or CIDR ranges, comma separated); empty = none.
+   * The client address they pass on is what sign-in throttling and the licence server's last check record.
+   */
+  trust_proxy: string;
 }
 
 export interface StorageConfig {

@@ -95,6 +95,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Types are checked, never coerced ("80" is not a number); unknown fields are errors, not dropped.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // request.ip is the client's own address only behind the proxies named here ([server] trust_proxy).
+    trustProxy: config.server.trust_proxy ? config.server.trust_proxy.split(',').map((e) => e.trim()).filter(Boolean) : false,
     // Timeouts ([server] *_timeout_ms); a request not received in time gets 408 (client-errors.ts).
     requestTimeout: config.server.request_timeout_ms,
     keepAliveTimeout: config.server.keep_alive_timeout_ms,
