@@ -239,6 +239,8 @@ t.test('OpenAPI: /openapi.json and /docs are public and describe every route', a
         t.ok(operators.includes(p), `cloud documents ${p}`);
       }
       t.same(doc.components.securitySchemes.OperatorSession, { type: 'http', scheme: 'bearer' }, 'operator sessions are a bearer scheme');
+      t.same(doc.paths['/account/v1/licences'].get.security, [{ OperatorSession: [] }], 'operator routes name the bearer scheme');
+      t.notOk(doc.paths['/account/v1/register'].post.security, 'registration needs no session');
     }
     t.same(Object.keys(doc.paths['/person/face/{person_id}']).sort(), ['delete', 'get', 'post', 'put']);
     const compare200 = doc.paths['/person/compare-face'].post.responses['200'].content['application/json'].schema;

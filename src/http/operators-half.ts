@@ -32,6 +32,10 @@ export async function registerOperatorSessions(app: FastifyInstance, deps: Opera
   const accounts = new AccountService({ config: deps.config, store: deps.store, errors: deps.errors, now: deps.now });
   app.decorate('accounts', accounts);
   await app.register(operatorSession, { accounts, errors: deps.errors });
+  // The OpenAPI document names the bearer scheme on every route that needs a signed-in operator.
+  app.addHook('onRoute', (route) => {
+    if (route.config?.operator && route.schema && !route.schema.security) route.schema.security = [{ OperatorSession: [] }];
+  });
 }
 
 /** The account, licence and licence-server routes and the back-office (after registerOperatorSessions). */
