@@ -30,7 +30,7 @@ import overload from './plugins/overload';
 import requestSigning from './plugins/request-signing';
 import requestId from './plugins/request-id';
 import compareFace from './routes/compare-face';
-import type { LicenceKeyState } from './routes/licence-files';
+import type { LicenceKeyState } from '../licensing/licence-server';
 import { registerOperatorRoutes, registerOperatorSessions, type OperatorsDeps } from './operators-half';
 import liveFace from './routes/live-face';
 import personFace from './routes/person-face';

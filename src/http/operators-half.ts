@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/types';
 import type { ErrorCatalog } from '../errors';
 import { AccountService } from '../licensing/accounts';
-import { LicenceServer } from '../licensing/licence-server';
+import { LicenceServer, type LicenceKeyState } from '../licensing/licence-server';
 import { LicenceService } from '../licensing/licences';
 import { PackageFile } from '../licensing/package-file';
 import { publicUrl } from '../licensing/public-url';
@@ -14,7 +14,7 @@ import backOffice from '../back-office/plugin';
 import operatorSession from './plugins/operator-session';
 import accountApi from './routes/account-api';
 import licenceApi from './routes/licence-api';
-import licenceFiles, { type LicenceKeyState } from './routes/licence-files';
+import licenceFiles from './routes/licence-files';
 
 export interface OperatorsDeps {
   config: Config;

@@ -6,11 +6,10 @@ import fs from 'node:fs';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ErrorCatalog } from '../../errors';
 import { publicKeySha256 } from '../../licensing/licence-document';
+import type { LicenceKeyState } from '../../licensing/licence-server';
 import type { PackageInfo } from '../../licensing/package-file';
 import { headerValue } from '../request-header';
 import { errorResponses } from '../schemas';
-
-export type LicenceKeyState = 'active' | 'unknown' | 'revoked' | 'expired';
 
 export interface LicenceFilesOptions {
   errors: ErrorCatalog;
