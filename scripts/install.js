@@ -32,6 +32,9 @@ function buildAddon() {
   fetchOrtHeaders();
   // cmake-js is the primary build (a dev dependency); node-gyp, which npm carries, is the fallback.
   if (hasModule('cmake-js')) run(process.execPath, [require.resolve('cmake-js/bin/cmake-js', { paths: [root] }), 'compile']);
+  // npm names the node-gyp it carries in npm_config_node_gyp while it runs install scripts; npx is the
+  // fallback outside npm.
+  else if (process.env.npm_config_node_gyp) run(process.execPath, [process.env.npm_config_node_gyp, 'rebuild']);
   else run('npx', ['--no-install', 'node-gyp', 'rebuild']);
 }
 

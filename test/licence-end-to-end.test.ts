@@ -3,8 +3,9 @@
 // activation code and grants; the licence's generated installation command run for real into a temporary
 // root (the package the cloud serves, checked by its sha256, installed with npm); the installed device
 // started from that root: it checks in, serves a granted operation, refuses an ungranted one, and the cloud
-// shows its usage; a revocation reaches the running device at its next check.
-import { execFile } from 'node:child_process';
+// shows its usage; a revocation reaches the running device at its next check. Needs curl and sha256sum, as the
+// installation command does.
+import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +16,29 @@ import { startServiceProcess, writeIni, type ServiceProcess } from './helpers/se
 import { spawnListening } from './helpers/spawn-listening';
 
 const execFileAsync = promisify(execFile);
+
+const repoRoot = path.resolve(__dirname, '..');
+
+/**
+ * The cloud serves `npm pack` of this checkout, which carries prebuilds/ once `npm run prebuild` has run (CI
+ * runs it). A checkout set up with `npm ci` alone has only its local build: then the package served is that
+ * pack with the local build added as this platform's prebuild, so the device runs the addon just tested
+ * instead of compiling one while it installs. Undefined when the checkout has its prebuild.
+ */
+async function packageWithThisAddon(dir: string): Promise<string | undefined> {
+  const platform = `${process.platform}-${process.arch}`;
+  if (fs.existsSync(path.join(repoRoot, 'prebuilds', platform))) return undefined;
+  const work = path.join(dir, 'package-with-addon');
+  fs.mkdirSync(work);
+  const { stdout } = await execFileAsync('npm', ['pack', '--silent', '--pack-destination', work], { cwd: repoRoot });
+  const tarball = path.join(work, stdout.trim().split('\n').pop()!);
+  await execFileAsync('tar', ['-xzf', tarball, '-C', work]);
+  const target = path.join(work, 'package', 'prebuilds', platform);
+  fs.mkdirSync(target, { recursive: true });
+  fs.copyFileSync(path.join(repoRoot, 'build', 'Release', 'face_check.node'), path.join(target, 'face-check.node'));
+  await execFileAsync('tar', ['-czf', tarball, '-C', work, 'package']);
+  return tarball;
+}
 
 async function json(base: string, method: string, url: string, opts: { body?: unknown; headers?: Record<string, string> } = {}) {
   const res = await fetch(`${base}${url}`, {
@@ -36,12 +60,18 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
   }
 }
 
-t.test('register, add a licence with an activation code, install on a device, serve by the grants, revoke', async (t) => {
+const missingTools = ['curl', 'sha256sum'].filter((c) => spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0);
+
+t.test('register, add a licence with an activation code, install on a device, serve by the grants, revoke',
+  { skip: missingTools.length > 0 && `the installation command needs ${missingTools.join(' and ')} (apt-get install curl coreutils)` },
+  async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-e2e-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const cloudDir = path.join(dir, 'cloud');
   fs.mkdirSync(cloudDir);
-  const cloudIni = writeIni(cloudDir, ['[licensing]', 'check_interval_seconds = 1', 'document_valid_seconds = 60'].join('\n'));
+  const packageFile = await packageWithThisAddon(dir);
+  const cloudIni = writeIni(cloudDir, ['[licensing]', 'check_interval_seconds = 1', 'document_valid_seconds = 60',
+    ...(packageFile ? [`package_file = ${packageFile}`] : [])].join('\n'));
   const cloud: ServiceProcess = await startServiceProcess(cloudIni, 'real', 120_000);
   t.teardown(() => cloud.stop());
 
