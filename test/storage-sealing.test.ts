@@ -282,7 +282,7 @@ t.test('a plain schema-2 store is sealed on first open, resumes after an interru
   t.equal(raw.indexOf(Buffer.from(pem.split('\n')[1])), -1, 'nor the plain private key');
   const env3 = open({ path: db, compression: false, readOnly: true });
   const meta3 = env3.openDB<unknown, string>({ name: 'meta' });
-  t.same([meta3.get('schema'), meta3.get('sealing'), meta3.get('compact-pending')], [3, undefined, undefined], 'schema 3, migration finished');
+  t.same([meta3.get('schema'), meta3.get('sealing'), meta3.get('compact-pending')], [4, undefined, undefined], 'schema 4, migration finished');
   await env3.close();
   t.same(fs.readdirSync(db).sort(), ['data.mdb', DEFAULT_KEY_FILE, 'lock.mdb'].sort(), 'no temporary files left');
   const reopened = await openStore(db);

@@ -1,15 +1,17 @@
-// Persons per account. Keys are [accountId, personId], so accounts never share a record. Three databases,
-// always written in one transaction: `persons` (metadata, model id and the template's segment), `templates`
-// (segments of up to 32 templates of one model and account: src/storage/template-segment.ts) and `images`
-// (the reference image, kept for `face-check reindex`). Segments and images are sealed (./crypto/sealer.ts).
+// Persons per account. Keys are [accountId, personId], so accounts never share a record. Always written in
+// one transaction: `persons` (metadata, model id and the template's segment), `templates` (segments of up to
+// 32 templates of one model and account: ./segment-store.ts), `template-rows` (the same template alone, for
+// the index's exact re-rank: ./template-rows.ts), `images` (the reference image, kept for `face-check
+// reindex`) and the change log (./change-log.ts). Segments, rows and images are sealed (./crypto/sealer.ts).
 import type { Database, RootDatabase } from 'lmdb';
 
-import {
-  decodeSegment, emptySegment, encodeSegment, SEGMENT_CAPACITY, segmentIds, segmentLayout, templateIn, templateOf, withAppended,
-  withoutTemplate, withTemplate, type Segment,
-} from './template-segment';
-import { countWithPrefix, keysWithPrefix, lastNumberedKey } from './key-prefix';
+import { ChangeLog } from './change-log';
+import { countWithPrefix } from './key-prefix';
+import { SegmentStore, sharedView, TEMPLATES_DB, type SegmentKey, type TemplateBlock } from './segment-store';
+import { TemplateRows } from './template-rows';
 import type { Sealer } from './crypto/sealer';
+
+export { TEMPLATES_DB, type SegmentKey, type TemplateBlock };
 
 export interface PersonMeta {
   personId: string;
@@ -36,17 +38,7 @@ export interface StoredPerson extends PersonMeta {
   segment: number;
 }
 
-/** One stored segment as the gallery rebuild reads it: ids and the float32 bytes as decrypted, not copied again. */
-export interface TemplateBlock {
-  accountId: string;
-  ids: string[];
-  dimension: number;
-  /** ids.length x dimension float32 little-endian, at any byte offset; read it before taking the next block. */
-  bytes: Uint8Array;
-}
-
 export type PersonKey = [string, string];
-export type SegmentKey = [string, string, number];
 
 export type CreateResult = { created: true; person: PersonRecord } | { created: false };
 
@@ -58,24 +50,25 @@ export interface TemplateInput {
 }
 
 export const IMAGES_DB = 'images';
-export const TEMPLATES_DB = 'templates';
 
 export class PersonRepository {
   private readonly root: RootDatabase;
   private readonly sealer: Sealer;
   private readonly records: Database<StoredPerson, PersonKey>;
   private readonly images: Database<Buffer, PersonKey>;
-  private readonly segments: Database<Buffer, SegmentKey>;
-  /** Segments with fewer than SEGMENT_CAPACITY entries, so an enrolment fills them before opening a new one. */
-  private readonly withRoom: Database<number, SegmentKey>;
+  readonly segments: SegmentStore;
+  readonly rows: TemplateRows;
+  /** Who changed, in commit order: the gallery snapshots catch up from it. */
+  readonly changes: ChangeLog;
 
   constructor(root: RootDatabase, sealer: Sealer) {
     this.root = root;
     this.sealer = sealer;
     this.records = root.openDB<StoredPerson, PersonKey>({ name: 'persons' });
     this.images = root.openDB<Buffer, PersonKey>({ name: IMAGES_DB, encoding: 'binary' });
-    this.segments = root.openDB<Buffer, SegmentKey>({ name: TEMPLATES_DB, encoding: 'binary' });
-    this.withRoom = root.openDB<number, SegmentKey>({ name: 'templates-with-room' });
+    this.segments = new SegmentStore(root, sealer);
+    this.rows = new TemplateRows(root, sealer);
+    this.changes = new ChangeLog(root, root.openDB<unknown, string>({ name: 'meta' }));
   }
 
   /** The person without its template: what existence checks and person responses need (no segment read). */
@@ -87,8 +80,17 @@ export class PersonRepository {
   get(accountId: string, personId: string): PersonRecord | undefined {
     const stored = this.records.get([accountId, personId]);
     if (!stored) return undefined;
-    const template = this.readTemplate(stored.modelId, accountId, stored.segment, personId);
+    const template = this.segments.template([stored.modelId, accountId, stored.segment], personId);
+    if (!template) throw new Error(`storage: template of ${accountId}/${personId} missing from its segment`);
     return { personId, created: stored.created, updated: stored.updated, modelId: stored.modelId, template };
+  }
+
+  /**
+   * The stored float32 templates of `personIds` in order, undefined where the account has no such person
+   * (synchronous, one sealed row each): the similarity index's exact re-rank of its int8 candidates.
+   */
+  templatesOf(accountId: string, personIds: readonly string[]): Array<Float32Array | undefined> {
+    return this.rows.read(accountId, personIds);
   }
 
   referenceImage(accountId: string, personId: string): Buffer | undefined {
@@ -102,9 +104,11 @@ export class PersonRepository {
     const key: PersonKey = [accountId, personId];
     return this.root.transaction(() => {
       if (this.records.get(key) !== undefined) return { created: false } as const;
-      const segment = this.appendTemplates(input.modelId, accountId, [{ personId, template: input.template }]).get(personId)!;
+      const segment = this.segments.append(input.modelId, accountId, [{ personId, template: input.template }]).get(personId)!;
       this.records.put(key, { personId, created: now, updated: now, modelId: input.modelId, segment });
+      this.rows.put(accountId, personId, input.template);
       this.putImage(key, input.referenceImage);
+      this.changes.append(accountId, [personId]);
       const person: PersonRecord = { personId, created: now, updated: now, modelId: input.modelId, template: input.template };
       return { created: true, person } as const;
     });
@@ -131,13 +135,15 @@ export class PersonRepository {
       }
       let created = 0;
       for (const [modelId, list] of byModel) {
-        const placed = this.appendTemplates(modelId, accountId, list);
+        const placed = this.segments.append(modelId, accountId, list);
         for (const p of list) {
           const key: PersonKey = [accountId, p.personId];
           this.records.put(key, { personId: p.personId, created: now, updated: now, modelId, segment: placed.get(p.personId)! });
+          this.rows.put(accountId, p.personId, p.template);
           this.putImage(key, p.referenceImage);
           created++;
         }
+        this.changes.append(accountId, list.map((p) => p.personId));
       }
       return { created, skipped };
     });
@@ -149,9 +155,11 @@ export class PersonRepository {
     return this.root.transaction(() => {
       const old = this.records.get(key);
       if (old === undefined) return undefined;
-      const segment = this.moveTemplate(accountId, old, input.modelId, input.template);
+      const segment = this.segments.move(accountId, personId, old, input.modelId, input.template);
       this.records.put(key, { personId, created: old.created, updated: now, modelId: input.modelId, segment });
+      this.rows.put(accountId, personId, input.template);
       this.putImage(key, input.referenceImage);
+      this.changes.append(accountId, [personId]);
       return { personId, created: old.created, updated: now, modelId: input.modelId, template: input.template };
     });
   }
@@ -162,8 +170,10 @@ export class PersonRepository {
     return this.root.transaction(() => {
       const old = this.records.get(key);
       if (old === undefined) return false;
-      const segment = this.moveTemplate(accountId, old, modelId, template);
+      const segment = this.segments.move(accountId, personId, old, modelId, template);
       this.records.put(key, { ...old, modelId, segment });
+      this.rows.put(accountId, personId, template);
+      this.changes.append(accountId, [personId]);
       return true;
     });
   }
@@ -174,13 +184,11 @@ export class PersonRepository {
     return this.root.transaction(() => {
       const old = this.records.get(key);
       if (old === undefined) return undefined;
-      const segKey: SegmentKey = [old.modelId, accountId, old.segment];
-      const segment = this.readSegment(segKey);
-      const template = segment && templateOf(segment, personId);
-      if (!segment || !template) throw new Error(`storage: template of ${accountId}/${personId} missing from its segment`);
-      this.writeSegment(segKey, withoutTemplate(segment, personId));
+      const template = this.segments.remove(accountId, personId, old);
       this.records.remove(key);
+      this.rows.remove(accountId, personId);
       this.images.remove(key);
+      this.changes.append(accountId, [personId]);
       return { personId, created: old.created, updated: old.updated, modelId: old.modelId, template };
     });
   }
@@ -193,24 +201,23 @@ export class PersonRepository {
   }
 
   /**
-   * Every stored template of `modelId`, segment by segment in key order (an account's segments are
-   * contiguous): the gallery rebuild copies `bytes` straight into the native index. A segment is read from
-   * LMDB's shared buffer without a copy and decrypted once; copy `bytes` before taking the next block.
+   * Every stored template of `modelId` (of one account when given), segment by segment in key order (an
+   * account's segments are contiguous): the gallery rebuild copies `bytes` straight into the native index.
+   * A segment is read from LMDB's shared buffer without a copy and decrypted once; copy `bytes` before
+   * taking the next block.
    */
-  *templateBlocks(modelId: string): Generator<TemplateBlock> {
-    for (const key of keysWithPrefix(this.segments, [modelId])) {
-      const sealed = sharedView(this.segments.getBinaryFast(key));
-      if (!sealed) continue;
-      const value = this.sealer.open(TEMPLATES_DB, key, sealed);
-      const layout = segmentLayout(value);
-      if (layout.count === 0) continue;
-      yield {
-        accountId: key[1],
-        ids: segmentIds(value, layout),
-        dimension: layout.dimension,
-        bytes: value.subarray(layout.templatesAt, layout.idsAt),
-      };
-    }
+  templateBlocks(modelId: string, accountId?: string): Generator<TemplateBlock> {
+    return this.segments.blocks(modelId, accountId);
+  }
+
+  /** The accounts holding templates of `modelId` (from segment keys alone). */
+  accountsWithTemplates(modelId: string): string[] {
+    return this.segments.accounts(modelId);
+  }
+
+  /** Templates of `modelId` in the account (from segment keys alone): what its gallery must hold. */
+  templateCount(modelId: string, accountId: string): number {
+    return this.segments.count(modelId, accountId);
   }
 
   count(accountId?: string): number {
@@ -221,6 +228,8 @@ export class PersonRepository {
   /**
    * Storage schema 1 kept each template inside its person record: moves them into segments, `batch` persons
    * per transaction (an interrupted run resumes: records already moved have a segment). Returns how many moved.
+   * No template rows yet: this runs on the plain schema-1 values, and rows are made (sealed) by the later
+   * migration to schema 4 (./template-rows-migration.ts).
    */
   async moveInlineTemplates(batch = 4096): Promise<number> {
     type V1Person = PersonMeta & { modelId: string; template?: Uint8Array; segment?: number };
@@ -245,101 +254,20 @@ export class PersonRepository {
         }
         let n = 0;
         for (const { modelId, accountId, items } of groups.values()) {
-          const placed = this.appendTemplates(modelId, accountId, items.map((x) => ({ personId: x.key[1], template: x.template })));
+          const placed = this.segments.append(modelId, accountId, items.map((x) => ({ personId: x.key[1], template: x.template })));
           for (const { key, value } of items) {
             const { personId, created, updated } = value;
             this.records.put(key, { personId, created, updated, modelId, segment: placed.get(key[1])! });
             n++;
           }
+          this.changes.append(accountId, items.map((x) => x.key[1]));
         }
         return n;
       });
     }
   }
 
-  // ---- segments (called inside write transactions) --------------------------------------------------------
-
-  private readTemplate(modelId: string, accountId: string, segment: number, personId: string): Float32Array {
-    const bytes = this.segmentBytes([modelId, accountId, segment]);
-    const template = bytes && templateIn(bytes, personId);
-    if (!template) throw new Error(`storage: template of ${accountId}/${personId} missing from its segment`);
-    return template;
-  }
-
-  private readSegment(key: SegmentKey): Segment | undefined {
-    const bytes = this.segmentBytes(key);
-    return bytes && decodeSegment(bytes);
-  }
-
-  private segmentBytes(key: SegmentKey): Buffer | undefined {
-    const sealed = sharedView(this.segments.getBinaryFast(key));
-    return sealed && this.sealer.open(TEMPLATES_DB, key, sealed);
-  }
-
   private putImage(key: PersonKey, image: Uint8Array): void {
     this.images.put(key, this.sealer.seal(IMAGES_DB, key, image));
   }
-
-  private writeSegment(key: SegmentKey, segment: Segment): void {
-    if (segment.ids.length === 0) {
-      this.segments.remove(key);
-      this.withRoom.remove(key);
-      return;
-    }
-    this.segments.put(key, this.sealer.seal(TEMPLATES_DB, key, encodeSegment(segment)));
-    if (segment.ids.length < SEGMENT_CAPACITY) this.withRoom.put(key, segment.ids.length);
-    else this.withRoom.remove(key);
-  }
-
-  /** Puts the person's template under `modelId`, in place when the model is unchanged; returns its segment. */
-  private moveTemplate(accountId: string, old: StoredPerson, modelId: string, template: Float32Array): number {
-    const oldKey: SegmentKey = [old.modelId, accountId, old.segment];
-    const segment = this.readSegment(oldKey);
-    if (!segment || !segment.ids.includes(old.personId)) {
-      throw new Error(`storage: template of ${accountId}/${old.personId} missing from its segment`);
-    }
-    if (old.modelId === modelId && segment.dimension === template.length) {
-      this.writeSegment(oldKey, withTemplate(segment, old.personId, template));
-      return old.segment;
-    }
-    this.writeSegment(oldKey, withoutTemplate(segment, old.personId));
-    return this.appendTemplates(modelId, accountId, [{ personId: old.personId, template }]).get(old.personId)!;
-  }
-
-  /** Places templates in the account's segments with room, then in new ones; each segment written once. */
-  private appendTemplates(modelId: string, accountId: string,
-    entries: ReadonlyArray<{ personId: string; template: Float32Array }>): Map<string, number> {
-    const placed = new Map<string, number>();
-    // Each segment with room takes at least one entry, so no more of them can be needed than entries.
-    const withRoom = [...keysWithPrefix(this.withRoom, [modelId, accountId], entries.length)].map((k) => k[2]);
-    let next: number | undefined;
-    const newSegment = () => {
-      if (next === undefined) {
-        const last = lastNumberedKey(this.segments, [modelId, accountId]);
-        next = last ? last[2] + 1 : 0;
-      }
-      return next++;
-    };
-    let i = 0;
-    while (i < entries.length) {
-      const number = withRoom.length ? withRoom.shift()! : newSegment();
-      const key: SegmentKey = [modelId, accountId, number];
-      const { segment, taken } = withAppended(this.readSegment(key) ?? emptySegment(entries[i].template.length), entries, i);
-      if (taken === 0) continue;  // a segment of another dimension: try the next one
-      for (let k = i; k < i + taken; k++) placed.set(entries[k].personId, number);
-      i += taken;
-      this.writeSegment(key, segment);
-    }
-    return placed;
-  }
-}
-
-/**
- * The value lmdb-js's getBinaryFast returns without copying: its reused read buffer, valid until the next
- * read, whose `length` property (set by lmdb-js) is the value's size while the typed array spans the whole
- * buffer; subarray makes a view of exactly the value. (1M templates: rebuild median 2.3 s vs 3.0 s with a
- * copy per segment, measured interleaved.)
- */
-function sharedView(b: Buffer | undefined): Buffer | undefined {
-  return b && b.subarray(0, b.length);
 }

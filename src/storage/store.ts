@@ -2,6 +2,7 @@
 // person's metadata, template and reference image are written in one transaction. Templates, reference
 // images and the service's private key are sealed under the store's data key (./crypto/), which the key file
 // unwraps; the folder is 0700 and its files 0600.
+import crypto from 'node:crypto';
 import path from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
 import { PersonRepository } from './persons';
@@ -20,10 +21,13 @@ import { DataKeySealer, plainValues } from './crypto/sealer';
 import { privateFiles, privateFolder } from './file-modes';
 import { COMPACT_PENDING, replaceWithCompactCopy, soleUser } from './compact';
 import { endSealing, sealPlainStore } from './seal-migration';
+import { endTemplateRows, writeTemplateRows } from './template-rows-migration';
+import type { ChangeLog } from './change-log';
 
-// 3: templates, images and private keys sealed; 2: templates in segments of 32 (src/storage/template-segment.ts);
-// 1 kept them in the person records.
-const SCHEMA_VERSION = 3;
+// 4: a sealed template row per person and the change log (./template-rows.ts, ./change-log.ts); 3: templates,
+// images and private keys sealed; 2: templates in segments of 32 (./template-segment.ts); 1 kept them in the
+// person records.
+export const SCHEMA_VERSION = 4;
 
 /** The key file when [storage] key_file is empty: inside the store folder, so 0700 covers it too. */
 export const DEFAULT_KEY_FILE = 'face-check.key';
@@ -38,6 +42,8 @@ export interface Store {
   /** The key file that opened the store. */
   readonly keyFile: string;
   readonly persons: PersonRepository;
+  /** Who changed, in commit order (the same log as persons.changes). */
+  readonly changes: ChangeLog;
   readonly apiKeys: ApiKeyRepository;
   readonly quota: QuotaRepository;
   readonly serviceKeys: ServiceKeyRepository;
@@ -63,12 +69,18 @@ export interface Store {
    * and reopen (the rotate-key command does). Returns the new key file's path.
    */
   rotateKey(newKeyFile?: string): Promise<string>;
+  /**
+   * A 256-bit key for files kept beside the store (the gallery snapshots), derived from the data key with
+   * HKDF-SHA256 for `purpose` and `salt`: it opens nothing in the store, and a file sealed with it opens only
+   * with this store's data key.
+   */
+  deriveKey(purpose: string, salt: Uint8Array): crypto.KeyObject;
   close(): Promise<void>;
 }
 
 /**
- * Opens (creating if missing) the store at `dir`. Stores of schema 1 and 2 are migrated (schema 2's plain
- * values sealed); a sealed store whose key file is missing, unreadable or wrong is refused (StoreKeyError).
+ * Opens (creating if missing) the store at `dir`. Stores of schema 1 to 3 are migrated (schema 2's plain
+ * values sealed, schema 3's template rows written); a sealed store whose key file is missing, unreadable or wrong is refused (StoreKeyError).
  */
 export async function openStore(dir: string, options: StoreOptions = {}): Promise<Store> {
   const keyFile = path.resolve(options.keyFile || path.join(dir, DEFAULT_KEY_FILE));
@@ -81,23 +93,30 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
     privateFiles(dir);
     const meta = root.openDB<unknown, string>({ name: 'meta' });
     let version = meta.get('schema');
-    if (version !== undefined && version !== 1 && version !== 2 && version !== SCHEMA_VERSION) {
+    if (version !== undefined && version !== 1 && version !== 2 && version !== 3 && version !== SCHEMA_VERSION) {
       throw new Error(`storage ${dir}: schema version ${String(version)}, this program reads ${SCHEMA_VERSION}`);
     }
     if (version === 1) {
       await new PersonRepository(root, plainValues).moveInlineTemplates();
       await meta.put('schema', (version = 2));
     }
-    const dataKey = await unlockDataKey(meta, keyFile, dir, version === SCHEMA_VERSION);
+    const dataKey = await unlockDataKey(meta, keyFile, dir, version === 3 || version === SCHEMA_VERSION);
     privateFiles(dir);  // a key file just made in the folder
     const sealer = new DataKeySealer(dataKey);
     const persons = new PersonRepository(root, sealer);
     const serviceKeys = new ServiceKeyRepository(root, sealer);
     if (version === 2) await sealPlainStore(root, meta, sealer, serviceKeys);
+    if (version === 2 || version === 3) await writeTemplateRows(root, meta, persons);
     if (version !== SCHEMA_VERSION) {
-      // A migrated store's plain values are left in freed pages (./compact.ts); a new one has none.
-      const migrated = version !== undefined;
-      await meta.transaction(() => { endSealing(meta); if (migrated) meta.put(COMPACT_PENDING, true); meta.put('schema', SCHEMA_VERSION); });
+      // A store sealed by this migration has its plain values left in freed pages (./compact.ts); a new
+      // store has none, and schema 3 was sealed already.
+      const sealedNow = version === 2;
+      await meta.transaction(() => {
+        endSealing(meta);
+        endTemplateRows(meta);
+        if (sealedNow) meta.put(COMPACT_PENDING, true);
+        meta.put('schema', SCHEMA_VERSION);
+      });
     }
     if (meta.get(COMPACT_PENDING) === true && soleUser(root)) {
       closed = true;
@@ -112,6 +131,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       path: dir,
       keyFile,
       persons,
+      changes: persons.changes,
       apiKeys: new ApiKeyRepository(root),
       quota: new QuotaRepository(root),
       serviceKeys,
@@ -126,6 +146,12 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
         const target = path.resolve(newKeyFile || keyFile);
         await rotateKeyFile(meta, dataKey, target);
         return target;
+      },
+      deriveKey: (purpose, salt) => {
+        const raw = Buffer.from(crypto.hkdfSync('sha256', dataKey, salt, purpose, 32));  // shares the result's memory
+        const key = crypto.createSecretKey(raw);  // keeps its own copy
+        raw.fill(0);
+        return key;
       },
       close: async () => {
         await keyUsage.close();

@@ -1,0 +1,174 @@
+// The `templates` database: an account's templates of one model in sealed segments of up to 32
+// (./template-segment.ts), key [modelId, accountId, n], plus `templates-with-room` (the segments an enrolment
+// can still fill, with their entry counts). The writes are called inside the person's write transaction
+// (./persons.ts); the reads serve the full gallery rebuild, which copies segments block by block.
+import type { Database, RootDatabase } from 'lmdb';
+
+import {
+  decodeSegment, emptySegment, encodeSegment, SEGMENT_CAPACITY, segmentIds, segmentLayout, templateIn, withAppended,
+  withoutTemplate, withTemplate, type Segment,
+} from './template-segment';
+import { entriesWithPrefix, keysWithPrefix, lastNumberedKey } from './key-prefix';
+import type { Sealer } from './crypto/sealer';
+
+export const TEMPLATES_DB = 'templates';
+
+export type SegmentKey = [string, string, number];
+
+/** One stored segment as the gallery rebuild reads it: ids and the float32 bytes as decrypted, not copied again. */
+export interface TemplateBlock {
+  accountId: string;
+  ids: string[];
+  dimension: number;
+  /** ids.length x dimension float32 little-endian, at any byte offset; read it before taking the next block. */
+  bytes: Uint8Array;
+}
+
+export class SegmentStore {
+  private readonly segments: Database<Buffer, SegmentKey>;
+  /** Segments with fewer than SEGMENT_CAPACITY entries, so an enrolment fills them before opening a new one. */
+  private readonly withRoom: Database<number, SegmentKey>;
+
+  constructor(root: RootDatabase, private readonly sealer: Sealer) {
+    this.segments = root.openDB<Buffer, SegmentKey>({ name: TEMPLATES_DB, encoding: 'binary' });
+    this.withRoom = root.openDB<number, SegmentKey>({ name: 'templates-with-room' });
+  }
+
+  /** The template of `personId` in segment [modelId, accountId, n] (a copy), or undefined. */
+  template(key: SegmentKey, personId: string): Float32Array | undefined {
+    const bytes = this.bytes(key);
+    return bytes && templateIn(bytes, personId);
+  }
+
+  read(key: SegmentKey): Segment | undefined {
+    const bytes = this.bytes(key);
+    return bytes && decodeSegment(bytes);
+  }
+
+  write(key: SegmentKey, segment: Segment): void {
+    if (segment.ids.length === 0) {
+      this.segments.remove(key);
+      this.withRoom.remove(key);
+      return;
+    }
+    this.segments.put(key, this.sealer.seal(TEMPLATES_DB, key, encodeSegment(segment)));
+    if (segment.ids.length < SEGMENT_CAPACITY) this.withRoom.put(key, segment.ids.length);
+    else this.withRoom.remove(key);
+  }
+
+  /** Puts the person's template under `modelId`, in place when the model is unchanged; returns its segment. */
+  move(accountId: string, personId: string, from: { modelId: string; segment: number }, modelId: string, template: Float32Array): number {
+    const oldKey: SegmentKey = [from.modelId, accountId, from.segment];
+    const segment = this.read(oldKey);
+    if (!segment || !segment.ids.includes(personId)) {
+      throw new Error(`storage: template of ${accountId}/${personId} missing from its segment`);
+    }
+    if (from.modelId === modelId && segment.dimension === template.length) {
+      this.write(oldKey, withTemplate(segment, personId, template));
+      return from.segment;
+    }
+    this.write(oldKey, withoutTemplate(segment, personId));
+    return this.append(modelId, accountId, [{ personId, template }]).get(personId)!;
+  }
+
+  /** Takes the person's template out of its segment; returns it. */
+  remove(accountId: string, personId: string, from: { modelId: string; segment: number }): Float32Array {
+    const key: SegmentKey = [from.modelId, accountId, from.segment];
+    const segment = this.read(key);
+    const i = segment ? segment.ids.indexOf(personId) : -1;
+    if (!segment || i < 0) throw new Error(`storage: template of ${accountId}/${personId} missing from its segment`);
+    const template = segment.templates.slice(i * segment.dimension, (i + 1) * segment.dimension);
+    this.write(key, withoutTemplate(segment, personId));
+    return template;
+  }
+
+  /** Places templates in the account's segments with room, then in new ones; each segment written once. */
+  append(modelId: string, accountId: string, entries: ReadonlyArray<{ personId: string; template: Float32Array }>): Map<string, number> {
+    const placed = new Map<string, number>();
+    // Each segment with room takes at least one entry, so no more of them can be needed than entries.
+    const withRoom = [...keysWithPrefix(this.withRoom, [modelId, accountId], entries.length)].map((k) => k[2]);
+    let next: number | undefined;
+    const newSegment = () => {
+      if (next === undefined) {
+        const last = lastNumberedKey(this.segments, [modelId, accountId]);
+        next = last ? last[2] + 1 : 0;
+      }
+      return next++;
+    };
+    let i = 0;
+    while (i < entries.length) {
+      const number = withRoom.length ? withRoom.shift()! : newSegment();
+      const key: SegmentKey = [modelId, accountId, number];
+      const { segment, taken } = withAppended(this.read(key) ?? emptySegment(entries[i].template.length), entries, i);
+      if (taken === 0) continue;  // a segment of another dimension: try the next one
+      for (let k = i; k < i + taken; k++) placed.set(entries[k].personId, number);
+      i += taken;
+      this.write(key, segment);
+    }
+    return placed;
+  }
+
+  /**
+   * The stored templates of `modelId` (of one account when given), segment by segment in key order (an
+   * account's segments are contiguous). A segment is read from LMDB's shared buffer without a copy and
+   * decrypted once; copy `bytes` before taking the next block.
+   */
+  *blocks(modelId: string, accountId?: string): Generator<TemplateBlock> {
+    for (const key of keysWithPrefix(this.segments, accountId === undefined ? [modelId] : [modelId, accountId])) {
+      const sealed = this.bytes(key);
+      if (!sealed) continue;
+      const layout = segmentLayout(sealed);
+      if (layout.count === 0) continue;
+      yield { accountId: key[1], ids: segmentIds(sealed, layout), dimension: layout.dimension, bytes: sealed.subarray(layout.templatesAt, layout.idsAt) };
+    }
+  }
+
+  /** Every segment key of every model, in key order (the template-rows migration), from `after` on. */
+  *allKeys(after?: SegmentKey): Generator<SegmentKey> {
+    for (const key of this.segments.getKeys(after ? { start: after } : {})) {
+      if (after && key[0] === after[0] && key[1] === after[1] && key[2] === after[2]) continue;
+      yield key;
+    }
+  }
+
+  /** Opened segment value (a fresh buffer), or undefined. */
+  bytes(key: SegmentKey): Buffer | undefined {
+    const sealed = sharedView(this.segments.getBinaryFast(key));
+    return sealed && this.sealer.open(TEMPLATES_DB, key, sealed);
+  }
+
+  /** The accounts holding templates of `modelId`, in key order: one seek per account, no value read. */
+  accounts(modelId: string): string[] {
+    const out: string[] = [];
+    let start = [modelId] as unknown as SegmentKey;
+    for (;;) {
+      let found: SegmentKey | undefined;
+      for (const key of this.segments.getKeys({ start, limit: 1 })) found = key;
+      if (!found || !Array.isArray(found) || found[0] !== modelId) return out;
+      out.push(found[1]);
+      // Past every segment number of this account: numbers sort numerically, before the next account's keys.
+      start = [modelId, found[1], Number.MAX_SAFE_INTEGER];
+    }
+  }
+
+  /**
+   * Templates of `modelId` in the account, from the keys alone: full segments hold SEGMENT_CAPACITY, the
+   * others are listed with their counts in `templates-with-room`.
+   */
+  count(modelId: string, accountId: string): number {
+    let n = 0;
+    for (const _ of keysWithPrefix(this.segments, [modelId, accountId])) n += SEGMENT_CAPACITY;
+    for (const { value } of entriesWithPrefix(this.withRoom, [modelId, accountId])) n -= SEGMENT_CAPACITY - value;
+    return n;
+  }
+}
+
+/**
+ * The value lmdb-js's getBinaryFast returns without copying: its reused read buffer, valid until the next
+ * read, whose `length` property (set by lmdb-js) is the value's size while the typed array spans the whole
+ * buffer; subarray makes a view of exactly the value. (1M templates: rebuild median 2.3 s vs 3.0 s with a
+ * copy per segment, measured interleaved.)
+ */
+export function sharedView(b: Buffer | undefined): Buffer | undefined {
+  return b && b.subarray(0, b.length);
+}
