@@ -4,6 +4,9 @@
 // kernel of the CPU (AVX-512 VNNI / AVX-512 / AVX2 / NEON / scalar), the best candidates re-scored in
 // float32, so the returned scores are float32 cosines of the L2-normalised templates. Templates and
 // queries are normalised by the index. Equal scores are ordered by key (code point order).
+// A collection made with `{ vectors: false }` keeps only the int8 rows (a quarter of the memory): its
+// search returns the best rows by the int8 estimate, which the caller re-scores from its own templates
+// (IndexGallery with a TemplateSource); its int8 rows can be exported and imported (snapshots).
 // Searches and writes run off the event loop; searches run in parallel with each other and a write
 // waits for the searches in flight. The index is a cache: rebuild it from LMDB at start with bulkLoad.
 import { native } from '../native';
@@ -50,6 +53,36 @@ export interface SearchOptions {
   kernel?: KernelName;
 }
 
+export interface CollectionOptions {
+  /**
+   * Keep the float32 templates (default true): search re-scores its candidates itself and get, score and
+   * exactSearchBatch work. false: only the int8 rows (~0.8 KB instead of ~3.9 KB per 704-value template);
+   * search returns the top k by the int8 estimate with estimated cosines (a floor drops only rows whose
+   * float32 cosine cannot reach it), get/score/exactSearchBatch reject with ERR_INDEX_BAD_ARGUMENT.
+   */
+  vectors?: boolean;
+}
+
+/**
+ * The int8 rows of a collection in row order (exportCodes/importCodes): a start-up loads them without
+ * re-quantising. `layout` names the row format and its version; a dump of another layout is refused.
+ */
+export interface CodeDump {
+  layout: string;
+  dim: number;
+  /** Bytes of codes per row (dim rounded up to 64, zero padded). */
+  stride: number;
+  count: number;
+  /** The row keys joined by '\0', in row order. */
+  keys: string;
+  /** count * stride bytes (int8 codes as bytes). */
+  codes: Uint8Array;
+  /** Per row: code * scale ~ value of the normalised template. */
+  scales: Float32Array;
+  /** Per row: the sum of its codes. */
+  sums: Int32Array;
+}
+
 export interface BulkLoadOptions {
   /** Replace the whole collection (default false: add/replace the given keys). */
   clear?: boolean;
@@ -71,6 +104,8 @@ export interface CollectionStats {
   bytesAllocated: number;
   /** Estimated bytes of the key strings and the key map. */
   bytesKeys: number;
+  /** Whether the float32 templates are kept (CollectionOptions.vectors). */
+  vectors: boolean;
 }
 
 interface NativeHits {
@@ -83,7 +118,7 @@ export interface IndexBinding {
   kernels(): string[];
   activeKernel(): string;
   kernelNote(): string;
-  createCollection(name: string, dim: number): boolean;
+  createCollection(name: string, dim: number, options?: CollectionOptions): boolean;
   dropCollection(name: string): boolean;
   listCollections(): string[];
   size(name: string): number;
@@ -97,6 +132,10 @@ export interface IndexBinding {
   exactSearch(name: string, queries: Float32Array, options?: SearchOptions): Promise<NativeHits[]>;
   get(name: string, key: string): Promise<Float32Array | null>;
   score(name: string, query: Float32Array, keys: string[]): Promise<Float32Array>;
+  /** Cosines of the query with m templates (m * dim), normalised and scored as score() does; NaN for a non-finite template. */
+  scoreTemplates(query: Float32Array, templates: Float32Array): Float32Array;
+  exportCodes(name: string): Promise<CodeDump>;
+  importCodes(name: string, dump: CodeDump, clear: boolean, threads: number): Promise<BulkLoadResult>;
   streamCodes(name: string, threads: number, kernel?: KernelName): Promise<{ seconds: number; bytes: number }>;
   dotI8(kernel: KernelName | undefined, a: Int8Array, b: Int8Array): number;
   dotF32(kernel: KernelName | undefined, a: Float32Array, b: Float32Array): number;
@@ -193,12 +232,20 @@ export class Collection {
     return call(() => this.binding.clear(this.name));
   }
 
+  /** Whether the collection keeps the float32 templates. */
+  get hasVectors(): boolean {
+    return this.stats().vectors;
+  }
+
   /** The stored (normalised) template, or undefined. */
   get(key: string): Promise<Float32Array | undefined> {
     return call(async () => (await this.binding.get(this.name, key)) ?? undefined);
   }
 
-  /** Top-k hits for one query, best first. */
+  /**
+   * Top-k hits for one query, best first. Without vectors: the top k by the int8 estimate, with estimated
+   * cosines (within ~1e-2 of the float32 ones).
+   */
   search(query: Float32Array | readonly number[], options: SearchOptions = {}): Promise<SearchHit[]> {
     return call(async () => {
       const q = asFloat32(query);
@@ -245,6 +292,21 @@ export class Collection {
       return this.binding.bulkLoad(this.name, templates, joined ?? (keys as string[]), options.clear ?? false, options.threads ?? 0);
     });
   }
+
+  /** A copy of the int8 rows in row order, taken under the read lock off the event loop. */
+  exportCodes(): Promise<CodeDump> {
+    return call(() => this.binding.exportCodes(this.name));
+  }
+
+  /**
+   * Loads rows exported by exportCodes (bulkLoad semantics: `clear` replaces the content, otherwise keys are
+   * added or replaced); only into a collection without vectors. Every size, the layout and every row are
+   * checked first: a bad dump rejects with ERR_INDEX_BAD_ARGUMENT and changes nothing. The arrays are read
+   * in place: leave them unchanged until the promise settles.
+   */
+  importCodes(dump: CodeDump, options: BulkLoadOptions = {}): Promise<BulkLoadResult> {
+    return call(() => this.binding.importCodes(this.name, dump, options.clear ?? false, options.threads ?? 0));
+  }
 }
 
 function concat(rows: readonly Float32Array[], dim: number): Float32Array {
@@ -275,10 +337,13 @@ export class SimilarityIndex {
     return this.binding.kernelNote();
   }
 
-  /** Creates the collection, or returns the existing one (ERR_INDEX_DIM_MISMATCH if its dim differs). */
-  createCollection(name: string, dim = 512): Collection {
+  /**
+   * Creates the collection, or returns the existing one (ERR_INDEX_DIM_MISMATCH if its dim differs,
+   * ERR_INDEX_BAD_ARGUMENT if it was made with the other `vectors` choice).
+   */
+  createCollection(name: string, dim = 512, options: CollectionOptions = {}): Collection {
     try {
-      this.binding.createCollection(name, dim);
+      this.binding.createCollection(name, dim, options);
     } catch (err) {
       throw toIndexError(err);
     }
@@ -301,6 +366,19 @@ export class SimilarityIndex {
 
   collectionNames(): string[] {
     return this.binding.listCollections();
+  }
+
+  /**
+   * Cosines of a query with m templates (m * dim), both normalised by the index and multiplied with the
+   * active kernel: the scores a collection with vectors would give. NaN for a non-finite template.
+   * Synchronous: meant for the few dozen candidates of one search.
+   */
+  cosines(query: Float32Array, templates: Float32Array): Float32Array {
+    try {
+      return this.binding.scoreTemplates(query, templates);
+    } catch (err) {
+      throw toIndexError(err);
+    }
   }
 
   /** Float32 dot product with the active kernel: the cosine of two L2-normalised templates (compare). */

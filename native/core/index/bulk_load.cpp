@@ -1,5 +1,6 @@
-// Collection::bulkLoad: many templates at once, either replacing the whole content (built outside the
-// lock, then swapped in) or upserting in place under the lock. Both paths encode rows on several threads.
+// Collection::bulkLoad: many rows at once, either replacing the whole content (built outside the lock, then
+// swapped in) or upserting in place under the lock. Both paths fill rows on several threads; the rows come
+// from a RowSource (templates to encode here, int8 rows of a snapshot in code_snapshot.cpp).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -9,6 +10,7 @@
 
 #include "core/index/guarded.h"
 #include "core/index/partition.h"
+#include "core/index/row_source.h"
 #include "core/index/similarity_index.h"
 #include "core/index/storage.h"
 
@@ -30,25 +32,52 @@ unsigned bulkThreads(unsigned requested, size_t n) {
   return unsigned(std::min<size_t>(requested ? requested : hardwareThreads(), std::max<size_t>(1, n / kRowsPerBulkThread)));
 }
 
-IndexResult notFinite() { return IndexResult::fail(IndexCode::BadArgument, "a template has a NaN or an infinity"); }
+IndexResult badRow(const RowSource& src) { return IndexResult::fail(IndexCode::BadArgument, src.badRowMessage()); }
 
-// Encodes template i into row i of `st` for every i < n, handed out in grains to the threads that call
-// run(part); a non-finite template stops everyone.
-class InOrderEncoder {
+// Float templates (n x dim, row-major) with their keys: normalised and quantised into the rows.
+class TemplateRows final : public RowSource {
  public:
-  InOrderEncoder(Storage& st, const float* data, size_t n, size_t dim, size_t stride, size_t vstride, unsigned parts)
-      : st_(st), data_(data), n_(n), dim_(dim), stride_(stride), vstride_(vstride), maxScale_(parts, 0.0f) {}
+  TemplateRows(const float* data, const std::vector<std::string>& keys, size_t dim, size_t stride)
+      : data_(data), keys_(keys), dim_(dim), stride_(stride) {}
+  size_t size() const override { return keys_.size(); }
+  std::string_view key(size_t i) const override { return keys_[i]; }
+  bool valid(size_t i, float* scratch) const override { return normalise(data_ + i * dim_, dim_, scratch); }
+  bool fill(size_t i, const RowView& rv, float* scratch) const override {
+    return encode(data_ + i * dim_, dim_, stride_, rv.vec ? rv.vec : scratch, rv.code, &rv.chunk->scale[rv.row],
+                  &rv.chunk->sums[rv.row]);
+  }
+  const char* badRowMessage() const override { return "a template has a NaN or an infinity"; }
+
+ private:
+  const float* data_;
+  const std::vector<std::string>& keys_;
+  const size_t dim_, stride_;
+};
+
+// One scratch row of dim floats per thread, allocated before the threads start (a std::thread must not throw).
+std::vector<std::vector<float>> scratchRows(unsigned parts, size_t dim) {
+  return std::vector<std::vector<float>>(parts, std::vector<float>(dim));
+}
+
+// Fills row i of `st` from source row i for every i < n, handed out in grains to the threads that call
+// run(part); a bad row stops everyone.
+class InOrderFiller {
+ public:
+  InOrderFiller(Storage& st, const RowSource& src, size_t dim, size_t stride, size_t vstride, unsigned parts)
+      : st_(st), src_(src), n_(src.size()), stride_(stride), vstride_(vstride), maxScale_(parts, 0.0f),
+        scratch_(scratchRows(parts, dim)) {}
 
   void run(unsigned part) {
     constexpr size_t kGrain = 512;
     float ms = 0;
+    float* scratch = scratch_[part].data();
     for (;;) {
       const size_t lo = next_.fetch_add(kGrain);
       if (lo >= n_ || bad_.load(std::memory_order_relaxed)) break;
       const size_t hi = std::min(n_, lo + kGrain);
       for (size_t i = lo; i < hi; ++i) {
         RowView rv = rowAt(st_, i, stride_, vstride_);
-        if (!encode(data_ + i * dim_, dim_, stride_, rv.vec, rv.code, &rv.chunk->scale[rv.row], &rv.chunk->sums[rv.row])) {
+        if (!src_.fill(i, rv, scratch)) {
           bad_ = true;
           break;
         }
@@ -63,20 +92,21 @@ class InOrderEncoder {
 
  private:
   Storage& st_;
-  const float* data_;
-  const size_t n_, dim_, stride_, vstride_;
+  const RowSource& src_;
+  const size_t n_, stride_, vstride_;
   std::atomic<size_t> next_{0};
   std::atomic<bool> bad_{false};
   std::vector<float> maxScale_;
+  std::vector<std::vector<float>> scratch_;
 };
 
-// Starts encoder.run(1..parts-1) on threads of their own; fewer when a thread cannot be started (the
-// work is shared through the encoder, so it still all gets done).
-std::vector<std::thread> startEncoders(InOrderEncoder& encoder, unsigned parts) {
+// Starts filler.run(1..parts-1) on threads of their own; fewer when a thread cannot be started (the
+// work is shared through the filler, so it still all gets done).
+std::vector<std::thread> startFillers(InOrderFiller& filler, unsigned parts) {
   std::vector<std::thread> workers;
   for (unsigned p = 1; p < parts; ++p) {
     try {
-      workers.emplace_back([&encoder, p] { encoder.run(p); });
+      workers.emplace_back([&filler, p] { filler.run(p); });
     } catch (...) {
       break;
     }
@@ -89,12 +119,12 @@ void joinAll(std::vector<std::thread>& workers) {
 }
 
 // Key i -> slot i; false (and the map left partial) at the first repeated key.
-bool mapKeysInOrder(Storage& st, const std::vector<std::string>& keys) {
-  const size_t n = keys.size();
+bool mapKeysInOrder(Storage& st, const RowSource& src) {
+  const size_t n = src.size();
   st.slots.reserve(n);
   st.keys.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    auto ins = st.slots.emplace(keys[i], uint32_t(i));
+    auto ins = st.slots.emplace(std::string(src.key(i)), uint32_t(i));
     if (!ins.second) return false;
     st.keys.push_back(&*ins.first);
     st.keyBytes += keyHeapBytes(ins.first->first);
@@ -109,38 +139,43 @@ IndexResult Collection::bulkLoad(const float* data, size_t n, const std::vector<
   *stats = BulkStats{};
   IndexResult r = checkBatch(data, n, keys);
   if (!r.ok()) return r;
-  const unsigned T = bulkThreads(threads, n);
-  r = guarded([&] { return clear ? replaceContent(data, n, keys, T, stats) : upsertInPlace(data, n, keys, T, stats); });
+  TemplateRows src(data, keys, dim_, stride_);
+  return loadRows(src, clear, threads, stats);
+}
+
+IndexResult Collection::loadRows(const RowSource& src, bool clear, unsigned threads, BulkStats* stats) {
+  *stats = BulkStats{};
+  const unsigned T = bulkThreads(threads, src.size());
+  IndexResult r = guarded([&] { return clear ? replaceContent(src, T, stats) : upsertInPlace(src, T, stats); });
   if (!r.ok()) *stats = BulkStats{};
   return r;
 }
 
 // Builds the new content outside the lock, then swaps it in, so searches go on meanwhile. Keys are
-// normally unique, so row i takes template i: the other threads encode rows while this one builds the key
-// map, then joins them. If a key repeats, the rows are redone with the general mapping (last template wins).
-IndexResult Collection::replaceContent(const float* data, size_t n, const std::vector<std::string>& keys,
-                                       unsigned threads, BulkStats* stats) {
-  const size_t vstride = vectorStride(dim_);
+// normally unique, so row i takes source row i: the other threads fill rows while this one builds the key
+// map, then joins them. If a key repeats, the rows are redone with the general mapping (last row wins).
+IndexResult Collection::replaceContent(const RowSource& src, unsigned threads, BulkStats* stats) {
+  const size_t n = src.size();
   Storage ns;
-  if (!reserveRows(ns, n, stride_, vstride)) return IndexResult::fail(IndexCode::OutOfMemory, "cannot allocate index rows");
-  InOrderEncoder encoder(ns, data, n, dim_, stride_, vstride, threads);
-  std::vector<std::thread> workers = startEncoders(encoder, threads);
+  if (!reserveRows(ns, n, stride_, vstride_)) return IndexResult::fail(IndexCode::OutOfMemory, "cannot allocate index rows");
+  InOrderFiller filler(ns, src, dim_, stride_, vstride_, threads);
+  std::vector<std::thread> workers = startFillers(filler, threads);
   bool unique;
   try {
-    unique = mapKeysInOrder(ns, keys);
+    unique = mapKeysInOrder(ns, src);
   } catch (...) {
-    encoder.stop();  // stop the encoders before reporting
+    filler.stop();  // stop the fillers before reporting
     joinAll(workers);
     throw;
   }
-  encoder.run(0);
+  filler.run(0);
   joinAll(workers);
-  if (encoder.failed()) return notFinite();
+  if (filler.failed()) return badRow(src);
   if (unique) {
     ns.n = n;
-    ns.maxScale = std::max(ns.maxScale, encoder.maxScale());
+    ns.maxScale = std::max(ns.maxScale, filler.maxScale());
   } else {
-    redoRowsForRepeatedKeys(ns, data, n, keys, threads);
+    redoRowsForRepeatedKeys(ns, src, threads);
   }
   stats->added = ns.n;
   {
@@ -152,50 +187,47 @@ IndexResult Collection::replaceContent(const float* data, size_t n, const std::v
 }
 
 // After mapKeysInOrder met a repeated key: one slot per distinct key in order of first appearance, each
-// holding the last template given for it. Templates were all checked by the first pass.
-void Collection::redoRowsForRepeatedKeys(Storage& st, const float* data, size_t n, const std::vector<std::string>& keys,
-                                         unsigned threads) const {
-  const size_t vstride = vectorStride(dim_);
+// holding the last row given for it. Rows were all checked by the first pass.
+void Collection::redoRowsForRepeatedKeys(Storage& st, const RowSource& src, unsigned threads) const {
+  const size_t n = src.size();
   st.slots.clear();
   st.keys.clear();
   st.keyBytes = 0;
   std::vector<SlotSource> rows;
   rows.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    auto ins = st.slots.emplace(keys[i], uint32_t(st.n));
+    auto ins = st.slots.emplace(std::string(src.key(i)), uint32_t(st.n));
     if (ins.second) {
       st.keys.push_back(&*ins.first);
       st.keyBytes += keyHeapBytes(ins.first->first);
       rows.emplace_back(uint32_t(st.n), uint32_t(i));
       st.n++;
     } else {
-      rows[ins.first->second].second = uint32_t(i);  // repeated key: last template wins
+      rows[ins.first->second].second = uint32_t(i);  // repeated key: last row wins
     }
   }
-  // Rows past st.n hold encoded templates of repeated keys: zero them (no trace), then redo.
-  for (size_t slot = st.n; slot < n; ++slot) wipeRow(rowAt(st, slot, stride_, vstride), stride_, vstride);
+  // Rows past st.n hold rows of repeated keys: zero them (no trace), then redo.
+  for (size_t slot = st.n; slot < n; ++slot) wipeRow(rowAt(st, slot, stride_, vstride_), stride_, vstride_);
   trimChunks(st);
-  encodeRowsInto(st, data, rows, threads);
+  fillRowsInto(st, src, rows, threads);
 }
 
-// Appends new keys and replaces existing ones under the lock. A bad template must change nothing:
-// replaced rows are checked before any row is written; new rows are checked while they are encoded and,
-// if one is bad, the new keys are taken back (one pass over the data instead of two: this is the start-up
-// rebuild's path).
-IndexResult Collection::upsertInPlace(const float* data, size_t n, const std::vector<std::string>& keys,
-                                      unsigned threads, BulkStats* stats) {
-  const size_t vstride = vectorStride(dim_);
+// Appends new keys and replaces existing ones under the lock. A bad row must change nothing: replaced rows
+// are checked before any row is written; new rows are checked while they are filled and, if one is bad,
+// the new keys are taken back (one pass over the data instead of two: this is the start-up rebuild's path).
+IndexResult Collection::upsertInPlace(const RowSource& src, unsigned threads, BulkStats* stats) {
+  const size_t n = src.size();
   std::lock_guard<RwGate> lock(gate_);
   const size_t n0 = st_.n;
   // New keys get slots n0.. in order of first appearance (index in `added` = slot - n0); replaced keys are
-  // listed in `replaced` (one entry per slot, the last template wins).
+  // listed in `replaced` (one entry per slot, the last row wins).
   std::vector<SlotSource> added, replaced;
   std::unordered_map<uint32_t, uint32_t> replacedIndex;  // slot -> index in `replaced`
   try {
     added.reserve(n);
     st_.keys.reserve(n0 + n);
     for (size_t i = 0; i < n; ++i) {
-      auto ins = st_.slots.emplace(keys[i], uint32_t(st_.n));
+      auto ins = st_.slots.emplace(std::string(src.key(i)), uint32_t(st_.n));
       const uint32_t slot = ins.first->second;
       if (ins.second) {
         st_.keys.push_back(&*ins.first);
@@ -212,41 +244,40 @@ IndexResult Collection::upsertInPlace(const float* data, size_t n, const std::ve
           replaced[t.first->second].second = uint32_t(i);
       }
     }
-    if (!reserveRows(st_, st_.n, stride_, vstride)) throw std::bad_alloc();
+    if (!reserveRows(st_, st_.n, stride_, vstride_)) throw std::bad_alloc();
   } catch (...) {
     undoNewKeys(n0, false);
     return IndexResult::fail(IndexCode::OutOfMemory, "out of memory");
   }
   std::vector<float> scratch(dim_);
   for (const SlotSource& r : replaced) {
-    if (!normalise(data + size_t(r.second) * dim_, dim_, scratch.data())) {
+    if (!src.valid(r.second, scratch.data())) {
       undoNewKeys(n0, false);
-      return notFinite();
+      return badRow(src);
     }
   }
-  if (!encodeRowsInto(st_, data, added, threads)) {
+  if (!fillRowsInto(st_, src, added, threads)) {
     undoNewKeys(n0, true);
-    return notFinite();
+    return badRow(src);
   }
-  encodeRowsInto(st_, data, replaced, threads);  // checked above: cannot fail
+  fillRowsInto(st_, src, replaced, threads);  // checked above: cannot fail
   stats->added = st_.n - n0;
   stats->replaced = replaced.size();
   publish();
   return {};
 }
 
-// Encodes rows[i] = (slot, template index) in parallel; false if a template is not finite.
-bool Collection::encodeRowsInto(Storage& st, const float* data, const std::vector<SlotSource>& rows,
-                                unsigned threads) const {
-  const size_t vstride = vectorStride(dim_);
+// Fills rows[i] = (slot, source row) in parallel; false if a source row is bad.
+bool Collection::fillRowsInto(Storage& st, const RowSource& src, const std::vector<SlotSource>& rows,
+                              unsigned threads) const {
   std::vector<float> maxScale(threads, 0.0f);
   std::vector<char> bad(threads, 0);
+  std::vector<std::vector<float>> scratch = scratchRows(threads, dim_);
   runPartitioned(threads, rows.size(), [&](unsigned p, size_t lo, size_t hi) {
     float ms = 0;
     for (size_t i = lo; i < hi; ++i) {
-      RowView rv = rowAt(st, rows[i].first, stride_, vstride);
-      if (!encode(data + size_t(rows[i].second) * dim_, dim_, stride_, rv.vec, rv.code, &rv.chunk->scale[rv.row],
-                  &rv.chunk->sums[rv.row])) {
+      RowView rv = rowAt(st, rows[i].first, stride_, vstride_);
+      if (!src.fill(rows[i].second, rv, scratch[p].data())) {
         bad[p] = 1;
         return;
       }

@@ -10,7 +10,8 @@
 
 namespace facecheck::index {
 
-Collection::Collection(size_t dim) : dim_(dim), stride_(roundUp(dim ? dim : 1, kCodeAlign)) {}
+Collection::Collection(size_t dim, bool withVectors)
+    : dim_(dim), stride_(roundUp(dim ? dim : 1, kCodeAlign)), vstride_(vectorStride(dim, withVectors)) {}
 Collection::~Collection() = default;
 
 void Collection::publish() {
@@ -24,9 +25,9 @@ CollectionStats Collection::stats() const {
   s.size = size();
   s.dim = dim_;
   s.codeStride = stride_;
-  const size_t vstride = vectorStride(dim_);
+  s.vectors = hasVectors();
   const size_t chunkBytes = roundUp(kChunkRows * stride_, kChunkRows * stride_ >= kHugePage ? kHugePage : 4096) +
-                            roundUp(kChunkRows * vstride * 4, 4096) + roundUp(kChunkRows * 8, 4096);
+                            roundUp(kChunkRows * vstride_ * 4, 4096) + roundUp(kChunkRows * 8, 4096);
   s.bytesAllocated = chunkCount_.load(std::memory_order_acquire) * chunkBytes;
   // Map node (key string + slot + hash + next pointer + allocator overhead), bucket, slot -> entry pointer.
   s.bytesKeys = s.size * (sizeof(std::string) + 8 + 8 + 8 + 16 + 8 + 8) + keyBytes_.load(std::memory_order_acquire);
@@ -37,7 +38,6 @@ IndexResult Collection::write(std::string_view key, const float* v, WriteMode mo
   if (added) *added = false;
   if (key.empty()) return IndexResult::fail(IndexCode::BadArgument, "empty key");
   if (!v) return IndexResult::fail(IndexCode::BadArgument, "missing template");
-  const size_t vstride = vectorStride(dim_);
   return guarded([&]() -> IndexResult {
     std::vector<float> norm(dim_);
     AlignedArray<int8_t> codes(stride_);
@@ -55,7 +55,7 @@ IndexResult Collection::write(std::string_view key, const float* v, WriteMode mo
       slot = it->second;  // replace in place, keeping the enrolment order
     } else {
       if (mode == WriteMode::Replace) return IndexResult::fail(IndexCode::KeyNotFound, "key not in the collection");
-      if (!reserveRows(st_, st_.n + 1, stride_, vstride)) {
+      if (!reserveRows(st_, st_.n + 1, stride_, vstride_)) {
         chunkCount_.store(st_.chunks.size());
         return IndexResult::fail(IndexCode::OutOfMemory, "cannot allocate index rows");
       }
@@ -67,9 +67,9 @@ IndexResult Collection::write(std::string_view key, const float* v, WriteMode mo
       st_.n++;
       if (added) *added = true;
     }
-    RowView rv = rowAt(st_, slot, stride_, vstride);
+    RowView rv = rowAt(st_, slot, stride_, vstride_);
     std::memcpy(rv.code, codes.data(), stride_);
-    std::memcpy(rv.vec, norm.data(), dim_ * sizeof(float));
+    if (rv.vec) std::memcpy(rv.vec, norm.data(), dim_ * sizeof(float));
     rv.chunk->scale[rv.row] = scale;
     rv.chunk->sums[rv.row] = sum;
     st_.maxScale = std::max(st_.maxScale, scale);
@@ -80,7 +80,6 @@ IndexResult Collection::write(std::string_view key, const float* v, WriteMode mo
 
 IndexResult Collection::remove(std::string_view key, bool* removed) {
   *removed = false;
-  const size_t vstride = vectorStride(dim_);
   return guarded([&]() -> IndexResult {
     std::string k(key);
     std::lock_guard<RwGate> lock(gate_);
@@ -89,18 +88,18 @@ IndexResult Collection::remove(std::string_view key, bool* removed) {
     const size_t slot = it->second, last = st_.n - 1;
     st_.keyBytes -= keyHeapBytes(it->first);
     st_.slots.erase(it);
-    RowView dst = rowAt(st_, slot, stride_, vstride);
-    RowView src = rowAt(st_, last, stride_, vstride);
+    RowView dst = rowAt(st_, slot, stride_, vstride_);
+    RowView src = rowAt(st_, last, stride_, vstride_);
     if (slot != last) {
       std::memcpy(dst.code, src.code, stride_);
-      std::memcpy(dst.vec, src.vec, dim_ * sizeof(float));
+      if (dst.vec) std::memcpy(dst.vec, src.vec, dim_ * sizeof(float));
       dst.chunk->scale[dst.row] = src.chunk->scale[src.row];
       dst.chunk->sums[dst.row] = src.chunk->sums[src.row];
       st_.keys[slot] = st_.keys[last];
       st_.keys[slot]->second = uint32_t(slot);
     }
     // Leave no trace of the removed template: the vacated last row is zeroed.
-    wipeRow(src, stride_, vstride);
+    wipeRow(src, stride_, vstride_);
     st_.keys.pop_back();
     st_.n--;
     if (st_.n == 0) st_.maxScale = 0;
@@ -122,9 +121,8 @@ IndexResult Collection::clear() {
 }
 
 void Collection::undoNewKeys(size_t n0, bool zeroRows) {
-  const size_t vstride = vectorStride(dim_);
   for (size_t s = n0; s < st_.keys.size(); ++s) {
-    if (zeroRows && s / kChunkRows < st_.chunks.size()) wipeRow(rowAt(st_, s, stride_, vstride), stride_, vstride);
+    if (zeroRows && s / kChunkRows < st_.chunks.size()) wipeRow(rowAt(st_, s, stride_, vstride_), stride_, vstride_);
     st_.keyBytes -= keyHeapBytes(st_.keys[s]->first);
     st_.slots.erase(st_.slots.find(st_.keys[s]->first));
   }

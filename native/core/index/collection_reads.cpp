@@ -1,4 +1,5 @@
-// Collection reads by key (a stored template, scores against given keys) and the memory-read benchmark.
+// Collection reads by key (a stored template, scores against given keys), the same cosines for templates
+// the caller holds, and the memory-read benchmark.
 #include <chrono>
 #include <limits>
 #include <mutex>
@@ -11,13 +12,20 @@
 
 namespace facecheck::index {
 
+namespace {
+IndexResult noVectors() {
+  return IndexResult::fail(IndexCode::BadArgument, "the collection keeps no float32 templates (made without vectors)");
+}
+}  // namespace
+
 IndexResult Collection::get(std::string_view key, std::vector<float>* out) const {
+  if (!hasVectors()) return noVectors();
   return guarded([&]() -> IndexResult {
     std::string k(key);
     std::shared_lock<RwGate> lock(gate_);
     auto it = st_.slots.find(k);
     if (it == st_.slots.end()) return IndexResult::fail(IndexCode::KeyNotFound, "key not in the collection");
-    const float* v = rowAt(st_, it->second, stride_, vectorStride(dim_)).vec;
+    const float* v = rowAt(st_, it->second, stride_, vstride_).vec;
     out->assign(v, v + dim_);
     return {};
   });
@@ -25,6 +33,7 @@ IndexResult Collection::get(std::string_view key, std::vector<float>* out) const
 
 IndexResult Collection::score(const float* query, const std::vector<std::string>& keys, std::vector<float>* out) const {
   if (!query) return IndexResult::fail(IndexCode::BadArgument, "no query");
+  if (!hasVectors()) return noVectors();
   return guarded([&]() -> IndexResult {
     std::vector<float> q(dim_);
     if (!normalise(query, dim_, q.data()))
@@ -35,8 +44,22 @@ IndexResult Collection::score(const float* query, const std::vector<std::string>
     for (size_t i = 0; i < keys.size(); ++i) {
       auto it = st_.slots.find(keys[i]);
       if (it != st_.slots.end())
-        (*out)[i] = K->dot_f32(q.data(), rowAt(st_, it->second, stride_, vectorStride(dim_)).vec, dim_);
+        (*out)[i] = K->dot_f32(q.data(), rowAt(st_, it->second, stride_, vstride_).vec, dim_);
     }
+    return {};
+  });
+}
+
+IndexResult cosines(const float* query, const float* templates, size_t m, size_t dim, float* out) {
+  if (!query || (m > 0 && !templates)) return IndexResult::fail(IndexCode::BadArgument, "no query or templates");
+  return guarded([&]() -> IndexResult {
+    std::vector<float> q(dim), t(dim);
+    if (!normalise(query, dim, q.data()))
+      return IndexResult::fail(IndexCode::BadArgument, "query has a NaN or an infinity");
+    const Kernel* K = activeKernel();
+    for (size_t i = 0; i < m; ++i)
+      out[i] = normalise(templates + i * dim, dim, t.data()) ? K->dot_f32(q.data(), t.data(), dim)
+                                                             : std::numeric_limits<float>::quiet_NaN();
     return {};
   });
 }

@@ -1,5 +1,6 @@
-// Collection searches: the int8 scan with a float32 re-rank of the best candidates (search), and the
-// plain float32 brute force used as the reference (exactSearch). Both order equal scores by key.
+// Collection searches: the int8 scan with a float32 re-rank of the best candidates (search; without
+// vectors the int8 estimates are returned), and the plain float32 brute force used as the reference
+// (exactSearch). Both order equal scores by key.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -84,7 +85,7 @@ IndexResult Collection::search(const float* queries, size_t nq, const SearchOpti
   IndexResult r = checkSearch(queries, nq, o);
   if (!r.ok()) return r;
   const Kernel* K = o.kernel ? o.kernel : activeKernel();
-  const size_t vstride = vectorStride(dim_);
+  const bool rerank = hasVectors();
   return guarded([&]() -> IndexResult {
     Prepared p;
     r = prepareQueries(queries, nq, K, &p);
@@ -94,7 +95,8 @@ IndexResult Collection::search(const float* queries, size_t nq, const SearchOpti
     std::shared_lock<RwGate> lock(gate_);
     const size_t n = st_.n;
     if (n == 0) return {};
-    const size_t C = std::min(n, std::max(o.k, o.rerank ? o.rerank : std::max<size_t>(64, 4 * o.k)));
+    // Without vectors the int8 estimates are the answer: the best k of them.
+    const size_t C = !rerank ? std::min(n, o.k) : std::min(n, std::max(o.k, o.rerank ? o.rerank : std::max<size_t>(64, 4 * o.k)));
 
     // Entry threshold per query: floor minus a bound of the int8 error, so that no template scoring at
     // least the floor in float32 is dropped by the prefilter:
@@ -145,7 +147,7 @@ IndexResult Collection::search(const float* queries, size_t nq, const SearchOpti
       }
     });
 
-    // Merge the partitions, re-score the candidates in float32, keep the top k above the floor.
+    // Merge the partitions, re-score the candidates in float32 (when kept), keep the top k above the floor.
     std::vector<Cand> all, exact;
     for (size_t j = 0; j < nq; ++j) {
       all.clear();
@@ -157,7 +159,11 @@ IndexResult Collection::search(const float* queries, size_t nq, const SearchOpti
       exact.clear();
       const float* q = p.norm.data() + j * dim_;
       for (const Cand& c : all) {
-        float s = K->dot_f32(q, rowAt(st_, c.slot, stride_, vstride).vec, dim_);
+        if (!rerank) {
+          exact.push_back(c);  // already past the floor's int8 entry threshold
+          continue;
+        }
+        float s = K->dot_f32(q, rowAt(st_, c.slot, stride_, vstride_).vec, dim_);
         if (s >= o.floor) exact.push_back(Cand{s, c.slot, c.key});
       }
       std::sort(exact.begin(), exact.end(), better);
@@ -174,8 +180,9 @@ IndexResult Collection::exactSearch(const float* queries, size_t nq, const Searc
                                     std::vector<std::vector<Hit>>* out) const {
   IndexResult r = checkSearch(queries, nq, o);
   if (!r.ok()) return r;
+  if (!hasVectors())
+    return IndexResult::fail(IndexCode::BadArgument, "the collection keeps no float32 templates (made without vectors)");
   const Kernel* K = o.kernel ? o.kernel : activeKernel();
-  const size_t vstride = vectorStride(dim_);
   return guarded([&]() -> IndexResult {
     std::vector<float> norm(nq * dim_);
     for (size_t j = 0; j < nq; ++j)
@@ -199,7 +206,7 @@ IndexResult Collection::exactSearch(const float* queries, size_t nq, const Searc
           const float* q = norm.data() + j * dim_;
           auto& h = hs[j];
           for (size_t s = s0; s < s1; ++s) {
-            RowView rv = rowAt(st_, s, stride_, vstride);
+            RowView rv = rowAt(st_, s, stride_, vstride_);
             float sc = K->dot_f32(q, rv.vec, dim_);
             if (sc >= o.floor) offer(h, k, Cand{sc, uint32_t(s), &st_.keys[s]->first});
           }

@@ -7,7 +7,7 @@
 
 namespace facecheck::index {
 
-IndexResult Registry::create(const std::string& name, size_t dim, bool* created) {
+IndexResult Registry::create(const std::string& name, size_t dim, bool* created, bool withVectors) {
   *created = false;
   if (name.empty()) return IndexResult::fail(IndexCode::BadArgument, "empty collection name");
   if (dim == 0 || dim > 65536) return IndexResult::fail(IndexCode::BadArgument, "dim must be in 1..65536");
@@ -17,9 +17,11 @@ IndexResult Registry::create(const std::string& name, size_t dim, bool* created)
     if (it != map_.end()) {
       if (it->second->dim() != dim)
         return IndexResult::fail(IndexCode::DimMismatch, "collection exists with another dimension");
+      if (it->second->hasVectors() != withVectors)
+        return IndexResult::fail(IndexCode::BadArgument, withVectors ? "collection exists without vectors" : "collection exists with vectors");
       return {};
     }
-    map_.emplace(name, std::make_shared<Collection>(dim));
+    map_.emplace(name, std::make_shared<Collection>(dim, withVectors));
     *created = true;
     return {};
   });

@@ -1,8 +1,11 @@
 // Exact (brute-force) cosine similarity index over L2-normalised float templates, one collection per account.
 //
 // Storage per template: int8 codes (per-vector scale = max|x| / 127, rows padded to 64 bytes), the code sum
-// (for the VNNI kernel), the normalised float32 template (for exact re-ranking) and the person key. A search scans the int8 codes with the run-time chosen SIMD kernel, keeps the best `rerank`
-// candidates per query, re-scores them in float32 and returns the top k, so the scores are float32 cosines.
+// (for the VNNI kernel), the person key and, unless the collection is made without vectors, the normalised
+// float32 template. A search scans the int8 codes with the run-time chosen SIMD kernel, keeps the best
+// `rerank` candidates per query, re-scores them in float32 and returns the top k, so the scores are float32
+// cosines. A collection without vectors (a quarter of the memory) returns the top k by the int8 estimate
+// with the estimated cosines; the caller re-scores them from its own copy of the templates.
 // Equal scores are ordered by key (UTF-8 byte order, i.e. code point order), in the int8 candidate selection
 // as well as in the final ranking, so results do not depend on slot layout or thread partitioning.
 //
@@ -63,7 +66,8 @@ enum class WriteMode { Insert, Replace, Upsert };
 
 struct SearchOptions {
   size_t k = 10;
-  // Results with a float32 cosine below this are dropped.
+  // Results with a float32 cosine below this are dropped. Without vectors: rows whose int8 estimate is below
+  // the floor minus the proven bound of the int8 error are dropped (none whose float32 cosine reaches it).
   float floor = -std::numeric_limits<float>::infinity();
   // Scan threads: 0 = automatic (partitioned scan when the gallery is big), otherwise at most this many.
   unsigned threads = 0;
@@ -89,6 +93,33 @@ struct CollectionStats {
   size_t codeStride = 0;     // bytes of int8 codes per row
   size_t bytesAllocated = 0;  // chunk memory (codes, floats, scales, code sums)
   size_t bytesKeys = 0;       // estimate of the key strings and the key map
+  bool vectors = true;        // whether the float32 templates are kept
+};
+
+// Name and version of the row format exportCodes/importCodes exchange: int8 codes of the normalised
+// template, scale = max|x| / 127 (code * scale ~ value), rounded half away from zero, zero padded to the
+// stride, and the int32 sum of the codes. Another format is refused.
+constexpr const char* kCodeLayout = "int8-rowscale-v1";
+
+// The rows of a collection in row order (exportCodes). The three arrays live in `memory`, which the
+// holder keeps for as long as it uses them (the addon hands them to JS without copying).
+struct CodeExport {
+  size_t count = 0;
+  std::string keys;         // joined by '\0'
+  int8_t* codes = nullptr;  // count x stride
+  float* scales = nullptr;  // count
+  int32_t* sums = nullptr;  // count
+  std::shared_ptr<void> memory;
+};
+
+// Rows to load (importCodes), borrowed from the caller for the duration of the call.
+struct CodeRows {
+  size_t count = 0;
+  size_t stride = 0;
+  std::vector<std::string_view> keys;  // count
+  const int8_t* codes = nullptr;       // count x stride
+  const float* scales = nullptr;       // count
+  const int32_t* sums = nullptr;       // count
 };
 
 // Shared/exclusive lock where a waiting writer holds the turnstile, so new readers queue behind it.
@@ -127,15 +158,20 @@ struct Storage {
   size_t keyBytes = 0;  // heap bytes of long keys (stats only)
 };
 
+class RowSource;
+
 class Collection {
  public:
-  explicit Collection(size_t dim);
+  // withVectors = false: no float32 templates are kept (search returns int8 estimates; get, score and
+  // exactSearch fail with BadArgument).
+  explicit Collection(size_t dim, bool withVectors = true);
   ~Collection();
   Collection(const Collection&) = delete;
   Collection& operator=(const Collection&) = delete;
 
   size_t dim() const { return dim_; }
   size_t size() const { return size_.load(std::memory_order_acquire); }
+  bool hasVectors() const { return vstride_ != 0; }
   CollectionStats stats() const;
 
   // One template (dim floats, normalised here; a zero vector stays zero and scores 0 with everything).
@@ -148,6 +184,12 @@ class Collection {
   IndexResult bulkLoad(const float* data, size_t n, const std::vector<std::string>& keys, bool clear,
                        unsigned threads, BulkStats* stats);
   IndexResult clear();
+
+  // Snapshot of the rows without re-quantisation (code_snapshot.cpp). Export copies under the read lock.
+  // Import needs a collection without vectors, checks every row (codes in -127..127, zero padding, code
+  // sum, finite scale) before anything is visible, and has the semantics of bulkLoad (clear, or upsert).
+  IndexResult exportCodes(CodeExport* out) const;
+  IndexResult importCodes(const CodeRows& rows, bool clear, unsigned threads, BulkStats* stats);
 
   // nq queries (nq * dim floats). out->at(j) = hits of query j, best first.
   IndexResult search(const float* queries, size_t nq, const SearchOptions& opts,
@@ -167,18 +209,18 @@ class Collection {
   struct Prepared;
   IndexResult prepareQueries(const float* queries, size_t nq, const Kernel* k, Prepared* p) const;
 
-  // Bulk load steps (bulk_load.cpp). A SlotSource is (row slot, index of the template in the batch).
+  // Bulk load steps (bulk_load.cpp), for any source of rows (templates to encode, or int8 rows to copy).
+  // A SlotSource is (row slot, index of the row in the source).
   using SlotSource = std::pair<uint32_t, uint32_t>;
-  IndexResult replaceContent(const float* data, size_t n, const std::vector<std::string>& keys, unsigned threads,
-                             BulkStats* stats);
-  IndexResult upsertInPlace(const float* data, size_t n, const std::vector<std::string>& keys, unsigned threads,
-                            BulkStats* stats);
-  void redoRowsForRepeatedKeys(Storage& st, const float* data, size_t n, const std::vector<std::string>& keys,
-                               unsigned threads) const;
-  bool encodeRowsInto(Storage& st, const float* data, const std::vector<SlotSource>& rows, unsigned threads) const;
+  IndexResult loadRows(const RowSource& src, bool clear, unsigned threads, BulkStats* stats);
+  IndexResult replaceContent(const RowSource& src, unsigned threads, BulkStats* stats);
+  IndexResult upsertInPlace(const RowSource& src, unsigned threads, BulkStats* stats);
+  void redoRowsForRepeatedKeys(Storage& st, const RowSource& src, unsigned threads) const;
+  bool fillRowsInto(Storage& st, const RowSource& src, const std::vector<SlotSource>& rows, unsigned threads) const;
 
   const size_t dim_;
   const size_t stride_;
+  const size_t vstride_;  // floats per float32 row; 0 without vectors
   mutable RwGate gate_;
   Storage st_;
   std::atomic<size_t> size_{0};
@@ -192,8 +234,8 @@ class Collection {
 // Named collections (one per account).
 class Registry {
  public:
-  // Creates the collection, or finds it if it exists with the same dim (*created = false).
-  IndexResult create(const std::string& name, size_t dim, bool* created);
+  // Creates the collection, or finds it if it exists with the same dim and vectors choice (*created = false).
+  IndexResult create(const std::string& name, size_t dim, bool* created, bool withVectors = true);
   std::shared_ptr<Collection> find(const std::string& name) const;
   bool drop(const std::string& name);
   std::vector<std::string> names() const;
@@ -211,6 +253,10 @@ bool normalise(const float* v, size_t dim, float* out);
 // Quantises a normalised vector into `stride` int8 codes (zero padded); returns the scale
 // (code * scale ~ value) and the code sum.
 float quantise(const float* v, size_t dim, size_t stride, int8_t* codes, int32_t* sum);
+// Cosines of a query with m templates (m x dim, row-major), each side normalised as the index does and
+// multiplied with the active kernel's float32 dot: exactly what Collection::score returns for stored
+// templates. A template with a NaN or an infinity scores NaN; a non-finite query is BadArgument.
+IndexResult cosines(const float* query, const float* templates, size_t m, size_t dim, float* out);
 // normalise() then quantise() in one call (bit-identical results); false when v is not finite.
 bool encode(const float* v, size_t dim, size_t stride, float* vec, int8_t* codes, float* scale, int32_t* sum);
 

@@ -11,9 +11,9 @@ std::unique_ptr<Chunk> Chunk::make(size_t stride, size_t vstride) {
   c->codes = MappedBuffer(kChunkRows * stride, true);
   // Not huge: the float32 rows are only read for re-ranking a few candidates, and asking for huge pages
   // here made start-up bulk loads slower and erratic (direct compaction: 3.2-7.0 s vs 2.8-3.0 s for 1M).
-  c->vecs = MappedBuffer(kChunkRows * vstride * sizeof(float), false);
+  if (vstride) c->vecs = MappedBuffer(kChunkRows * vstride * sizeof(float), false);
   c->meta = MappedBuffer(kChunkRows * (sizeof(float) + sizeof(int32_t)), false);
-  if (!c->codes.data() || !c->vecs.data() || !c->meta.data()) return nullptr;
+  if (!c->codes.data() || (vstride && !c->vecs.data()) || !c->meta.data()) return nullptr;
   c->scale = reinterpret_cast<float*>(c->meta.data());
   c->sums = reinterpret_cast<int32_t*>(c->meta.data() + kChunkRows * sizeof(float));
   return c;
@@ -26,7 +26,7 @@ Storage& Storage::operator=(Storage&&) noexcept = default;
 
 void wipeRow(const RowView& rv, size_t stride, size_t vstride) {
   std::memset(rv.code, 0, stride);
-  std::memset(rv.vec, 0, vstride * sizeof(float));
+  if (rv.vec) std::memset(rv.vec, 0, vstride * sizeof(float));
   rv.chunk->scale[rv.row] = 0;
   rv.chunk->sums[rv.row] = 0;
 }

@@ -1,5 +1,5 @@
-// Row storage of a collection: chunks of kChunkRows rows (int8 codes, float32 templates, scale and code
-// sum per row) and the helpers that address, grow, shrink and wipe rows. Internal to core/index (baseline
+// Row storage of a collection: chunks of kChunkRows rows (int8 codes, float32 templates unless the
+// collection keeps none, scale and code sum per row) and the helpers that address, grow, shrink and wipe rows. Internal to core/index (baseline
 // instruction set only, see mapped_buffer.h).
 #pragma once
 
@@ -17,7 +17,7 @@ constexpr size_t kChunkRows = 4096;  // rows per chunk (2 MiB of codes at 512-d)
 
 struct Chunk {
   MappedBuffer codes;  // kChunkRows x stride int8
-  MappedBuffer vecs;   // kChunkRows x vstride float
+  MappedBuffer vecs;   // kChunkRows x vstride float (empty when vstride is 0: no vectors)
   MappedBuffer meta;   // scale (float) and code sum (int32) per row
   float* scale = nullptr;
   int32_t* sums = nullptr;
@@ -27,15 +27,15 @@ struct Chunk {
   size_t bytes() const { return codes.size() + vecs.size() + meta.size(); }
 };
 
-// Floats per stored template row (a multiple of 16, so rows stay 64-byte aligned).
-inline size_t vectorStride(size_t dim) { return roundUp(dim, 16); }
+// Floats per stored template row (a multiple of 16, so rows stay 64-byte aligned); 0 without vectors.
+inline size_t vectorStride(size_t dim, bool withVectors) { return withVectors ? roundUp(dim, 16) : 0; }
 
 // Heap bytes of a key beyond the string object itself (short keys live inside it).
 inline size_t keyHeapBytes(const std::string& k) { return k.size() > 15 ? k.size() + 1 : 0; }
 
 struct RowView {
   int8_t* code;
-  float* vec;
+  float* vec;  // null without vectors
   Chunk* chunk;
   size_t row;
 };
@@ -43,8 +43,8 @@ struct RowView {
 inline RowView rowAt(const Storage& st, size_t slot, size_t stride, size_t vstride) {
   Chunk* c = st.chunks[slot / kChunkRows].get();
   size_t r = slot % kChunkRows;
-  return RowView{reinterpret_cast<int8_t*>(c->codes.data()) + r * stride,
-                 reinterpret_cast<float*>(c->vecs.data()) + r * vstride, c, r};
+  float* vec = vstride ? reinterpret_cast<float*>(c->vecs.data()) + r * vstride : nullptr;
+  return RowView{reinterpret_cast<int8_t*>(c->codes.data()) + r * stride, vec, c, r};
 }
 
 // Zeroes one row, so that nothing of a removed template stays in memory.

@@ -1,0 +1,111 @@
+// Collection::exportCodes / importCodes: the int8 rows of a collection (codes, scales, code sums, keys) out
+// and back in without re-quantisation, so a start-up can load a snapshot instead of encoding every
+// template again. Import copies the rows through the bulk-load paths (bulk_load.cpp) and checks each one.
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+
+#include "core/index/guarded.h"
+#include "core/index/row_source.h"
+#include "core/index/similarity_index.h"
+#include "core/index/storage.h"
+
+namespace facecheck::index {
+
+namespace {
+
+// A row as the encoder writes it: codes in -127..127 (the kernels' exactness relies on it), zero padding
+// past dim, the sum of the codes, and a finite scale in [0, 1] (max |x| of a unit vector / 127).
+bool validRow(const int8_t* codes, size_t dim, size_t stride, float scale, int32_t sum) {
+  if (!(scale >= 0.0f && scale <= 1.0f)) return false;
+  int32_t s = 0;
+  uint32_t bad = 0;
+  for (size_t d = 0; d < dim; ++d) {
+    s += codes[d];
+    bad |= uint32_t(codes[d] == -128);
+  }
+  for (size_t d = dim; d < stride; ++d) bad |= uint32_t(codes[d] != 0);
+  return bad == 0 && s == sum;
+}
+
+// The rows of a dump, copied as they are; each is checked (after the copy, while it is in cache).
+class CodeRowsSource final : public RowSource {
+ public:
+  CodeRowsSource(const CodeRows& rows, size_t dim) : r_(rows), dim_(dim) {}
+  size_t size() const override { return r_.count; }
+  std::string_view key(size_t i) const override { return r_.keys[i]; }
+  bool valid(size_t i, float*) const override {
+    return validRow(r_.codes + i * r_.stride, dim_, r_.stride, r_.scales[i], r_.sums[i]);
+  }
+  bool fill(size_t i, const RowView& rv, float*) const override {
+    std::memcpy(rv.code, r_.codes + i * r_.stride, r_.stride);
+    rv.chunk->scale[rv.row] = r_.scales[i];
+    rv.chunk->sums[rv.row] = r_.sums[i];
+    return validRow(rv.code, dim_, r_.stride, r_.scales[i], r_.sums[i]);
+  }
+  const char* badRowMessage() const override {
+    return "a row of the dump is not a valid code row (code out of range, padding, code sum or scale)";
+  }
+
+ private:
+  const CodeRows& r_;
+  const size_t dim_;
+};
+
+}  // namespace
+
+IndexResult Collection::exportCodes(CodeExport* out) const {
+  return guarded([&]() -> IndexResult {
+    CodeExport e;
+    std::shared_lock<RwGate> lock(gate_);
+    const size_t n = st_.n;
+    e.count = n;
+    size_t keyChars = 0;
+    for (size_t s = 0; s < n; ++s) keyChars += st_.keys[s]->first.size() + 1;
+    e.keys.reserve(keyChars);
+    for (size_t s = 0; s < n; ++s) {
+      if (s) e.keys.push_back('\0');
+      e.keys.append(st_.keys[s]->first);
+    }
+    if (n > 0) {
+      // One mapping for the three arrays (faulted in at once, like the chunks).
+      const size_t codeBytes = roundUp(n * stride_, 64), scaleBytes = roundUp(n * sizeof(float), 64);
+      auto memory = std::make_shared<MappedBuffer>(codeBytes + scaleBytes + n * sizeof(int32_t), true);
+      if (!memory->data()) return IndexResult::fail(IndexCode::OutOfMemory, "cannot allocate the exported rows");
+      e.codes = reinterpret_cast<int8_t*>(memory->data());
+      e.scales = reinterpret_cast<float*>(memory->data() + codeBytes);
+      e.sums = reinterpret_cast<int32_t*>(memory->data() + codeBytes + scaleBytes);
+      e.memory = std::move(memory);
+      for (size_t s = 0; s < n;) {
+        const Chunk& ch = *st_.chunks[s / kChunkRows];
+        const size_t r0 = s % kChunkRows, nr = std::min(kChunkRows - r0, n - s);
+        std::memcpy(e.codes + s * stride_, ch.codes.data() + r0 * stride_, nr * stride_);
+        std::memcpy(e.scales + s, ch.scale + r0, nr * sizeof(float));
+        std::memcpy(e.sums + s, ch.sums + r0, nr * sizeof(int32_t));
+        s += nr;
+      }
+    }
+    *out = std::move(e);
+    return {};
+  });
+}
+
+IndexResult Collection::importCodes(const CodeRows& rows, bool clear, unsigned threads, BulkStats* stats) {
+  *stats = BulkStats{};
+  if (hasVectors())
+    return IndexResult::fail(IndexCode::BadArgument,
+                             "codes alone cannot fill a collection that keeps float32 templates (make it without vectors)");
+  if (rows.stride != stride_) return IndexResult::fail(IndexCode::BadArgument, "the dump's stride differs from the collection's");
+  if (rows.keys.size() != rows.count) return IndexResult::fail(IndexCode::BadArgument, "keys and rows differ in count");
+  if (rows.count > 0 && (!rows.codes || !rows.scales || !rows.sums))
+    return IndexResult::fail(IndexCode::BadArgument, "missing rows");
+  if (rows.count > UINT32_MAX) return IndexResult::fail(IndexCode::BadArgument, "too many rows");
+  for (const auto& k : rows.keys)
+    if (k.empty()) return IndexResult::fail(IndexCode::BadArgument, "empty key");
+  CodeRowsSource src(rows, dim_);
+  return loadRows(src, clear, threads, stats);
+}
+
+}  // namespace facecheck::index
