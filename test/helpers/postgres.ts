@@ -26,6 +26,17 @@ export interface PostgresServer {
   dataDir: string;
   /** Stops the server (pg_ctl stop -m fast -w) and removes its temp folder. Safe to call twice. */
   stop(): Promise<void>;
+  /**
+   * pg_ctl restart on the same port and data: 'fast' disconnects clients and shuts down cleanly, 'immediate'
+   * stops at once like a crash (the next start replays the WAL). Resolves when the server accepts again.
+   */
+  restart(mode?: 'fast' | 'immediate'): Promise<void>;
+  /** Stops the server but keeps its data (clients get refused connections until resume()). */
+  halt(mode?: 'fast' | 'immediate'): Promise<void>;
+  /** Starts a halted server again on the same port. */
+  resume(): Promise<void>;
+  /** Creates another empty database on this server; returns its url. */
+  createDatabase(name: string): Promise<string>;
 }
 
 function hasServerBinaries(dir: string): boolean {
@@ -162,15 +173,16 @@ export async function startPostgres(): Promise<PostgresServer> {
     );
 
     let port = 0;
+    const optionsOf = (p: number): string => [
+      '-c listen_addresses=127.0.0.1',
+      `-p ${p}`,
+      // Quoted: pg_ctl hands -o to a shell. The socket lives in the temp folder, not /var/run/postgresql.
+      `-c unix_socket_directories='${dir}'`,
+      '-c fsync=off',
+    ].join(' ');
     for (let attempt = 1; ; attempt++) {
       port = await freePort();
-      const opts = [
-        '-c listen_addresses=127.0.0.1',
-        `-p ${port}`,
-        // Quoted: pg_ctl hands -o to a shell. The socket lives in the temp folder, not /var/run/postgresql.
-        `-c unix_socket_directories='${dir}'`,
-        '-c fsync=off',
-      ].join(' ');
+      const opts = optionsOf(port);
       try {
         await run(pgCtl, ['start', '-D', dataDir, '-l', logFile, '-w', '-t', '60', '-o', opts], dir, 90_000);
         break;
@@ -193,17 +205,43 @@ export async function startPostgres(): Promise<PostgresServer> {
     }
 
     let stopped: Promise<void> | undefined;
+    let halted = false;
     const stop = (): Promise<void> =>
       (stopped ??= (async () => {
         try {
-          await run(pgCtl, ['stop', '-D', dataDir, '-m', 'fast', '-w', '-t', '60'], dir, 90_000);
+          if (!halted) await run(pgCtl, ['stop', '-D', dataDir, '-m', 'fast', '-w', '-t', '60'], dir, 90_000);
         } finally {
           running.delete(dir);
           fs.rmSync(dir, { recursive: true, force: true });
         }
       })());
+    const opts = optionsOf(port);
+    const restart = async (mode: 'fast' | 'immediate' = 'fast'): Promise<void> => {
+      await run(pgCtl, ['restart', '-D', dataDir, '-l', logFile, '-m', mode, '-w', '-t', '60', '-o', opts], dir, 90_000);
+    };
+    const halt = async (mode: 'fast' | 'immediate' = 'fast'): Promise<void> => {
+      await run(pgCtl, ['stop', '-D', dataDir, '-m', mode, '-w', '-t', '60'], dir, 90_000);
+      halted = true;
+    };
+    const resume = async (): Promise<void> => {
+      await run(pgCtl, ['start', '-D', dataDir, '-l', logFile, '-w', '-t', '60', '-o', opts], dir, 90_000);
+      halted = false;
+    };
+    const createDatabase = async (name: string): Promise<string> => {
+      if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`database name ${name}: lower-case letters, digits, _`);
+      const c = new Client({ host: '127.0.0.1', port, user: DB_USER, database: 'postgres' });
+      await c.connect();
+      try {
+        await c.query(`CREATE DATABASE ${name}`);
+      } finally {
+        await c.end();
+      }
+      return `postgres://${DB_USER}@127.0.0.1:${port}/${name}`;
+    };
 
-    return { url: `postgres://${DB_USER}@127.0.0.1:${port}/${DB_NAME}`, port, dataDir, stop };
+    return {
+      url: `postgres://${DB_USER}@127.0.0.1:${port}/${DB_NAME}`, port, dataDir, stop, restart, halt, resume, createDatabase,
+    };
   } catch (err) {
     // Half-started: stop whatever runs and remove the folder before reporting.
     if (running.has(dir) || fs.existsSync(path.join(dataDir, 'postmaster.pid'))) {

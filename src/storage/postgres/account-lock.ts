@@ -1,0 +1,26 @@
+// Exclusive sections per account across nodes. An enrolment's rule spans the store and the in-memory gallery
+// ("this id is free and this face is not enrolled yet"), so two creates must not interleave between the check
+// and the write, even on two nodes. The section is one transaction that first takes an advisory lock on the
+// account (pg_advisory_xact_lock: released by the commit or by the connection's death, never left behind),
+// and the section's person writes join that transaction. The fence tells the caller which changes of the
+// account were committed before it got the lock: its gallery must have applied them before it checks.
+import { lastSeqOf } from './change-log';
+import type { AccountScope } from './interfaces';
+import { lockKey } from './lock-keys';
+import { PgPersonRepository } from './persons';
+import { JoinedTransaction, type Db } from './pool';
+import type { Sealer } from '../crypto/sealer';
+
+/**
+ * Runs `fn` holding the account's lock; its writes through `scope.persons` commit with it (or not at all, if
+ * `fn` throws). A wait for the lock longer than the statement timeout fails with DatabaseUnavailableError.
+ */
+export async function exclusiveForAccount<T>(db: Db, sealer: Sealer, accountId: string,
+  fn: (scope: AccountScope) => Promise<T>): Promise<T> {
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey('account', accountId)]);
+    // Read after the lock: the previous holder's commit is visible (its lock went only after it committed).
+    const fence = { seq: await lastSeqOf(tx, accountId) };
+    return fn({ persons: new PgPersonRepository(new JoinedTransaction(tx), sealer), fence });
+  });
+}

@@ -1,0 +1,80 @@
+// API keys in PostgreSQL, by the SHA-256 of the key (the key is shown once and never stored).
+import { generateKey, hashKey, LAST_USED_INTERVAL_MS, type ApiKeyRecord } from '../api-keys';
+import type { Role } from '../../domain/roles';
+import type { AsyncApiKeyRepository } from './interfaces';
+import type { Db } from './pool';
+import { iso, isoOrNull } from './rows';
+
+interface ApiKeyRow {
+  key_id: string;
+  account_id: string;
+  role: Role;
+  label: string;
+  created: Date;
+  revoked: Date | null;
+  signing_public_key: string | null;
+  last_used: Date | null;
+}
+
+const COLUMNS = 'key_id, account_id, role, label, created, revoked, signing_public_key, last_used';
+
+function recordOf(r: ApiKeyRow): ApiKeyRecord {
+  const record: ApiKeyRecord = { keyId: r.key_id, accountId: r.account_id, role: r.role, label: r.label,
+    created: iso(r.created), revoked: isoOrNull(r.revoked) };
+  if (r.signing_public_key !== null) record.signingPublicKey = r.signing_public_key;
+  if (r.last_used !== null) record.lastUsed = iso(r.last_used);
+  return record;
+}
+
+export class PgApiKeyRepository implements AsyncApiKeyRepository {
+  /** keyId -> when this node last wrote its lastUsed (ms): most uses then cost no statement at all. */
+  private readonly lastUseWritten = new Map<string, number>();
+
+  constructor(private readonly db: Db) {}
+
+  async create(accountId: string, role: Role, label: string, now: string, signingPublicKey?: string):
+    Promise<{ key: string; record: ApiKeyRecord }> {
+    const key = generateKey();
+    const hash = hashKey(key);
+    const record: ApiKeyRecord = { keyId: hash.slice(0, 12), accountId, role, label, created: now, revoked: null };
+    if (signingPublicKey) record.signingPublicKey = signingPublicKey;
+    await this.db.query(`INSERT INTO api_keys (key_sha256, key_id, account_id, role, label, created, signing_public_key)
+      VALUES ($1, $2, $3, $4, $5, $6, $7)`, [hash, record.keyId, accountId, role, label, now, signingPublicKey ?? null]);
+    return { key, record };
+  }
+
+  async lookup(key: string): Promise<ApiKeyRecord | undefined> {
+    const { rows } = await this.db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE key_sha256 = $1`, [hashKey(key)]);
+    return rows[0] && recordOf(rows[0]);
+  }
+
+  async list(): Promise<ApiKeyRecord[]> {
+    const { rows } = await this.db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys ORDER BY created, key_id`);
+    return rows.map(recordOf);
+  }
+
+  async recordUse(key: string, now: Date): Promise<void> {
+    const hash = hashKey(key);
+    const keyId = hash.slice(0, 12);
+    const t = now.getTime();
+    if (t - (this.lastUseWritten.get(keyId) ?? -Infinity) < LAST_USED_INTERVAL_MS) return;
+    this.lastUseWritten.set(keyId, t);
+    // The condition keeps nodes from each writing it within the same minute; a revocation is untouched.
+    await this.db.query(`UPDATE api_keys SET last_used = $2 WHERE key_sha256 = $1
+      AND (last_used IS NULL OR last_used <= $2::timestamptz - make_interval(secs => $3))`,
+    [hash, now.toISOString(), LAST_USED_INTERVAL_MS / 1000]);
+  }
+
+  async revoke(keyId: string, now: string, accountId?: string): Promise<boolean> {
+    const { rows } = await this.db.query(`UPDATE api_keys SET revoked = coalesce(revoked, $2)
+      WHERE key_sha256 = (SELECT key_sha256 FROM api_keys WHERE key_id = $1 AND ($3::text IS NULL OR account_id = $3)
+                          ORDER BY created LIMIT 1)
+      RETURNING 1`, [keyId, now, accountId ?? null]);
+    return rows.length > 0;
+  }
+
+  async isEmpty(): Promise<boolean> {
+    const { rows } = await this.db.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM api_keys) AS any');
+    return !rows[0].any;
+  }
+}

@@ -1,0 +1,234 @@
+// Follows the person change log (./change-log.ts) on a connection of its own and hands ordered batches to a
+// callback: how a node keeps its in-memory gallery in step with persons written by the other nodes.
+//
+// Protocol: the follower keeps `position`, the last seq it delivered. It LISTENs on the change channel and,
+// on every notification, every poll tick (a safety net for a lost notification) and after every
+// (re)connect, reads `seq > position` in order and delivers it. Sequence numbers become visible in commit
+// order, so nothing committed can appear behind `position`. LISTEN is issued before the catch-up read, so a
+// change committed in between is seen by the read or notified after it. A lost connection (terminated
+// backend, server restart, network) is replaced with backoff and followed by a catch-up, so nothing is
+// missed; a callback that throws gets the same batch again later (delivery is at least once: the callback
+// must be idempotent, e.g. "upsert what the persons table holds now"). When the log was pruned past the
+// position (a node away for longer than the retention) onResync is called to rebuild from the table.
+import { Client, type Notification } from 'pg';
+import { CHANGE_CHANNEL, changesAfter, prunedThrough, type PersonChange } from './change-log';
+import { DatabaseUnavailableError, unavailability } from './errors';
+import { clientOptions, type PostgresSettings } from './pool';
+
+export interface ChangeFollowerOptions {
+  settings: PostgresSettings;
+  /** Deliver changes after this seq (lastSeq() read before the gallery was built). */
+  after: number;
+  /** Applies one ordered batch; a throw means "not applied" and the batch comes again. */
+  onChanges(batch: readonly PersonChange[]): Promise<void>;
+  /** The log no longer holds changes this follower missed: rebuild from the persons table, return lastSeq() read before. */
+  onResync(): Promise<number>;
+  /** Errors the follower handled itself (connection lost, callback failed), for the log. */
+  onError?(err: unknown): void;
+  /** Safety-net read interval when no notification comes; default 1000 ms. */
+  pollIntervalMs?: number;
+  /** Changes per batch at most; default 500. */
+  batchSize?: number;
+  /** First reconnect delay, doubled up to maxReconnectDelayMs; defaults 100 and 5000 ms. */
+  reconnectDelayMs?: number;
+  maxReconnectDelayMs?: number;
+}
+
+export interface FollowerStats {
+  /** Connections established after the first one. */
+  reconnects: number;
+  notifications: number;
+  batches: number;
+  delivered: number;
+  resyncs: number;
+}
+
+interface Waiter {
+  seq: number;
+  resolve(): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+export class ChangeFollower {
+  readonly stats: FollowerStats = { reconnects: 0, notifications: 0, batches: 0, delivered: 0, resyncs: 0 };
+  private positionSeq: number;
+  private client: Client | undefined;
+  private connecting: Promise<void> | undefined;
+  private connectedOnce = false;
+  private dirty = false;
+  private pumping: Promise<void> | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly waiters = new Set<Waiter>();
+  private readonly pollIntervalMs: number;
+  private readonly batchSize: number;
+  private readonly minDelay: number;
+  private readonly maxDelay: number;
+
+  constructor(private readonly options: ChangeFollowerOptions) {
+    this.positionSeq = options.after;
+    this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.batchSize = options.batchSize ?? 500;
+    this.minDelay = options.reconnectDelayMs ?? 100;
+    this.maxDelay = options.maxReconnectDelayMs ?? 5_000;
+  }
+
+  /** The last seq delivered. */
+  get position(): number {
+    return this.positionSeq;
+  }
+
+  get connected(): boolean {
+    return this.client !== undefined;
+  }
+
+  /** Connects, LISTENs and catches up; resolves once caught up (retrying while the database is unreachable). */
+  async start(): Promise<void> {
+    this.pollTimer = setInterval(() => this.kick(), this.pollIntervalMs);
+    this.pollTimer.unref();
+    await this.ensureConnected();
+    await this.drain();
+  }
+
+  /** Resolves when every change up to `seq` has been delivered; DatabaseUnavailableError after `timeoutMs`. */
+  waitFor(seq: number, timeoutMs: number): Promise<void> {
+    if (this.positionSeq >= seq) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        seq, resolve, reject,
+        timer: setTimeout(() => {
+          this.waiters.delete(waiter);
+          reject(new DatabaseUnavailableError('timeout', `change follower at ${this.positionSeq}, not at ${seq} after ${timeoutMs} ms`));
+        }, timeoutMs),
+      };
+      this.waiters.add(waiter);
+      this.kick();
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.pollTimer);
+    for (const w of this.waiters) {
+      clearTimeout(w.timer);
+      w.reject(new Error('change follower stopped'));
+    }
+    this.waiters.clear();
+    await this.pumping?.catch(() => undefined);
+    const c = this.client;
+    this.client = undefined;
+    await c?.end().catch(() => undefined);
+  }
+
+  private kick(): void {
+    if (this.stopped) return;
+    this.dirty = true;
+    if (!this.client) {
+      void this.ensureConnected();
+      return;
+    }
+    this.pumping ??= this.pump().finally(() => { this.pumping = undefined; });
+  }
+
+  /** Waits until a pump started now has finished (start(): caught up before resolving). */
+  private async drain(): Promise<void> {
+    this.kick();
+    while (this.pumping) await this.pumping;
+  }
+
+  private ensureConnected(): Promise<void> {
+    this.connecting ??= this.connectLoop().finally(() => { this.connecting = undefined; });
+    return this.connecting;
+  }
+
+  private async connectLoop(): Promise<void> {
+    let delay = this.minDelay;
+    while (!this.stopped && !this.client) {
+      const c = new Client(clientOptions(this.options.settings, `${this.options.settings.applicationName} change follower`));
+      c.on('error', (err) => this.lost(c, err));
+      c.on('end', () => this.lost(c, new Error('change follower connection ended')));
+      c.on('notification', (n: Notification) => this.notified(n));
+      try {
+        await c.connect();
+        // Before the catch-up read: a change committed meanwhile is either read or notified.
+        await c.query(`LISTEN ${CHANGE_CHANNEL}`);
+        if (this.stopped) {
+          await c.end().catch(() => undefined);
+          return;
+        }
+        this.client = c;
+        if (this.connectedOnce) this.stats.reconnects++;
+        this.connectedOnce = true;
+        this.kick();
+      } catch (err) {
+        c.removeAllListeners('end');
+        await c.end().catch(() => undefined);
+        this.options.onError?.(err);
+        await sleep(delay);
+        delay = Math.min(delay * 2, this.maxDelay);
+      }
+    }
+  }
+
+  private lost(c: Client, err: unknown): void {
+    if (c !== this.client) return;
+    this.client = undefined;
+    c.end().catch(() => undefined);
+    if (this.stopped) return;
+    this.options.onError?.(err);
+    void this.ensureConnected();
+  }
+
+  private notified(n: Notification): void {
+    if (n.channel !== CHANGE_CHANNEL) return;
+    this.stats.notifications++;
+    // Payload: the highest seq of the committing transaction; nothing to read when delivered already.
+    if (Number(n.payload) > this.positionSeq) this.kick();
+  }
+
+  private async pump(): Promise<void> {
+    while (this.dirty && this.client && !this.stopped) {
+      this.dirty = false;
+      const c = this.client;
+      try {
+        const horizon = await prunedThrough(c);
+        if (horizon > this.positionSeq) {
+          this.stats.resyncs++;
+          this.advance(Math.max(await this.options.onResync(), horizon));
+          this.dirty = true;
+          continue;
+        }
+        const batch = await changesAfter(c, this.positionSeq, this.batchSize);
+        if (batch.length === 0) continue;
+        await this.options.onChanges(batch);
+        this.stats.batches++;
+        this.stats.delivered += batch.length;
+        this.advance(batch[batch.length - 1].seq);
+        if (batch.length === this.batchSize) this.dirty = true;
+      } catch (err) {
+        if (unavailability(err)) {
+          this.lost(c, err);  // reconnects, then catches up from the same position
+        } else {
+          // The callback failed: the same batch again after a pause.
+          this.options.onError?.(err);
+          await sleep(this.minDelay);
+          this.dirty = true;
+        }
+      }
+    }
+  }
+
+  private advance(seq: number): void {
+    if (seq <= this.positionSeq) return;
+    this.positionSeq = seq;
+    for (const w of this.waiters) {
+      if (w.seq > seq) continue;
+      clearTimeout(w.timer);
+      this.waiters.delete(w);
+      w.resolve();
+    }
+  }
+}

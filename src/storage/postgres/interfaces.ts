@@ -1,0 +1,201 @@
+// The asynchronous storage interface both backends are to implement: the LMDB store (src/storage/store.ts,
+// whose reads are synchronous today) and the PostgreSQL store of this folder. One interface per repository,
+// with the LMDB repository's methods and records (imported, not copied), every method returning a Promise,
+// plus what one process keeps in memory today and several nodes behind a load balancer must share: the
+// request-signing replay cache, the sign-in throttle and small shared settings.
+//
+// Left out on purpose: LMDB's storage migrations (moveInlineTemplates, sealPlainKeys) and the *Within
+// helpers that only run inside a LMDB write transaction (activation-code redemption and usage counting are
+// part of LicenceRepository.create and checkIn here, as they are there).
+import type { AccountRecord } from '../accounts';
+import type { ActivationCodeRecord } from '../activation-codes';
+import type { ApiKeyRecord } from '../api-keys';
+import type { KeyUsageDay } from '../key-usage';
+import type { Grant } from '../../domain/grants';
+import type { UsageRow } from '../licence-usage';
+import type { ChangeOutcome, CreateOutcome, CreateRules, Decision, LicenceRecord, NewLicence } from '../licences';
+import type { AccountPersonMeta, CreateResult, PersonMeta, PersonRecord, TemplateBlock, TemplateInput } from '../persons';
+import type { Role } from '../../domain/roles';
+import type { ServiceKeyPair } from '../service-key';
+import type { SessionRecord } from '../sessions';
+
+export interface AsyncPersonRepository {
+  /** The person without its template (existence checks, person responses). */
+  meta(accountId: string, personId: string): Promise<(PersonMeta & { modelId: string }) | undefined>;
+  get(accountId: string, personId: string): Promise<PersonRecord | undefined>;
+  referenceImage(accountId: string, personId: string): Promise<Buffer | undefined>;
+  /** Writes a new person unless the id exists (decided by the write itself: of two at once, one is created). */
+  create(accountId: string, personId: string, input: TemplateInput, now: string): Promise<CreateResult>;
+  /** Creates many persons of one account in one transaction; ids that exist are returned in `skipped`. */
+  createMany(accountId: string, persons: ReadonlyArray<{ personId: string } & TemplateInput>, now: string):
+    Promise<{ created: number; skipped: string[] }>;
+  /** Replaces template and reference image; undefined when the person does not exist. */
+  replace(accountId: string, personId: string, input: TemplateInput, now: string): Promise<PersonRecord | undefined>;
+  /** Replaces only the template (reindex). */
+  setTemplate(accountId: string, personId: string, modelId: string, template: Float32Array): Promise<boolean>;
+  /** Deletes the person; returns what was deleted, undefined when absent. */
+  remove(accountId: string, personId: string): Promise<PersonRecord | undefined>;
+  /** Every person of every account, without templates (listing, reindex). */
+  all(): AsyncIterable<AccountPersonMeta>;
+  /** Every template of `modelId`, in blocks of one account (the gallery rebuild); copy `bytes` before the next. */
+  templateBlocks(modelId: string): AsyncIterable<TemplateBlock>;
+  count(accountId?: string): Promise<number>;
+}
+
+export interface AsyncApiKeyRepository {
+  /** Creates a key and returns it in clear (the only time it exists in clear). */
+  create(accountId: string, role: Role, label: string, now: string, signingPublicKey?: string):
+    Promise<{ key: string; record: ApiKeyRecord }>;
+  lookup(key: string): Promise<ApiKeyRecord | undefined>;
+  list(): Promise<ApiKeyRecord[]>;
+  /** Records a use at `now`, at most once a minute per key. */
+  recordUse(key: string, now: Date): Promise<void>;
+  revoke(keyId: string, now: string, accountId?: string): Promise<boolean>;
+  isEmpty(): Promise<boolean>;
+}
+
+export interface AsyncQuotaRepository {
+  /** Counts one request unless `limit` is reached; false (nothing counted) when it is. Exact across nodes. */
+  tryConsume(accountId: string, day: string, limit: number): Promise<boolean>;
+  used(accountId: string, day: string): Promise<number>;
+}
+
+export interface AsyncServiceKeyRepository {
+  /** The response-signing key pair, made on first use (every node agrees on one). */
+  responseSigning(): Promise<ServiceKeyPair>;
+}
+
+export interface AsyncAccountRepository {
+  get(accountId: string): Promise<AccountRecord | undefined>;
+  byEmail(email: string): Promise<AccountRecord | undefined>;
+  create(record: AccountRecord): Promise<'created' | 'email-taken' | 'id-taken'>;
+  /** Applies `change` to the stored account, read and written in one transaction. */
+  update(accountId: string, change: (a: AccountRecord) => AccountRecord): Promise<AccountRecord | undefined>;
+  list(): Promise<AccountRecord[]>;
+}
+
+export interface AsyncSessionRepository {
+  create(tokenHash: string, record: SessionRecord): Promise<void>;
+  get(tokenHash: string): Promise<SessionRecord | undefined>;
+  touch(tokenHash: string, now: Date): Promise<void>;
+  delete(tokenHash: string): Promise<boolean>;
+  deleteAllOf(accountId: string, exceptHash?: string): Promise<number>;
+  purgeExpired(now: Date, idleMs: number): Promise<number>;
+  count(): Promise<number>;
+}
+
+export interface AsyncLicenceRepository {
+  /** Limit, activation code and write in one transaction: exact across nodes. */
+  create(licence: NewLicence, rules: CreateRules): Promise<CreateOutcome>;
+  get(licenceId: string): Promise<LicenceRecord | undefined>;
+  byKeySha256(keySha256: string): Promise<LicenceRecord | undefined>;
+  /** The licence key in clear, from its sealed copy. */
+  openKey(record: LicenceRecord): Promise<string>;
+  listByAccount(accountId: string): Promise<LicenceRecord[]>;
+  list(): Promise<LicenceRecord[]>;
+  update<R>(licenceId: string, decide: (current: LicenceRecord) => Decision<R>): Promise<ChangeOutcome<R>>;
+  /** A device's check-in: decide, record, and add the usage, in one transaction. */
+  checkIn<R>(keySha256: string, decide: (current: LicenceRecord) => Decision<R>, usage: readonly UsageRow[]):
+    Promise<ChangeOutcome<R>>;
+}
+
+export interface AsyncActivationCodeRepository {
+  /** Stores a new code by its hash; false if that hash exists already. */
+  add(codeSha256: string, record: ActivationCodeRecord): Promise<boolean>;
+  list(): Promise<ActivationCodeRecord[]>;
+}
+
+export interface AsyncLicenceUsageRepository {
+  add(licenceId: string, rows: readonly UsageRow[]): Promise<void>;
+  range(licenceId: string, fromDay: string, toDay: string): Promise<UsageRow[]>;
+  day(licenceId: string, day: string): Promise<Partial<Record<Grant, number>>>;
+}
+
+export interface AsyncKeyUsageRepository {
+  /**
+   * Counts one request in memory. Deliberately not a Promise: the person API must not wait on a statistic;
+   * the counts are written every few seconds (flush) and when the store closes.
+   */
+  record(keyId: string, at: Date): void;
+  flush(): Promise<void>;
+  /** Written counts plus this node's unwritten ones (other nodes' appear after their next flush). */
+  range(keyId: string, fromDay: string, toDay: string): Promise<KeyUsageDay[]>;
+  close(): Promise<void>;
+}
+
+/** Accepted request signatures (src/services/request-signing.ts), shared so a replay to another node is refused. */
+export interface ReplayCache {
+  /** Records the signature until `until`; false when it was accepted already and has not expired. */
+  claim(signature: string, now: Date, until: Date): Promise<boolean>;
+  /** Removes expired signatures; returns how many. */
+  prune(now: Date): Promise<number>;
+}
+
+/** One sign-in attempt counted as a failure until it succeeds. */
+export interface ThrottleAttempt {
+  keys: readonly string[];
+  at: number;
+  /** The backend's handles of the failures it counted (taken back on success). */
+  ids: readonly string[];
+}
+
+/** The sign-in throttle (src/licensing/sign-in-throttle.ts) with its counters shared by every node. */
+export interface SharedSignInThrottle {
+  /** Seconds until an attempt on `keys` is allowed; 0 = now. */
+  retryAfterSeconds(keys: readonly string[]): Promise<number>;
+  /**
+   * Checks and counts an attempt as one atomic step (so attempts sent to several nodes at once cannot all
+   * pass the check): the attempt, or how long to wait.
+   */
+  tryBegin(keys: readonly string[]): Promise<{ attempt: ThrottleAttempt } | { retryAfterSeconds: number }>;
+  /** The attempt was right: its failures are taken back, and `clearKey`'s whole count ends. */
+  succeeded(attempt: ThrottleAttempt, clearKey: string): Promise<void>;
+}
+
+/** Small settings every node shares (e.g. the back-office CSRF secret). */
+export interface SharedSettings {
+  /** `bytes` random bytes made once for all nodes under `name`; sealed at rest. */
+  secret(name: string, bytes: number): Promise<Buffer>;
+  get(name: string): Promise<string | undefined>;
+  set(name: string, value: string): Promise<void>;
+}
+
+/**
+ * Where the person changes committed before an exclusive section began end, for its account: a node whose
+ * gallery is filled by a change follower waits until it has applied them before it checks for duplicates.
+ */
+export interface ChangeFence {
+  /** Sequence number of the account's last committed change (0: none). */
+  seq: number;
+}
+
+/** What an exclusive section may use: its writes are part of the section (one transaction in PostgreSQL). */
+export interface AccountScope {
+  persons: AsyncPersonRepository;
+  fence: ChangeFence;
+}
+
+export interface AsyncStore {
+  readonly persons: AsyncPersonRepository;
+  readonly apiKeys: AsyncApiKeyRepository;
+  readonly quota: AsyncQuotaRepository;
+  readonly serviceKeys: AsyncServiceKeyRepository;
+  readonly accounts: AsyncAccountRepository;
+  readonly sessions: AsyncSessionRepository;
+  readonly licences: AsyncLicenceRepository;
+  readonly activationCodes: AsyncActivationCodeRepository;
+  readonly licenceUsage: AsyncLicenceUsageRepository;
+  readonly keyUsage: AsyncKeyUsageRepository;
+  readonly replayCache: ReplayCache;
+  readonly settings: SharedSettings;
+  /** A sign-in throttle over the shared counters. */
+  signInThrottle(options: { maxFailures: number; windowMs: number; now: () => number }): SharedSignInThrottle;
+  /**
+   * Runs `fn` exclusively for the account across every node: check-then-write rules (a free person_id, a face
+   * not enrolled yet) hold under concurrent requests. Write persons through `scope.persons`.
+   */
+  exclusive<T>(accountId: string, fn: (scope: AccountScope) => Promise<T>): Promise<T>;
+  /** Wraps the data key under a fresh key-encryption key written to `newKeyFile`; returns its path. */
+  rotateKey(newKeyFile?: string): Promise<string>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,46 @@
+// Requests licensed devices answered, per licence, UTC day and operation, in PostgreSQL. Counts are added by
+// one upsert; rows are summed per key and sorted first, since one statement may not touch a row twice and
+// two transactions adding the same keys in the same order cannot deadlock.
+import type { Grant } from '../../domain/grants';
+import type { UsageRow } from '../licence-usage';
+import type { AsyncLicenceUsageRepository } from './interfaces';
+import type { Db, Queryable } from './pool';
+
+export class PgLicenceUsageRepository implements AsyncLicenceUsageRepository {
+  constructor(private readonly db: Db) {}
+
+  async add(licenceId: string, rows: readonly UsageRow[]): Promise<void> {
+    await addLicenceUsage(this.db, licenceId, rows);
+  }
+
+  async range(licenceId: string, fromDay: string, toDay: string): Promise<UsageRow[]> {
+    const { rows } = await this.db.query<{ day: string; operation: Grant; requests: string }>(`SELECT day, operation, requests
+      FROM licence_usage WHERE licence_id = $1 AND day >= $2 AND day <= $3 ORDER BY day COLLATE "C", operation COLLATE "C"`,
+    [licenceId, fromDay, toDay]);
+    return rows.map((r) => ({ day: r.day, operation: r.operation, requests: Number(r.requests) }));
+  }
+
+  async day(licenceId: string, day: string): Promise<Partial<Record<Grant, number>>> {
+    const { rows } = await this.db.query<{ operation: Grant; requests: string }>(
+      'SELECT operation, requests FROM licence_usage WHERE licence_id = $1 AND day = $2', [licenceId, day]);
+    const out: Partial<Record<Grant, number>> = {};
+    for (const r of rows) out[r.operation] = Number(r.requests);
+    return out;
+  }
+}
+
+/** Adds the rows to the licence's counters (inside the caller's transaction when `q` is one). */
+export async function addLicenceUsage(q: Queryable, licenceId: string, rows: readonly UsageRow[]): Promise<void> {
+  const sums = new Map<string, number>();
+  for (const row of rows) {
+    if (row.requests === 0) continue;
+    const key = `${row.day} ${row.operation}`;
+    sums.set(key, (sums.get(key) ?? 0) + row.requests);
+  }
+  if (sums.size === 0) return;
+  const keys = [...sums.keys()].sort();
+  await q.query(`INSERT INTO licence_usage AS u (licence_id, day, operation, requests)
+    SELECT $1, d, o, n FROM unnest($2::text[], $3::text[], $4::bigint[]) AS x(d, o, n)
+    ON CONFLICT (licence_id, day, operation) DO UPDATE SET requests = u.requests + EXCLUDED.requests`,
+  [licenceId, keys.map((k) => k.split(' ')[0]), keys.map((k) => k.split(' ')[1]), keys.map((k) => sums.get(k)!)]);
+}

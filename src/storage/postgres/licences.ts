@@ -1,0 +1,162 @@
+// Device licences in PostgreSQL. The key is stored as its SHA-256 (the check-in's index) and sealed (place
+// ["licences", licence id], as in LMDB). The rules that span a check and a write hold across nodes: a
+// creation takes the account's licence lock (so two creations cannot both pass the plan's limit) and locks
+// the activation code's row (so a code is redeemed once), then writes, in one transaction; an update and a
+// check-in lock the licence's row, so of two devices checking in first at once exactly one binds.
+import crypto from 'node:crypto';
+import type { Grant, LicenceLimits } from '../../domain/grants';
+import type { Sealer } from '../crypto/sealer';
+import {
+  generateLicenceKey, licenceKeySha256, LICENCES_DB, type ChangeOutcome, type CreateOutcome, type CreateRules,
+  type Decision, type LicenceRecord, type LicenceStatus, type NewLicence,
+} from '../licences';
+import type { UsageRow } from '../licence-usage';
+import { checkCodeForUpdate, markCodeUsed } from './activation-codes';
+import type { AsyncLicenceRepository } from './interfaces';
+import { addLicenceUsage } from './licence-usage';
+import { lockKey } from './lock-keys';
+import type { Db, Queryable } from './pool';
+import { iso, isoOrNull } from './rows';
+
+interface LicenceRow {
+  licence_id: string;
+  account_id: string;
+  label: string;
+  status: LicenceStatus;
+  grants: Grant[];
+  limits: LicenceLimits;
+  expires: Date | null;
+  created: Date;
+  updated: Date;
+  revoked: Date | null;
+  key_sha256: string;
+  sealed_key: Buffer;
+  device: LicenceRecord['device'];
+  last_check: LicenceRecord['lastCheck'];
+}
+
+const COLUMNS = `licence_id, account_id, label, status, grants, limits, expires, created, updated, revoked, key_sha256,
+  sealed_key, device, last_check`;
+
+function recordOf(r: LicenceRow): LicenceRecord {
+  return {
+    licenceId: r.licence_id, accountId: r.account_id, label: r.label, status: r.status, grants: r.grants, limits: r.limits,
+    expires: isoOrNull(r.expires), created: iso(r.created), updated: iso(r.updated), revoked: isoOrNull(r.revoked),
+    keySha256: r.key_sha256, sealedKey: r.sealed_key, device: r.device, lastCheck: r.last_check,
+  };
+}
+
+function json(v: unknown): string | null {
+  return v === null ? null : JSON.stringify(v);
+}
+
+function byCreated(records: LicenceRecord[]): LicenceRecord[] {
+  return records.sort((a, b) => a.created.localeCompare(b.created) || a.licenceId.localeCompare(b.licenceId));
+}
+
+export class PgLicenceRepository implements AsyncLicenceRepository {
+  constructor(private readonly db: Db, private readonly sealer: Sealer) {}
+
+  async create(licence: NewLicence, rules: CreateRules): Promise<CreateOutcome> {
+    const licenceKey = generateLicenceKey();
+    const keySha256 = licenceKeySha256(licenceKey);
+    const now = rules.now.toISOString();
+    for (;;) {
+      const licenceId = `lic_${crypto.randomBytes(8).toString('hex')}`;
+      const record: LicenceRecord = {
+        ...licence, licenceId, status: 'active', created: now, updated: now, revoked: null, keySha256,
+        sealedKey: this.sealer.seal(LICENCES_DB, licenceId, Buffer.from(licenceKey, 'utf8')),
+        device: null, lastCheck: null,
+      };
+      const outcome = await this.db.transaction(async (tx): Promise<CreateOutcome | 'id-taken'> => {
+        // Held to the commit: the count below and the insert are one step for this account on every node.
+        await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey('licences-of-account', licence.accountId)]);
+        const taken = await tx.query('SELECT 1 FROM licences WHERE licence_id = $1', [licenceId]);
+        if (taken.rows.length) return 'id-taken';
+        const held = await heldBy(tx, licence.accountId);
+        if (rules.maxLicences > 0 && held >= rules.maxLicences) return { outcome: 'limit-reached', held };
+        const code = rules.activationCode;
+        if (code) {
+          const check = await checkCodeForUpdate(tx, code.sha256, code.plan, rules.now);
+          if (check.outcome !== 'ok') return { outcome: 'code-refused', check };
+          await markCodeUsed(tx, code.sha256, { at: now, accountId: licence.accountId, licenceId });
+        }
+        await insertLicence(tx, record);
+        return { outcome: 'created', record, licenceKey };
+      });
+      if (outcome !== 'id-taken') return outcome;
+    }
+  }
+
+  async get(licenceId: string): Promise<LicenceRecord | undefined> {
+    const { rows } = await this.db.query<LicenceRow>(`SELECT ${COLUMNS} FROM licences WHERE licence_id = $1`, [licenceId]);
+    return rows[0] && recordOf(rows[0]);
+  }
+
+  async byKeySha256(keySha256: string): Promise<LicenceRecord | undefined> {
+    const { rows } = await this.db.query<LicenceRow>(`SELECT ${COLUMNS} FROM licences WHERE key_sha256 = $1`, [keySha256]);
+    return rows[0] && recordOf(rows[0]);
+  }
+
+  async openKey(record: LicenceRecord): Promise<string> {
+    return this.sealer.open(LICENCES_DB, record.licenceId, record.sealedKey).toString('utf8');
+  }
+
+  async listByAccount(accountId: string): Promise<LicenceRecord[]> {
+    const { rows } = await this.db.query<LicenceRow>(`SELECT ${COLUMNS} FROM licences WHERE account_id = $1`, [accountId]);
+    return byCreated(rows.map(recordOf));
+  }
+
+  async list(): Promise<LicenceRecord[]> {
+    const { rows } = await this.db.query<LicenceRow>(`SELECT ${COLUMNS} FROM licences`);
+    return byCreated(rows.map(recordOf));
+  }
+
+  async update<R>(licenceId: string, decide: (current: LicenceRecord) => Decision<R>): Promise<ChangeOutcome<R>> {
+    return this.db.transaction(async (tx) => {
+      const { rows } = await tx.query<LicenceRow>(`SELECT ${COLUMNS} FROM licences WHERE licence_id = $1 FOR UPDATE`, [licenceId]);
+      return decideAndWrite(tx, rows[0], decide);
+    });
+  }
+
+  async checkIn<R>(keySha256: string, decide: (current: LicenceRecord) => Decision<R>, usage: readonly UsageRow[]):
+    Promise<ChangeOutcome<R>> {
+    return this.db.transaction(async (tx) => {
+      const { rows } = await tx.query<LicenceRow>(`SELECT ${COLUMNS} FROM licences WHERE key_sha256 = $1 FOR UPDATE`, [keySha256]);
+      const outcome = await decideAndWrite(tx, rows[0], decide);
+      if (outcome.outcome === 'written') await addLicenceUsage(tx, outcome.record.licenceId, usage);
+      return outcome;
+    });
+  }
+}
+
+/** Licences not revoked of the account (inside the creation's transaction, under the account's licence lock). */
+async function heldBy(tx: Queryable, accountId: string): Promise<number> {
+  const { rows } = await tx.query<{ n: string }>(
+    "SELECT count(*) AS n FROM licences WHERE account_id = $1 AND status = 'active'", [accountId]);
+  return Number(rows[0].n);
+}
+
+async function insertLicence(tx: Queryable, r: LicenceRecord): Promise<void> {
+  await tx.query(`INSERT INTO licences (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+    [r.licenceId, r.accountId, r.label, r.status, JSON.stringify(r.grants), JSON.stringify(r.limits), r.expires, r.created,
+      r.updated, r.revoked, r.keySha256, Buffer.from(r.sealedKey), json(r.device), json(r.lastCheck)]);
+}
+
+/** `decide` on the locked row; an accepted record is written, keeping what ties it to its account and key. */
+async function decideAndWrite<R>(tx: Queryable, row: LicenceRow | undefined,
+  decide: (current: LicenceRecord) => Decision<R>): Promise<ChangeOutcome<R>> {
+  if (!row) return { outcome: 'missing' };
+  const current = recordOf(row);
+  const decision = decide(current);
+  if ('refuse' in decision) return { outcome: 'refused', reason: decision.refuse };
+  const record: LicenceRecord = {
+    ...decision.accept, licenceId: current.licenceId, accountId: current.accountId, created: current.created,
+    keySha256: current.keySha256, sealedKey: current.sealedKey,
+  };
+  await tx.query(`UPDATE licences SET label = $2, status = $3, grants = $4, limits = $5, expires = $6, updated = $7,
+    revoked = $8, device = $9, last_check = $10 WHERE licence_id = $1`,
+  [record.licenceId, record.label, record.status, JSON.stringify(record.grants), JSON.stringify(record.limits), record.expires,
+    record.updated, record.revoked, json(record.device), json(record.lastCheck)]);
+  return { outcome: 'written', record };
+}

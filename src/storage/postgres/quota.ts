@@ -1,0 +1,23 @@
+// Request counters per account and UTC day, exact across nodes: the check and the increment are one
+// statement. The insert creates the day's row at 1; on conflict the update adds 1 only while used < limit,
+// and PostgreSQL re-checks that condition on the row's latest version after waiting for any concurrent
+// writer, so N requests on any number of nodes admit exactly min(N, limit). No row returned: refused.
+import type { AsyncQuotaRepository } from './interfaces';
+import type { Db } from './pool';
+
+export class PgQuotaRepository implements AsyncQuotaRepository {
+  constructor(private readonly db: Db) {}
+
+  async tryConsume(accountId: string, day: string, limit: number): Promise<boolean> {
+    if (limit <= 0) return false;
+    const { rows } = await this.db.query(`INSERT INTO quota AS q (account_id, day, used) VALUES ($1, $2, 1)
+      ON CONFLICT (account_id, day) DO UPDATE SET used = q.used + 1 WHERE q.used < $3
+      RETURNING q.used`, [accountId, day, limit]);
+    return rows.length > 0;
+  }
+
+  async used(accountId: string, day: string): Promise<number> {
+    const { rows } = await this.db.query<{ used: number }>('SELECT used FROM quota WHERE account_id = $1 AND day = $2', [accountId, day]);
+    return rows[0]?.used ?? 0;
+  }
+}

@@ -1,0 +1,94 @@
+// Opens the PostgreSQL store of one node: the pool, the schema brought up to date (./migrations.ts), the
+// data key unwrapped with the node's key file (every node needs the same file), and the repositories over
+// them. What it returns implements the asynchronous storage interface (./interfaces.ts) and adds what only a
+// shared database has: the change log's position and followers, pruning.
+import path from 'node:path';
+import { DataKeySealer } from '../crypto/sealer';
+import { exclusiveForAccount } from './account-lock';
+import { PgAccountRepository } from './accounts';
+import { PgActivationCodeRepository } from './activation-codes';
+import { PgApiKeyRepository } from './api-keys';
+import { ChangeFollower, type ChangeFollowerOptions } from './change-follower';
+import { lastSeq, pruneChanges } from './change-log';
+import { rotateDataKeyWrap, unlockPostgresDataKey } from './data-key';
+import type { AsyncStore } from './interfaces';
+import { PgKeyUsageRepository } from './key-usage';
+import { PgLicenceUsageRepository } from './licence-usage';
+import { PgLicenceRepository } from './licences';
+import { migrate, type MigrationOutcome } from './migrations';
+import { PgPersonRepository } from './persons';
+import { describeUrl, PostgresPool, type PostgresSettings } from './pool';
+import { PgQuotaRepository } from './quota';
+import { PgReplayCache } from './replay-cache';
+import { PgServiceKeyRepository } from './service-keys';
+import { PgSessionRepository } from './sessions';
+import { PgSharedSettings } from './shared-settings';
+import { PgSignInThrottle } from './sign-in-throttle';
+
+export interface PostgresStoreOptions {
+  /** The key-encryption key's file; the same 32 bytes on every node. Made (0600) for a new database when absent. */
+  keyFile: string;
+  /** Key-usage statistics are written this often (default 5 s). */
+  keyUsageFlushMs?: number;
+}
+
+export interface PostgresStore extends AsyncStore {
+  readonly pool: PostgresPool;
+  readonly keyFile: string;
+  /** What the start-up migration found and did. */
+  readonly migration: MigrationOutcome;
+  /** The highest committed change seq: read it before building a gallery, then follow from it. */
+  lastChangeSeq(): Promise<number>;
+  /** A follower of the change log on its own connection (not started). */
+  followChanges(options: Omit<ChangeFollowerOptions, 'settings'>): ChangeFollower;
+  /** Deletes changes older than `before`; returns how many. */
+  pruneChanges(before: Date): Promise<number>;
+}
+
+export async function openPostgresStore(settings: PostgresSettings, options: PostgresStoreOptions): Promise<PostgresStore> {
+  const keyFile = path.resolve(options.keyFile);
+  const migration = await migrate(settings);
+  const pool = new PostgresPool(settings);
+  try {
+    const dataKey = await unlockPostgresDataKey(pool, keyFile, describeUrl(settings.url));
+    const sealer = new DataKeySealer(dataKey);
+    const keyUsage = new PgKeyUsageRepository(pool, options.keyUsageFlushMs);
+    return {
+      pool,
+      keyFile,
+      migration,
+      persons: new PgPersonRepository(pool, sealer),
+      apiKeys: new PgApiKeyRepository(pool),
+      quota: new PgQuotaRepository(pool),
+      serviceKeys: new PgServiceKeyRepository(pool, sealer),
+      accounts: new PgAccountRepository(pool),
+      sessions: new PgSessionRepository(pool),
+      licences: new PgLicenceRepository(pool, sealer),
+      activationCodes: new PgActivationCodeRepository(pool),
+      licenceUsage: new PgLicenceUsageRepository(pool),
+      keyUsage,
+      replayCache: new PgReplayCache(pool),
+      settings: new PgSharedSettings(pool, sealer),
+      signInThrottle: (o) => new PgSignInThrottle(pool, o),
+      exclusive: (accountId, fn) => exclusiveForAccount(pool, sealer, accountId, fn),
+      rotateKey: async (newKeyFile) => {
+        const target = path.resolve(newKeyFile || keyFile);
+        await rotateDataKeyWrap(pool, dataKey, target);
+        return target;
+      },
+      lastChangeSeq: () => lastSeq(pool),
+      followChanges: (o) => new ChangeFollower({ ...o, settings }),
+      pruneChanges: (before) => pruneChanges(pool, before),
+      close: async () => {
+        try {
+          await keyUsage.close();
+        } finally {
+          await pool.close();
+        }
+      },
+    };
+  } catch (err) {
+    await pool.close();
+    throw err;
+  }
+}
