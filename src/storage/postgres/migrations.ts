@@ -5,16 +5,11 @@
 import { Client } from 'pg';
 import { SchemaTooNewError, translated } from './errors';
 import { INITIAL_SCHEMA } from './migrations/0001-initial';
+import type { Migration } from './migrations/migration';
 import { clientOptions, type PostgresSettings, type Queryable } from './pool';
 import { MIGRATION_LOCK } from './lock-keys';
 
-export interface Migration {
-  /** 1, 2, 3, … without gaps. */
-  version: number;
-  name: string;
-  /** Statements run in the migration transaction (no CREATE INDEX CONCURRENTLY, no VACUUM). */
-  sql: string;
-}
+export type { Migration };
 
 /** Every migration this program knows, oldest first. */
 export const MIGRATIONS: readonly Migration[] = [INITIAL_SCHEMA];

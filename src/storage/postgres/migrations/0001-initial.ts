@@ -3,7 +3,7 @@
 // shared secrets). Columns named sealed_* hold AES-256-GCM values sealed under the data key
 // (src/storage/crypto/sealer.ts; the place in the AAD is given beside each). Days are 'YYYY-MM-DD' text in
 // UTC: pg would turn a `date` into a local-time JavaScript Date.
-import type { Migration } from '../migrations';
+import type { Migration } from './migration';
 
 export const INITIAL_SCHEMA: Migration = {
   version: 1,
