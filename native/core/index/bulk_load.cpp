@@ -63,8 +63,8 @@ std::vector<std::vector<float>> scratchRows(unsigned parts, size_t dim) {
 // run(part); a bad row stops everyone.
 class InOrderFiller {
  public:
-  InOrderFiller(Storage& st, const RowSource& src, size_t dim, size_t stride, size_t vstride, unsigned parts)
-      : st_(st), src_(src), n_(src.size()), stride_(stride), vstride_(vstride), maxScale_(parts, 0.0f),
+  InOrderFiller(Storage& st, const RowSource& src, size_t dim, const RowShape& shape, unsigned parts)
+      : st_(st), src_(src), n_(src.size()), shape_(shape), maxScale_(parts, 0.0f),
         scratch_(scratchRows(parts, dim)) {}
 
   void run(unsigned part) {
@@ -76,7 +76,7 @@ class InOrderFiller {
       if (lo >= n_ || bad_.load(std::memory_order_relaxed)) break;
       const size_t hi = std::min(n_, lo + kGrain);
       for (size_t i = lo; i < hi; ++i) {
-        RowView rv = rowAt(st_, i, stride_, vstride_);
+        RowView rv = rowAt(st_, i, shape_);
         if (!src_.fill(i, rv, scratch)) {
           bad_ = true;
           break;
@@ -93,7 +93,8 @@ class InOrderFiller {
  private:
   Storage& st_;
   const RowSource& src_;
-  const size_t n_, stride_, vstride_;
+  const size_t n_;
+  const RowShape shape_;
   std::atomic<size_t> next_{0};
   std::atomic<bool> bad_{false};
   std::vector<float> maxScale_;
@@ -157,8 +158,8 @@ IndexResult Collection::loadRows(const RowSource& src, bool clear, unsigned thre
 IndexResult Collection::replaceContent(const RowSource& src, unsigned threads, BulkStats* stats) {
   const size_t n = src.size();
   Storage ns;
-  if (!reserveRows(ns, n, stride_, vstride_)) return IndexResult::fail(IndexCode::OutOfMemory, "cannot allocate index rows");
-  InOrderFiller filler(ns, src, dim_, stride_, vstride_, threads);
+  if (!reserveRows(ns, n, shape_)) return IndexResult::fail(IndexCode::OutOfMemory, "cannot allocate index rows");
+  InOrderFiller filler(ns, src, dim_, shape_, threads);
   std::vector<std::thread> workers = startFillers(filler, threads);
   bool unique;
   try {
@@ -207,8 +208,8 @@ void Collection::redoRowsForRepeatedKeys(Storage& st, const RowSource& src, unsi
     }
   }
   // Rows past st.n hold rows of repeated keys: zero them (no trace), then redo.
-  for (size_t slot = st.n; slot < n; ++slot) wipeRow(rowAt(st, slot, stride_, vstride_), stride_, vstride_);
-  trimChunks(st);
+  for (size_t slot = st.n; slot < n; ++slot) wipeRow(rowAt(st, slot, shape_), shape_);
+  trimChunks(st, shape_);
   fillRowsInto(st, src, rows, threads);
 }
 
@@ -244,7 +245,7 @@ IndexResult Collection::upsertInPlace(const RowSource& src, unsigned threads, Bu
           replaced[t.first->second].second = uint32_t(i);
       }
     }
-    if (!reserveRows(st_, st_.n, stride_, vstride_)) throw std::bad_alloc();
+    if (!reserveRows(st_, st_.n, shape_)) throw std::bad_alloc();
   } catch (...) {
     undoNewKeys(n0, false);
     return IndexResult::fail(IndexCode::OutOfMemory, "out of memory");
@@ -276,7 +277,7 @@ bool Collection::fillRowsInto(Storage& st, const RowSource& src, const std::vect
   runPartitioned(threads, rows.size(), [&](unsigned p, size_t lo, size_t hi) {
     float ms = 0;
     for (size_t i = lo; i < hi; ++i) {
-      RowView rv = rowAt(st, rows[i].first, stride_, vstride_);
+      RowView rv = rowAt(st, rows[i].first, shape_);
       if (!src.fill(rows[i].second, rv, scratch[p].data())) {
         bad[p] = 1;
         return;

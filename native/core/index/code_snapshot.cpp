@@ -79,8 +79,8 @@ IndexResult Collection::exportCodes(CodeExport* out) const {
       e.sums = reinterpret_cast<int32_t*>(memory->data() + codeBytes + scaleBytes);
       e.memory = std::move(memory);
       for (size_t s = 0; s < n;) {
-        const Chunk& ch = *st_.chunks[s / kChunkRows];
-        const size_t r0 = s % kChunkRows, nr = std::min(kChunkRows - r0, n - s);
+        const Chunk& ch = *st_.chunks[s / shape_.chunkRows];
+        const size_t r0 = s % shape_.chunkRows, nr = std::min(shape_.chunkRows - r0, n - s);
         std::memcpy(e.codes + s * stride_, ch.codes.data() + r0 * stride_, nr * stride_);
         std::memcpy(e.scales + s, ch.scale + r0, nr * sizeof(float));
         std::memcpy(e.sums + s, ch.sums + r0, nr * sizeof(int32_t));

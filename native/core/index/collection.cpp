@@ -11,7 +11,7 @@
 namespace facecheck::index {
 
 Collection::Collection(size_t dim, bool withVectors)
-    : dim_(dim), stride_(roundUp(dim ? dim : 1, kCodeAlign)), vstride_(vectorStride(dim, withVectors)) {}
+    : dim_(dim), stride_(roundUp(dim ? dim : 1, kCodeAlign)), shape_(rowShape(dim, withVectors)) {}
 Collection::~Collection() = default;
 
 void Collection::publish() {
@@ -26,9 +26,7 @@ CollectionStats Collection::stats() const {
   s.dim = dim_;
   s.codeStride = stride_;
   s.vectors = hasVectors();
-  const size_t chunkBytes = roundUp(kChunkRows * stride_, kChunkRows * stride_ >= kHugePage ? kHugePage : 4096) +
-                            roundUp(kChunkRows * vstride_ * 4, 4096) + roundUp(kChunkRows * 8, 4096);
-  s.bytesAllocated = chunkCount_.load(std::memory_order_acquire) * chunkBytes;
+  s.bytesAllocated = chunkCount_.load(std::memory_order_acquire) * chunkBytes(shape_);
   // Map node (key string + slot + hash + next pointer + allocator overhead), bucket, slot -> entry pointer.
   s.bytesKeys = s.size * (sizeof(std::string) + 8 + 8 + 8 + 16 + 8 + 8) + keyBytes_.load(std::memory_order_acquire);
   return s;
@@ -55,7 +53,7 @@ IndexResult Collection::write(std::string_view key, const float* v, WriteMode mo
       slot = it->second;  // replace in place, keeping the enrolment order
     } else {
       if (mode == WriteMode::Replace) return IndexResult::fail(IndexCode::KeyNotFound, "key not in the collection");
-      if (!reserveRows(st_, st_.n + 1, stride_, vstride_)) {
+      if (!reserveRows(st_, st_.n + 1, shape_)) {
         chunkCount_.store(st_.chunks.size());
         return IndexResult::fail(IndexCode::OutOfMemory, "cannot allocate index rows");
       }
@@ -67,7 +65,7 @@ IndexResult Collection::write(std::string_view key, const float* v, WriteMode mo
       st_.n++;
       if (added) *added = true;
     }
-    RowView rv = rowAt(st_, slot, stride_, vstride_);
+    RowView rv = rowAt(st_, slot, shape_);
     std::memcpy(rv.code, codes.data(), stride_);
     if (rv.vec) std::memcpy(rv.vec, norm.data(), dim_ * sizeof(float));
     rv.chunk->scale[rv.row] = scale;
@@ -88,8 +86,8 @@ IndexResult Collection::remove(std::string_view key, bool* removed) {
     const size_t slot = it->second, last = st_.n - 1;
     st_.keyBytes -= keyHeapBytes(it->first);
     st_.slots.erase(it);
-    RowView dst = rowAt(st_, slot, stride_, vstride_);
-    RowView src = rowAt(st_, last, stride_, vstride_);
+    RowView dst = rowAt(st_, slot, shape_);
+    RowView src = rowAt(st_, last, shape_);
     if (slot != last) {
       std::memcpy(dst.code, src.code, stride_);
       if (dst.vec) std::memcpy(dst.vec, src.vec, dim_ * sizeof(float));
@@ -99,11 +97,11 @@ IndexResult Collection::remove(std::string_view key, bool* removed) {
       st_.keys[slot]->second = uint32_t(slot);
     }
     // Leave no trace of the removed template: the vacated last row is zeroed.
-    wipeRow(src, stride_, vstride_);
+    wipeRow(src, shape_);
     st_.keys.pop_back();
     st_.n--;
     if (st_.n == 0) st_.maxScale = 0;
-    trimChunks(st_);
+    trimChunks(st_, shape_);
     publish();
     *removed = true;
     return {};
@@ -122,13 +120,13 @@ IndexResult Collection::clear() {
 
 void Collection::undoNewKeys(size_t n0, bool zeroRows) {
   for (size_t s = n0; s < st_.keys.size(); ++s) {
-    if (zeroRows && s / kChunkRows < st_.chunks.size()) wipeRow(rowAt(st_, s, stride_, vstride_), stride_, vstride_);
+    if (zeroRows && s / shape_.chunkRows < st_.chunks.size()) wipeRow(rowAt(st_, s, shape_), shape_);
     st_.keyBytes -= keyHeapBytes(st_.keys[s]->first);
     st_.slots.erase(st_.slots.find(st_.keys[s]->first));
   }
   st_.keys.resize(n0);
   st_.n = n0;
-  trimChunks(st_);
+  trimChunks(st_, shape_);
   publish();
 }
 

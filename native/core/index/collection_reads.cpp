@@ -25,7 +25,7 @@ IndexResult Collection::get(std::string_view key, std::vector<float>* out) const
     std::shared_lock<RwGate> lock(gate_);
     auto it = st_.slots.find(k);
     if (it == st_.slots.end()) return IndexResult::fail(IndexCode::KeyNotFound, "key not in the collection");
-    const float* v = rowAt(st_, it->second, stride_, vstride_).vec;
+    const float* v = rowAt(st_, it->second, shape_).vec;
     out->assign(v, v + dim_);
     return {};
   });
@@ -44,7 +44,7 @@ IndexResult Collection::score(const float* query, const std::vector<std::string>
     for (size_t i = 0; i < keys.size(); ++i) {
       auto it = st_.slots.find(keys[i]);
       if (it != st_.slots.end())
-        (*out)[i] = K->dot_f32(q.data(), rowAt(st_, it->second, stride_, vstride_).vec, dim_);
+        (*out)[i] = K->dot_f32(q.data(), rowAt(st_, it->second, shape_).vec, dim_);
     }
     return {};
   });
@@ -75,9 +75,9 @@ IndexResult Collection::streamCodes(const Kernel* kernel, unsigned threads, doub
     runPartitioned(T, n, [&](unsigned part, size_t lo, size_t hi) {
       uint64_t x = 0;
       for (size_t s = lo; s < hi;) {
-        const Chunk& ch = *st_.chunks[s / kChunkRows];
-        const size_t r0 = s % kChunkRows;
-        const size_t nr = std::min(kChunkRows - r0, hi - s);
+        const Chunk& ch = *st_.chunks[s / shape_.chunkRows];
+        const size_t r0 = s % shape_.chunkRows;
+        const size_t nr = std::min(shape_.chunkRows - r0, hi - s);
         x ^= K->stream(ch.codes.data() + r0 * stride_, nr * stride_);
         s += nr;
       }

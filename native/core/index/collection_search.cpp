@@ -125,9 +125,9 @@ IndexResult Collection::search(const float* queries, size_t nq, const SearchOpti
       uint32_t idx[kScanBlock];
       float sc[kScanBlock];
       for (size_t s = lo; s < hi;) {
-        const Chunk& ch = *st_.chunks[s / kChunkRows];
-        const size_t r0 = s % kChunkRows;
-        const size_t nr = std::min({kScanBlock, kChunkRows - r0, hi - s});
+        const Chunk& ch = *st_.chunks[s / shape_.chunkRows];
+        const size_t r0 = s % shape_.chunkRows;
+        const size_t nr = std::min({kScanBlock, shape_.chunkRows - r0, hi - s});
         const int8_t* rows = reinterpret_cast<const int8_t*>(ch.codes.data()) + r0 * stride_;
         for (size_t g = 0; g < nq; g += G) {
           const size_t gq = std::min(G, nq - g);
@@ -163,7 +163,7 @@ IndexResult Collection::search(const float* queries, size_t nq, const SearchOpti
           exact.push_back(c);  // already past the floor's int8 entry threshold
           continue;
         }
-        float s = K->dot_f32(q, rowAt(st_, c.slot, stride_, vstride_).vec, dim_);
+        float s = K->dot_f32(q, rowAt(st_, c.slot, shape_).vec, dim_);
         if (s >= o.floor) exact.push_back(Cand{s, c.slot, c.key});
       }
       std::sort(exact.begin(), exact.end(), better);
@@ -206,7 +206,7 @@ IndexResult Collection::exactSearch(const float* queries, size_t nq, const Searc
           const float* q = norm.data() + j * dim_;
           auto& h = hs[j];
           for (size_t s = s0; s < s1; ++s) {
-            RowView rv = rowAt(st_, s, stride_, vstride_);
+            RowView rv = rowAt(st_, s, shape_);
             float sc = K->dot_f32(q, rv.vec, dim_);
             if (sc >= o.floor) offer(h, k, Cand{sc, uint32_t(s), &st_.keys[s]->first});
           }

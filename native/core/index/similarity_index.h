@@ -143,6 +143,13 @@ class RwGate {
 
 struct Chunk;
 
+// How a collection's rows are laid out in its chunks (storage.h).
+struct RowShape {
+  size_t stride = 0;     // bytes of int8 codes per row
+  size_t vstride = 0;    // floats per float32 row; 0 without vectors
+  size_t chunkRows = 0;  // rows per chunk
+};
+
 // Rows of one collection (everything a search reads), swappable as a whole.
 struct Storage {
   Storage();
@@ -171,7 +178,7 @@ class Collection {
 
   size_t dim() const { return dim_; }
   size_t size() const { return size_.load(std::memory_order_acquire); }
-  bool hasVectors() const { return vstride_ != 0; }
+  bool hasVectors() const { return shape_.vstride != 0; }
   CollectionStats stats() const;
 
   // One template (dim floats, normalised here; a zero vector stays zero and scores 0 with everything).
@@ -220,7 +227,7 @@ class Collection {
 
   const size_t dim_;
   const size_t stride_;
-  const size_t vstride_;  // floats per float32 row; 0 without vectors
+  const RowShape shape_;
   mutable RwGate gate_;
   Storage st_;
   std::atomic<size_t> size_{0};

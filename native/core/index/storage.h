@@ -1,6 +1,6 @@
-// Row storage of a collection: chunks of kChunkRows rows (int8 codes, float32 templates unless the
-// collection keeps none, scale and code sum per row) and the helpers that address, grow, shrink and wipe rows. Internal to core/index (baseline
-// instruction set only, see mapped_buffer.h).
+// Row storage of a collection: chunks of shape.chunkRows rows (int8 codes, float32 templates unless the
+// collection keeps none, scale and code sum per row) and the helpers that address, grow, shrink and wipe
+// rows. Internal to core/index (baseline instruction set only, see mapped_buffer.h).
 #pragma once
 
 #include <cstddef>
@@ -13,22 +13,27 @@
 
 namespace facecheck::index {
 
-constexpr size_t kChunkRows = 4096;  // rows per chunk (2 MiB of codes at 512-d)
+constexpr size_t kChunkRows = 4096;  // rows per chunk, or fewer so the codes fill whole huge pages (rowShape)
 
 struct Chunk {
-  MappedBuffer codes;  // kChunkRows x stride int8
-  MappedBuffer vecs;   // kChunkRows x vstride float (empty when vstride is 0: no vectors)
+  MappedBuffer codes;  // chunkRows x stride int8
+  MappedBuffer vecs;   // chunkRows x vstride float (empty when vstride is 0: no vectors)
   MappedBuffer meta;   // scale (float) and code sum (int32) per row
   float* scale = nullptr;
   int32_t* sums = nullptr;
 
   // Null when memory runs out.
-  static std::unique_ptr<Chunk> make(size_t stride, size_t vstride);
+  static std::unique_ptr<Chunk> make(const RowShape& shape);
   size_t bytes() const { return codes.size() + vecs.size() + meta.size(); }
 };
 
-// Floats per stored template row (a multiple of 16, so rows stay 64-byte aligned); 0 without vectors.
-inline size_t vectorStride(size_t dim, bool withVectors) { return withVectors ? roundUp(dim, 16) : 0; }
+// The row layout of a collection of `dim`-value templates. The code rows are padded to kCodeAlign bytes; a
+// chunk holds kChunkRows rows, or fewer when their codes would end part way into a 2 MiB huge page: a
+// partly used huge page is still resident in full (at 704 values, 4096 rows of codes took 4 MiB for
+// 2.75 MiB of codes; 2978 rows take 2 MiB less 640 bytes).
+RowShape rowShape(size_t dim, bool withVectors);
+// Bytes mapped per chunk (codes, floats, scales and sums), as MappedBuffer rounds them.
+size_t chunkBytes(const RowShape& shape);
 
 // Heap bytes of a key beyond the string object itself (short keys live inside it).
 inline size_t keyHeapBytes(const std::string& k) { return k.size() > 15 ? k.size() + 1 : 0; }
@@ -40,18 +45,18 @@ struct RowView {
   size_t row;
 };
 
-inline RowView rowAt(const Storage& st, size_t slot, size_t stride, size_t vstride) {
-  Chunk* c = st.chunks[slot / kChunkRows].get();
-  size_t r = slot % kChunkRows;
-  float* vec = vstride ? reinterpret_cast<float*>(c->vecs.data()) + r * vstride : nullptr;
-  return RowView{reinterpret_cast<int8_t*>(c->codes.data()) + r * stride, vec, c, r};
+inline RowView rowAt(const Storage& st, size_t slot, const RowShape& shape) {
+  Chunk* c = st.chunks[slot / shape.chunkRows].get();
+  size_t r = slot % shape.chunkRows;
+  float* vec = shape.vstride ? reinterpret_cast<float*>(c->vecs.data()) + r * shape.vstride : nullptr;
+  return RowView{reinterpret_cast<int8_t*>(c->codes.data()) + r * shape.stride, vec, c, r};
 }
 
 // Zeroes one row, so that nothing of a removed template stays in memory.
-void wipeRow(const RowView& rv, size_t stride, size_t vstride);
+void wipeRow(const RowView& rv, const RowShape& shape);
 // Makes room for `rows` rows; false when memory runs out (the chunks added so far stay, empty).
-bool reserveRows(Storage& st, size_t rows, size_t stride, size_t vstride);
+bool reserveRows(Storage& st, size_t rows, const RowShape& shape);
 // Frees chunks beyond the one spare after the last used row.
-void trimChunks(Storage& st);
+void trimChunks(Storage& st, const RowShape& shape);
 
 }  // namespace facecheck::index
