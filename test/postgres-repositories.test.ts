@@ -47,7 +47,7 @@ async function run(): Promise<void> {
   await t.test('API keys', async (t) => {
     t.equal(await store.apiKeys.isEmpty(), true);
     const { key, record } = await store.apiKeys.create('acc_1', 'full', 'ci', T0);
-    const signed = await store.apiKeys.create('acc_1', 'read', 'signed', '2024-05-01T11:00:00.000Z', 'PEM');
+    const signed = await store.apiKeys.create('acc_1', 'match', 'signed', '2024-05-01T11:00:00.000Z', 'PEM');
     t.equal(await store.apiKeys.isEmpty(), false);
     t.same(await store.apiKeys.lookup(key), record);
     t.equal((await store.apiKeys.lookup(signed.key))?.signingPublicKey, 'PEM');
