@@ -23,8 +23,10 @@ constexpr size_t kRowsPerBulkThread = 4096;  // fewer rows than this per thread 
 IndexResult checkBatch(const float* data, size_t n, const std::vector<std::string>& keys) {
   if (keys.size() != n) return IndexResult::fail(IndexCode::BadArgument, "keys and templates differ in count");
   if (n > 0 && !data) return IndexResult::fail(IndexCode::BadArgument, "missing templates");
-  for (const auto& k : keys)
+  for (const auto& k : keys) {
     if (k.empty()) return IndexResult::fail(IndexCode::BadArgument, "empty key");
+    if (k.size() > KeyTable::kMaxKeyBytes) return IndexResult::fail(IndexCode::BadArgument, "key longer than 65535 bytes");
+  }
   return {};
 }
 
@@ -119,17 +121,20 @@ void joinAll(std::vector<std::thread>& workers) {
   for (auto& w : workers) w.join();
 }
 
+// Room for the keys of all source rows on top of what `keys` holds.
+void reserveKeys(KeyTable& keys, const RowSource& src) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < src.size(); ++i) bytes += src.key(i).size();
+  keys.reserveMore(src.size(), bytes);
+}
+
 // Key i -> slot i; false (and the map left partial) at the first repeated key.
 bool mapKeysInOrder(Storage& st, const RowSource& src) {
   const size_t n = src.size();
-  st.slots.reserve(n);
-  st.keys.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    auto ins = st.slots.emplace(std::string(src.key(i)), uint32_t(i));
-    if (!ins.second) return false;
-    st.keys.push_back(&*ins.first);
-    st.keyBytes += keyHeapBytes(ins.first->first);
-  }
+  reserveKeys(st.keys, src);
+  uint32_t slot;
+  for (size_t i = 0; i < n; ++i)
+    if (!st.keys.add(src.key(i), &slot)) return false;
   return true;
 }
 
@@ -191,20 +196,16 @@ IndexResult Collection::replaceContent(const RowSource& src, unsigned threads, B
 // holding the last row given for it. Rows were all checked by the first pass.
 void Collection::redoRowsForRepeatedKeys(Storage& st, const RowSource& src, unsigned threads) const {
   const size_t n = src.size();
-  st.slots.clear();
-  st.keys.clear();
-  st.keyBytes = 0;
+  st.keys.truncate(0);
   std::vector<SlotSource> rows;
   rows.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    auto ins = st.slots.emplace(std::string(src.key(i)), uint32_t(st.n));
-    if (ins.second) {
-      st.keys.push_back(&*ins.first);
-      st.keyBytes += keyHeapBytes(ins.first->first);
-      rows.emplace_back(uint32_t(st.n), uint32_t(i));
+    uint32_t slot;
+    if (st.keys.add(src.key(i), &slot)) {
+      rows.emplace_back(slot, uint32_t(i));
       st.n++;
     } else {
-      rows[ins.first->second].second = uint32_t(i);  // repeated key: last row wins
+      rows[slot].second = uint32_t(i);  // repeated key: last row wins
     }
   }
   // Rows past st.n hold rows of repeated keys: zero them (no trace), then redo.
@@ -226,13 +227,10 @@ IndexResult Collection::upsertInPlace(const RowSource& src, unsigned threads, Bu
   std::unordered_map<uint32_t, uint32_t> replacedIndex;  // slot -> index in `replaced`
   try {
     added.reserve(n);
-    st_.keys.reserve(n0 + n);
+    reserveKeys(st_.keys, src);
     for (size_t i = 0; i < n; ++i) {
-      auto ins = st_.slots.emplace(std::string(src.key(i)), uint32_t(st_.n));
-      const uint32_t slot = ins.first->second;
-      if (ins.second) {
-        st_.keys.push_back(&*ins.first);
-        st_.keyBytes += keyHeapBytes(ins.first->first);
+      uint32_t slot;
+      if (st_.keys.add(src.key(i), &slot)) {
         st_.n++;
         added.emplace_back(slot, uint32_t(i));
       } else if (slot >= n0) {

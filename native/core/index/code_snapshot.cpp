@@ -63,11 +63,11 @@ IndexResult Collection::exportCodes(CodeExport* out) const {
     const size_t n = st_.n;
     e.count = n;
     size_t keyChars = 0;
-    for (size_t s = 0; s < n; ++s) keyChars += st_.keys[s]->first.size() + 1;
+    for (size_t s = 0; s < n; ++s) keyChars += st_.keys.key(uint32_t(s)).size() + 1;
     e.keys.reserve(keyChars);
     for (size_t s = 0; s < n; ++s) {
       if (s) e.keys.push_back('\0');
-      e.keys.append(st_.keys[s]->first);
+      e.keys.append(st_.keys.key(uint32_t(s)));
     }
     if (n > 0) {
       // One mapping for the three arrays (faulted in at once, like the chunks).
@@ -102,8 +102,10 @@ IndexResult Collection::importCodes(const CodeRows& rows, bool clear, unsigned t
   if (rows.count > 0 && (!rows.codes || !rows.scales || !rows.sums))
     return IndexResult::fail(IndexCode::BadArgument, "missing rows");
   if (rows.count > UINT32_MAX) return IndexResult::fail(IndexCode::BadArgument, "too many rows");
-  for (const auto& k : rows.keys)
+  for (const auto& k : rows.keys) {
     if (k.empty()) return IndexResult::fail(IndexCode::BadArgument, "empty key");
+    if (k.size() > KeyTable::kMaxKeyBytes) return IndexResult::fail(IndexCode::BadArgument, "key longer than 65535 bytes");
+  }
   CodeRowsSource src(rows, dim_);
   return loadRows(src, clear, threads, stats);
 }

@@ -21,11 +21,10 @@ IndexResult noVectors() {
 IndexResult Collection::get(std::string_view key, std::vector<float>* out) const {
   if (!hasVectors()) return noVectors();
   return guarded([&]() -> IndexResult {
-    std::string k(key);
     std::shared_lock<RwGate> lock(gate_);
-    auto it = st_.slots.find(k);
-    if (it == st_.slots.end()) return IndexResult::fail(IndexCode::KeyNotFound, "key not in the collection");
-    const float* v = rowAt(st_, it->second, shape_).vec;
+    const uint32_t slot = st_.keys.find(key);
+    if (slot == KeyTable::kNone) return IndexResult::fail(IndexCode::KeyNotFound, "key not in the collection");
+    const float* v = rowAt(st_, slot, shape_).vec;
     out->assign(v, v + dim_);
     return {};
   });
@@ -42,9 +41,8 @@ IndexResult Collection::score(const float* query, const std::vector<std::string>
     out->assign(keys.size(), std::numeric_limits<float>::quiet_NaN());
     std::shared_lock<RwGate> lock(gate_);
     for (size_t i = 0; i < keys.size(); ++i) {
-      auto it = st_.slots.find(keys[i]);
-      if (it != st_.slots.end())
-        (*out)[i] = K->dot_f32(q.data(), rowAt(st_, it->second, shape_).vec, dim_);
+      const uint32_t slot = st_.keys.find(keys[i]);
+      if (slot != KeyTable::kNone) (*out)[i] = K->dot_f32(q.data(), rowAt(st_, slot, shape_).vec, dim_);
     }
     return {};
   });

@@ -21,11 +21,11 @@ constexpr size_t kQueryGroup = 64;  // queries scanned together against one bloc
 struct Cand {
   float score;
   uint32_t slot;
-  const std::string* key;
+  std::string_view key;
 };
 // Strict total order: higher score first, then the smaller key (byte order of the UTF-8 key).
 inline bool better(const Cand& a, const Cand& b) {
-  return a.score > b.score || (a.score == b.score && *a.key < *b.key);
+  return a.score > b.score || (a.score == b.score && a.key < b.key);
 }
 
 // Pushes c into a heap (worst on top) holding at most cap entries.
@@ -139,7 +139,7 @@ IndexResult Collection::search(const float* queries, size_t nq, const SearchOpti
             size_t m = K->select(raw + j * kScanBlock, ch.scale + r0, nr, p.qscale[g + j], thr, idx, sc);
             for (size_t t = 0; t < m; ++t) {
               const uint32_t slot = uint32_t(s + idx[t]);
-              offer(h, C, Cand{sc[t], slot, &st_.keys[slot]->first});
+              offer(h, C, Cand{sc[t], slot, st_.keys.key(slot)});
             }
           }
         }
@@ -170,7 +170,7 @@ IndexResult Collection::search(const float* queries, size_t nq, const SearchOpti
       if (exact.size() > o.k) exact.resize(o.k);
       auto& hits = (*out)[j];
       hits.reserve(exact.size());
-      for (const Cand& c : exact) hits.push_back(Hit{st_.keys[c.slot]->first, c.score});
+      for (const Cand& c : exact) hits.push_back(Hit{std::string(c.key), c.score});
     }
     return {};
   });
@@ -208,7 +208,7 @@ IndexResult Collection::exactSearch(const float* queries, size_t nq, const Searc
           for (size_t s = s0; s < s1; ++s) {
             RowView rv = rowAt(st_, s, shape_);
             float sc = K->dot_f32(q, rv.vec, dim_);
-            if (sc >= o.floor) offer(h, k, Cand{sc, uint32_t(s), &st_.keys[s]->first});
+            if (sc >= o.floor) offer(h, k, Cand{sc, uint32_t(s), st_.keys.key(uint32_t(s))});
           }
         }
       }
@@ -219,7 +219,7 @@ IndexResult Collection::exactSearch(const float* queries, size_t nq, const Searc
       for (unsigned t = 0; t < T; ++t) all.insert(all.end(), heaps[t][j].begin(), heaps[t][j].end());
       std::sort(all.begin(), all.end(), better);
       if (all.size() > k) all.resize(k);
-      for (const Cand& c : all) (*out)[j].push_back(Hit{st_.keys[c.slot]->first, c.score});
+      for (const Cand& c : all) (*out)[j].push_back(Hit{std::string(c.key), c.score});
     }
     return {};
   });

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/error_table.h"
+#include "core/index/key_table.h"
 #include "core/index/kernels.h"
 
 namespace facecheck::index {
@@ -156,13 +157,10 @@ struct Storage {
   ~Storage();
   Storage(Storage&&) noexcept;
   Storage& operator=(Storage&&) noexcept;
-  using KeyMap = std::unordered_map<std::string, uint32_t>;
   std::vector<std::unique_ptr<Chunk>> chunks;
-  KeyMap slots;                                // key -> slot
-  std::vector<KeyMap::value_type*> keys;       // slot -> its map entry (element pointers survive rehash)
+  KeyTable keys;  // slot <-> key
   size_t n = 0;
   float maxScale = 0;  // largest per-row code scale (bounds the int8 error for the floor prefilter)
-  size_t keyBytes = 0;  // heap bytes of long keys (stats only)
 };
 
 class RowSource;
@@ -232,7 +230,7 @@ class Collection {
   Storage st_;
   std::atomic<size_t> size_{0};
   std::atomic<size_t> chunkCount_{0};
-  std::atomic<size_t> keyBytes_{0};
+  std::atomic<size_t> keyBytes_{0};  // st_.keys.bytes(), for stats() without the lock
   void publish();  // refresh the atomics above from st_ (under the exclusive lock)
   // Takes back the keys a failed append added (slots n0..), zeroing their rows if any were written.
   void undoNewKeys(size_t n0, bool zeroRows);

@@ -35,9 +35,6 @@ RowShape rowShape(size_t dim, bool withVectors);
 // Bytes mapped per chunk (codes, floats, scales and sums), as MappedBuffer rounds them.
 size_t chunkBytes(const RowShape& shape);
 
-// Heap bytes of a key beyond the string object itself (short keys live inside it).
-inline size_t keyHeapBytes(const std::string& k) { return k.size() > 15 ? k.size() + 1 : 0; }
-
 struct RowView {
   int8_t* code;
   float* vec;  // null without vectors
