@@ -68,7 +68,7 @@ async function run(): Promise<void> {
   });
 
   await t.test('of 20 creates of one person id at once on two nodes, exactly one succeeds', async (t) => {
-    const from = await a.lastChangeSeq();
+    const from = await a.changes.lastChange();
     const results = await onBoth(nodes, 20, (node, i) => node.persons.create('acme', 'same', input(i), new Date().toISOString()));
     t.equal(results.filter((r) => r.created).length, 1);
     t.equal(await a.persons.count('acme'), 1);

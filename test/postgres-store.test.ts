@@ -124,7 +124,7 @@ async function run(): Promise<void> {
 
   await t.test('persons: every write in the change log in order; blocks and listing return what was written', async (t) => {
     const store: PostgresStore = a;
-    const from = await store.lastChangeSeq();
+    const from = await store.changes.lastChange();
     const now = '2024-06-01T00:00:00.000Z';
     const t1 = randomTemplate(), t2 = randomTemplate(), t3 = randomTemplate(256);
     t.same(await store.persons.create('acme', 'alice', { modelId: 'm1', template: t1, referenceImage: image }, now), { created: false },
@@ -174,5 +174,46 @@ async function run(): Promise<void> {
     for await (const p of b.persons.all()) listed.push(`${p.accountId}/${p.personId}`);
     t.equal(listed.length, 2230);
     t.equal(new Set(listed).size, 2230, 'no person listed twice across pages');
+
+    const picked = await b.persons.templatesOf('beta', ['beta-x-00000', 'nobody', 'beta-00001']);
+    t.same(picked.map((x) => x && Array.from(x)), [Array.from(t3), undefined, Array.from(beta[1].template)], 'templatesOf, in order');
+    const betaBlocks = [];
+    for await (const block of b.persons.templateBlocks('m1', 'beta')) betaBlocks.push([block.accountId, block.ids.length]);
+    t.same(betaBlocks, [['beta', 700]], 'one account\'s blocks');
+    t.same(await b.persons.accountsWithTemplates('m1'), ['acme', 'beta']);
+    t.same(await b.persons.accountsWithTemplates('m2'), ['beta']);
+    t.equal(await b.persons.templateCount('m1', 'acme'), 1500);
+    t.equal(await b.persons.templateCount('m2', 'beta'), 30);
+  });
+
+  await t.test('the change log: heads, covers, pruning by count and by time', async (t) => {
+    const log = b.changes;
+    const last = await log.lastChange();
+    t.equal(await log.accountHead('beta'), last, 'beta wrote last');
+    const acmeHead = await log.accountHead('acme');
+    t.ok(acmeHead > 0 && acmeHead < last);
+    t.equal(await log.accountHead('nobody'), 0);
+    const size = await log.size();
+    t.ok(size >= 2233, `${size} entries`);
+    t.equal(await log.covers(0), true, 'nothing pruned yet');
+    t.equal(await log.covers(last + 1), false, 'a position ahead of the log');
+    const tail = [];
+    for await (const c of log.changesSince(last - 3)) tail.push(c.seq);
+    t.same(tail, [last - 2, last - 1, last]);
+    const pageCrossing = [];
+    for await (const c of log.changesSince(0, 2000)) pageCrossing.push(c.seq);
+    t.equal(pageCrossing.length, 2000, 'a limit over several pages');
+
+    t.equal(await log.prune(100), size - 100);
+    t.equal(await log.size(), 100);
+    t.equal(await log.oldestKept(), last - 99);
+    t.equal(await log.covers(last - 200), false, 'a reader that far behind must rebuild');
+    t.equal(await log.covers(last - 100), true);
+    t.equal(await log.accountHead('acme'), acmeHead, 'heads outlive their entries');
+    t.equal(await log.lastChange(), last);
+    t.equal(await log.pruneBefore(new Date(Date.now() + 60_000)), 100);
+    t.equal(await log.size(), 0);
+    t.equal(await log.lastChange(), last, 'an emptied log still continues after what it held');
+    t.equal(await log.covers(last), true);
   });
 }

@@ -4,7 +4,7 @@
 // account (pg_advisory_xact_lock: released by the commit or by the connection's death, never left behind),
 // and the section's person writes join that transaction. The fence tells the caller which changes of the
 // account were committed before it got the lock: its gallery must have applied them before it checks.
-import { lastSeqOf } from './change-log';
+import { accountHead } from './change-log';
 import type { AccountScope } from './interfaces';
 import { lockKey } from './lock-keys';
 import { PgPersonRepository } from './persons';
@@ -20,7 +20,7 @@ export async function exclusiveForAccount<T>(db: Db, sealer: Sealer, accountId: 
   return db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey('account', accountId)]);
     // Read after the lock: the previous holder's commit is visible (its lock went only after it committed).
-    const fence = { seq: await lastSeqOf(tx, accountId) };
+    const fence = { seq: await accountHead(tx, accountId) };
     return fn({ persons: new PgPersonRepository(new JoinedTransaction(tx), sealer), fence });
   });
 }

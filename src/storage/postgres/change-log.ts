@@ -1,28 +1,30 @@
 // The person change log: every person write appends (account, person, op, model) to person_changes in its
-// own transaction, and pg_notify tells listening nodes on commit (./change-follower.ts), so each node can keep
-// its in-memory gallery in step with writes made by the others.
+// own transaction, moves the account's head (change_heads) and, through pg_notify, tells listening nodes
+// on commit (./change-follower.ts), so each node can keep its in-memory gallery in step with writes made by
+// the others. As in LMDB (src/storage/change-log.ts) an entry says who changed; readers take the person's
+// current state from the table, so replaying an entry twice gives the same gallery.
 //
 // A follower reads "seq > the last one I applied", which is only safe if sequence numbers become visible in
 // order: with two writers, seq 11 could commit before seq 10, the follower would move past 10 and never see
 // it. So the append is the last thing a transaction does (a beforeCommit hook) and takes a fixed advisory
 // lock first; the lock is held until the commit has made the rows visible, so the next writer draws its
-// numbers only after. This serialises the commits of person writes (not their work), about one commit time each.
+// numbers only after. This serialises the commits of person writes (not their work), about one commit time
+// each. Numbers may have gaps (a transaction that failed at its commit, the sequence's cache after a crash).
+import type { Change } from '../change-log';
+import type { AsyncChangeLog } from './interfaces';
 import { CHANGE_LOG_LOCK } from './lock-keys';
-import type { Queryable, Tx } from './pool';
+import type { Db, Queryable, Tx } from './pool';
 
 /** LISTEN/NOTIFY channel; the payload is the highest seq the transaction appended. */
 export const CHANGE_CHANNEL = 'face_check_person_changes';
 
 export type ChangeOp = 'create' | 'replace' | 'template' | 'remove';
 
-export interface PersonChange {
-  seq: number;
-  accountId: string;
-  personId: string;
+export interface PersonChange extends Change {
   op: ChangeOp;
   /** The model of the template written (for a removal: of the template removed). */
   modelId: string;
-  /** Commit-time clock of the database (ISO 8601). */
+  /** The database's clock at the append, just before the commit (ISO 8601). */
   at: string;
 }
 
@@ -45,12 +47,16 @@ export function appendChanges(tx: Tx, changes: readonly NewChange[]): void {
       pendingOf.delete(tx);
       await q.query('SELECT pg_advisory_xact_lock($1)', [CHANGE_LOG_LOCK]);
       // clock_timestamp, not now(): the time of the append (just before commit), so `at` grows with seq.
-      const { rows } = await q.query<{ seq: string }>(`INSERT INTO person_changes (account_id, person_id, op, model_id, at)
+      const { rows } = await q.query<{ seq: string; account_id: string }>(`INSERT INTO person_changes (account_id, person_id, op, model_id, at)
         SELECT a, p, o, m, clock_timestamp() FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS c(a, p, o, m)
-        RETURNING seq`,
+        RETURNING seq, account_id`,
       [list.map((c) => c.accountId), list.map((c) => c.personId), list.map((c) => c.op), list.map((c) => c.modelId)]);
-      const last = rows.reduce((max, r) => Math.max(max, Number(r.seq)), 0);
-      await q.query('SELECT pg_notify($1, $2)', [CHANGE_CHANNEL, String(last)]);
+      const heads = new Map<string, number>();
+      for (const r of rows) heads.set(r.account_id, Math.max(heads.get(r.account_id) ?? 0, Number(r.seq)));
+      const accounts = [...heads.keys()].sort();
+      await q.query(`INSERT INTO change_heads AS h (account_id, seq) SELECT * FROM unnest($1::text[], $2::bigint[])
+        ON CONFLICT (account_id) DO UPDATE SET seq = EXCLUDED.seq`, [accounts, accounts.map((a) => heads.get(a)!)]);
+      await q.query('SELECT pg_notify($1, $2)', [CHANGE_CHANNEL, String(Math.max(...heads.values()))]);
     });
   }
   pending.push(...changes);
@@ -87,10 +93,10 @@ export async function lastSeq(q: Queryable): Promise<number> {
   return Math.max(Number(rows[0].seq ?? 0), await prunedThrough(q));
 }
 
-/** The account's highest committed seq (0: none). */
-export async function lastSeqOf(q: Queryable, accountId: string): Promise<number> {
-  const { rows } = await q.query<{ seq: string | null }>('SELECT max(seq) AS seq FROM person_changes WHERE account_id = $1', [accountId]);
-  return Number(rows[0].seq ?? 0);
+/** The account's last committed change (0: none ever). */
+export async function accountHead(q: Queryable, accountId: string): Promise<number> {
+  const { rows } = await q.query<{ seq: string }>('SELECT seq FROM change_heads WHERE account_id = $1', [accountId]);
+  return Number(rows[0]?.seq ?? 0);
 }
 
 /** The highest seq pruned from the log (0: none). */
@@ -99,21 +105,68 @@ export async function prunedThrough(q: Queryable): Promise<number> {
   return rows[0] ? Number(rows[0].value.toString('utf8')) : 0;
 }
 
-/**
- * Deletes changes older than `before` (the persons table holds the state; the log only carries running
- * nodes from one write to the next) and records how far it deleted. Returns how many it deleted.
- */
-export async function pruneChanges(db: { transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> }, before: Date): Promise<number> {
+/** Deletes the log up to and including `through` (a prefix: the horizon only moves forward); returns how many. */
+async function pruneThrough(db: Db, through: string | null): Promise<number> {
+  if (through === null) return 0;
   return db.transaction(async (tx) => {
-    // A prefix of the log by seq, so a follower is either past all that was deleted or told it missed some.
-    const { rows } = await tx.query<{ seq: string }>(`DELETE FROM person_changes
-      WHERE seq <= (SELECT max(seq) FROM person_changes WHERE at < $1) RETURNING seq`, [before]);
-    if (rows.length === 0) return 0;
-    const highest = rows.reduce((max, r) => Math.max(max, Number(r.seq)), 0);
+    const { rowCount } = await tx.query('DELETE FROM person_changes WHERE seq <= $1', [through]);
     await tx.query(`INSERT INTO meta (key, value) VALUES ($1, convert_to($2, 'UTF8'))
       ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
       WHERE convert_from(meta.value, 'UTF8')::bigint < convert_from(EXCLUDED.value, 'UTF8')::bigint`,
-    [PRUNED_THROUGH, String(highest)]);
-    return rows.length;
+    [PRUNED_THROUGH, through]);
+    return rowCount ?? 0;
   });
+}
+
+/** The log as the LMDB store's ChangeLog presents it, plus a time-based prune for a cluster's followers. */
+export class PgChangeLog implements AsyncChangeLog {
+  constructor(private readonly db: Db) {}
+
+  lastChange(): Promise<number> {
+    return lastSeq(this.db);
+  }
+
+  accountHead(accountId: string): Promise<number> {
+    return accountHead(this.db, accountId);
+  }
+
+  async oldestKept(): Promise<number | undefined> {
+    const { rows } = await this.db.query<{ seq: string | null }>('SELECT min(seq) AS seq FROM person_changes');
+    return rows[0].seq === null ? undefined : Number(rows[0].seq);
+  }
+
+  /** Every change after `seq` is still in the log. By the prune horizon, not by the oldest entry: seqs have gaps. */
+  async covers(seq: number): Promise<boolean> {
+    return seq <= await this.lastChange() && seq >= await prunedThrough(this.db);
+  }
+
+  async *changesSince(seq: number, limit = Infinity): AsyncGenerator<PersonChange> {
+    let after = seq;
+    let left = limit;
+    while (left > 0) {
+      const page = await changesAfter(this.db, after, Math.min(left, 1000));
+      for (const c of page) yield c;
+      if (page.length < Math.min(left, 1000)) return;
+      after = page[page.length - 1].seq;
+      left -= page.length;
+    }
+  }
+
+  async size(): Promise<number> {
+    const { rows } = await this.db.query<{ n: string }>('SELECT count(*) AS n FROM person_changes');
+    return Number(rows[0].n);
+  }
+
+  /** Deletes the oldest entries until at most `keep` (at least 1) remain; returns how many. */
+  async prune(keep: number): Promise<number> {
+    const { rows } = await this.db.query<{ seq: string }>(
+      'SELECT seq FROM person_changes ORDER BY seq DESC OFFSET $1 LIMIT 1', [Math.max(1, keep)]);
+    return pruneThrough(this.db, rows[0]?.seq ?? null);
+  }
+
+  /** Deletes the entries appended before `before` (followers away longer must resync); returns how many. */
+  async pruneBefore(before: Date): Promise<number> {
+    const { rows } = await this.db.query<{ seq: string | null }>('SELECT max(seq) AS seq FROM person_changes WHERE at < $1', [before]);
+    return pruneThrough(this.db, rows[0].seq);
+  }
 }

@@ -4,12 +4,14 @@
 // plus what one process keeps in memory today and several nodes behind a load balancer must share: the
 // request-signing replay cache, the sign-in throttle and small shared settings.
 //
-// Left out on purpose: LMDB's storage migrations (moveInlineTemplates, sealPlainKeys) and the *Within
-// helpers that only run inside a LMDB write transaction (activation-code redemption and usage counting are
-// part of LicenceRepository.create and checkIn here, as they are there).
+// Left out on purpose: LMDB's storage migrations (moveInlineTemplates, sealPlainKeys, the template-row
+// migration) and the *Within helpers that only run inside a LMDB write transaction (activation-code
+// redemption and usage counting are part of LicenceRepository.create and checkIn here, as they are there).
+import type crypto from 'node:crypto';
 import type { AccountRecord } from '../accounts';
 import type { ActivationCodeRecord } from '../activation-codes';
 import type { ApiKeyRecord } from '../api-keys';
+import type { Change } from '../change-log';
 import type { KeyUsageDay } from '../key-usage';
 import type { Grant } from '../../domain/grants';
 import type { UsageRow } from '../licence-usage';
@@ -37,9 +39,34 @@ export interface AsyncPersonRepository {
   remove(accountId: string, personId: string): Promise<PersonRecord | undefined>;
   /** Every person of every account, without templates (listing, reindex). */
   all(): AsyncIterable<AccountPersonMeta>;
-  /** Every template of `modelId`, in blocks of one account (the gallery rebuild); copy `bytes` before the next. */
-  templateBlocks(modelId: string): AsyncIterable<TemplateBlock>;
+  /** The stored templates of `personIds` in order, undefined where the account has no such person (re-rank). */
+  templatesOf(accountId: string, personIds: readonly string[]): Promise<Array<Float32Array | undefined>>;
+  /**
+   * Every template of `modelId` (of one account when given), in blocks of one account (the gallery rebuild);
+   * copy `bytes` before taking the next block.
+   */
+  templateBlocks(modelId: string, accountId?: string): AsyncIterable<TemplateBlock>;
+  /** The accounts holding templates of `modelId`. */
+  accountsWithTemplates(modelId: string): Promise<string[]>;
+  /** Templates of `modelId` in the account: what its gallery must hold. */
+  templateCount(modelId: string, accountId: string): Promise<number>;
   count(accountId?: string): Promise<number>;
+}
+
+/** Who changed, in commit order (src/storage/change-log.ts): entries name a person, never its data. */
+export interface AsyncChangeLog {
+  /** The last committed sequence number; 0 before the first change. */
+  lastChange(): Promise<number>;
+  /** The sequence of the account's last change; 0 when it never changed. Kept however far the log is pruned. */
+  accountHead(accountId: string): Promise<number>;
+  oldestKept(): Promise<number | undefined>;
+  /** True when every change after `seq` is still in the log, so a reader at `seq` can catch up by replaying. */
+  covers(seq: number): Promise<boolean>;
+  /** The changes after `seq`, oldest first (at most `limit`). */
+  changesSince(seq: number, limit?: number): AsyncIterable<Change>;
+  size(): Promise<number>;
+  /** Deletes the oldest entries until at most `keep` remain; returns how many. */
+  prune(keep: number): Promise<number>;
 }
 
 export interface AsyncApiKeyRepository {
@@ -177,6 +204,8 @@ export interface AccountScope {
 
 export interface AsyncStore {
   readonly persons: AsyncPersonRepository;
+  /** Who changed, in commit order (every person write appends in its own transaction). */
+  readonly changes: AsyncChangeLog;
   readonly apiKeys: AsyncApiKeyRepository;
   readonly quota: AsyncQuotaRepository;
   readonly serviceKeys: AsyncServiceKeyRepository;
@@ -197,5 +226,10 @@ export interface AsyncStore {
   exclusive<T>(accountId: string, fn: (scope: AccountScope) => Promise<T>): Promise<T>;
   /** Wraps the data key under a fresh key-encryption key written to `newKeyFile`; returns its path. */
   rotateKey(newKeyFile?: string): Promise<string>;
+  /**
+   * A key for files kept beside the store (gallery snapshots), derived from the data key (HKDF-SHA256 of
+   * `purpose` and `salt`, as the LMDB store does). Not a Promise: it is computed, nothing is read.
+   */
+  deriveKey(purpose: string, salt: Uint8Array): crypto.KeyObject;
   close(): Promise<void>;
 }

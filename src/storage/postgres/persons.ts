@@ -168,7 +168,18 @@ export class PgPersonRepository implements AsyncPersonRepository {
     }
   }
 
-  async *templateBlocks(modelId: string): AsyncGenerator<TemplateBlock> {
+  async templatesOf(accountId: string, personIds: readonly string[]): Promise<Array<Float32Array | undefined>> {
+    const { rows } = await this.db.query<{ person_id: string; model_id: string; sealed_template: Buffer }>(
+      'SELECT person_id, model_id, sealed_template FROM persons WHERE account_id = $1 AND person_id = ANY($2::text[])',
+      [accountId, [...personIds]]);
+    const byId = new Map(rows.map((r) => [r.person_id, r]));
+    return personIds.map((id) => {
+      const r = byId.get(id);
+      return r && this.openTemplate(accountId, id, r.model_id, r.sealed_template);
+    });
+  }
+
+  async *templateBlocks(modelId: string, accountId?: string): AsyncGenerator<TemplateBlock> {
     let block: { accountId: string; ids: string[]; dimension: number; parts: Buffer[] } | undefined;
     const finish = (): TemplateBlock | undefined => {
       if (!block || block.ids.length === 0) return undefined;
@@ -180,8 +191,9 @@ export class PgPersonRepository implements AsyncPersonRepository {
     for (;;) {
       const { rows } = await this.db.query<{ account_id: string; person_id: string; sealed_template: Buffer }>(
         `SELECT account_id, person_id, sealed_template FROM persons
-         WHERE model_id = $1 AND ($2::text IS NULL OR (account_id, person_id) > ($2, $3))
-         ORDER BY account_id, person_id LIMIT ${PAGE}`, [modelId, after?.[0] ?? null, after?.[1] ?? null]);
+         WHERE model_id = $1 AND ($4::text IS NULL OR account_id = $4)
+           AND ($2::text IS NULL OR (account_id, person_id) > ($2, $3))
+         ORDER BY account_id, person_id LIMIT ${PAGE}`, [modelId, after?.[0] ?? null, after?.[1] ?? null, accountId ?? null]);
       for (const r of rows) {
         const bytes = this.sealer.open(TEMPLATES_PLACE, [r.account_id, r.person_id, modelId], r.sealed_template);
         const dimension = bytes.byteLength / 4;
@@ -198,6 +210,18 @@ export class PgPersonRepository implements AsyncPersonRepository {
     }
     const rest = finish();
     if (rest) yield rest;
+  }
+
+  async accountsWithTemplates(modelId: string): Promise<string[]> {
+    const { rows } = await this.db.query<{ account_id: string }>(
+      'SELECT DISTINCT account_id FROM persons WHERE model_id = $1 ORDER BY account_id', [modelId]);
+    return rows.map((r) => r.account_id);
+  }
+
+  async templateCount(modelId: string, accountId: string): Promise<number> {
+    const { rows } = await this.db.query<{ n: string }>(
+      'SELECT count(*) AS n FROM persons WHERE model_id = $1 AND account_id = $2', [modelId, accountId]);
+    return Number(rows[0].n);
   }
 
   async count(accountId?: string): Promise<number> {

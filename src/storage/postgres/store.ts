@@ -2,6 +2,7 @@
 // data key unwrapped with the node's key file (every node needs the same file), and the repositories over
 // them. What it returns implements the asynchronous storage interface (./interfaces.ts) and adds what only a
 // shared database has: the change log's position and followers, pruning.
+import crypto from 'node:crypto';
 import path from 'node:path';
 import { DataKeySealer } from '../crypto/sealer';
 import { exclusiveForAccount } from './account-lock';
@@ -9,7 +10,7 @@ import { PgAccountRepository } from './accounts';
 import { PgActivationCodeRepository } from './activation-codes';
 import { PgApiKeyRepository } from './api-keys';
 import { ChangeFollower, type ChangeFollowerOptions } from './change-follower';
-import { lastSeq, pruneChanges } from './change-log';
+import { PgChangeLog } from './change-log';
 import { rotateDataKeyWrap, unlockPostgresDataKey } from './data-key';
 import type { AsyncStore } from './interfaces';
 import { PgKeyUsageRepository } from './key-usage';
@@ -37,12 +38,10 @@ export interface PostgresStore extends AsyncStore {
   readonly keyFile: string;
   /** What the start-up migration found and did. */
   readonly migration: MigrationOutcome;
-  /** The highest committed change seq: read it before building a gallery, then follow from it. */
-  lastChangeSeq(): Promise<number>;
-  /** A follower of the change log on its own connection (not started). */
+  /** The log, with its time-based prune (pruneBefore) for a cluster's followers. */
+  readonly changes: PgChangeLog;
+  /** A follower of the change log on its own connection (not started): read changes.lastChange() before building a gallery, follow from it. */
   followChanges(options: Omit<ChangeFollowerOptions, 'settings'>): ChangeFollower;
-  /** Deletes changes older than `before`; returns how many. */
-  pruneChanges(before: Date): Promise<number>;
 }
 
 export async function openPostgresStore(settings: PostgresSettings, options: PostgresStoreOptions): Promise<PostgresStore> {
@@ -58,6 +57,7 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
       keyFile,
       migration,
       persons: new PgPersonRepository(pool, sealer),
+      changes: new PgChangeLog(pool),
       apiKeys: new PgApiKeyRepository(pool),
       quota: new PgQuotaRepository(pool),
       serviceKeys: new PgServiceKeyRepository(pool, sealer),
@@ -76,9 +76,13 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
         await rotateDataKeyWrap(pool, dataKey, target);
         return target;
       },
-      lastChangeSeq: () => lastSeq(pool),
+      deriveKey: (purpose, salt) => {
+        const raw = Buffer.from(crypto.hkdfSync('sha256', dataKey, salt, purpose, 32));
+        const key = crypto.createSecretKey(raw);  // keeps its own copy
+        raw.fill(0);
+        return key;
+      },
       followChanges: (o) => new ChangeFollower({ ...o, settings }),
-      pruneChanges: (before) => pruneChanges(pool, before),
       close: async () => {
         try {
           await keyUsage.close();

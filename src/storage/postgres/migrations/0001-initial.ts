@@ -39,7 +39,13 @@ CREATE TABLE person_changes (
   model_id text NOT NULL,
   at timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX person_changes_by_account ON person_changes (account_id, seq);
+
+-- Each account's last change, kept however far the log is pruned (a gallery snapshot of an account that
+-- has not changed since stays valid; the account lock's fence reads it).
+CREATE TABLE change_heads (
+  account_id text PRIMARY KEY,
+  seq bigint NOT NULL
+);
 
 CREATE TABLE accounts (
   account_id text PRIMARY KEY,
