@@ -8,6 +8,10 @@ import type { FaceEngine } from './engine/types';
 import { ErrorCatalog } from './errors';
 import { buildApp } from './http/app';
 import { Galleries } from './matching/galleries';
+import { snapshotPlaceOf } from './matching/snapshot/place';
+import type { RestoreReport } from './matching/snapshot/restore';
+import { SnapshotScheduler } from './matching/snapshot/scheduler';
+import { templateModelId } from './engine/template-spec';
 import { DEFAULT_ACCOUNT } from './services/auth';
 import type { LiveFaceSource } from './device/live-face-source';
 import { DeviceCamera } from './device/camera';
@@ -111,6 +115,20 @@ async function drain(app: FastifyInstance, timeoutMs: number): Promise<void> {
   }
 }
 
+/** The start's gallery outcome for the log: counts and reasons, never a person. */
+function restoreSummary(r: RestoreReport): object {
+  const reasons: Record<string, number> = {};
+  for (const a of r.accounts) if (a.reason) reasons[a.reason] = (reasons[a.reason] ?? 0) + 1;
+  return {
+    persons: r.loaded,
+    from_snapshot: r.accounts.filter((a) => a.source === 'snapshot').length,
+    rebuilt: r.accounts.filter((a) => a.source === 'rebuild').length,
+    replayed: r.accounts.reduce((n, a) => n + a.replayed, 0),
+    ms: Math.round(r.timings.total),
+    ...(Object.keys(reasons).length ? { rebuild_reasons: reasons } : {}),
+  };
+}
+
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const errors = opts.errors ?? new ErrorCatalog(nativeErrorTable());
@@ -129,16 +147,26 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   // Device mode: the configured camera's capture pipeline (src/device), unless the caller brings one.
   let ownCamera: DeviceCamera | undefined;
   let licence: DeviceLicence | undefined;
+  let galleries: Galleries | undefined;
+  let restoring: Promise<RestoreReport> | undefined;
   try {
     storeLock = lockStore(config.storage.path, 'serve');
     store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
+    // The galleries start (from their snapshots, else from the store) while the engine loads its models: the
+    // model id is known from the manifest before they load (createEngine's default template).
+    const persons = store.persons;
+    galleries = Galleries.forStore(persons);
+    const place = config.index.snapshot ? snapshotPlaceOf(store) : undefined;
+    const expectedModel = opts.engine?.modelId ?? templateModelId();
+    restoring = galleries.restore(persons, expectedModel, place);
+    restoring.catch(() => undefined);  // awaited below
     // Device mode: the licence is checked with the cloud before a first key is made or the port opens
     // (a failed check throws LicenceStartError).
-    const persons = store.persons;
     if (config.server.mode === 'device') licence = await startDeviceLicence(config, { persons: () => persons.count(), print });
     engine = await engineReady;
-    const galleries = new Galleries();
-    const { loaded, stale } = await galleries.rebuild(store.persons, engine.modelId);
+    let restored: RestoreReport = await restoring;
+    if (engine.modelId !== expectedModel) restored = await galleries.restore(persons, engine.modelId, place);
+    const { loaded, stale } = restored;
     if (stale > 0) {
       print(`face-check: ${stale} person(s) have templates of another model and cannot match until "face-check reindex" runs`);
     }
@@ -148,18 +176,30 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       config, engine, store, errors, galleries, camera: opts.camera ?? ownCamera, licence,
       logger: opts.logger ?? logOptions(config.log.level),
     });
+    app.log.info(restoreSummary(restored), 'galleries loaded');
+    const snapshots = place && new SnapshotScheduler({
+      galleries, persons, exclusive: store.exclusive, modelId: engine.modelId, place, log: app.log,
+      settings: {
+        intervalS: config.index.snapshot_interval_s, minChanges: config.index.snapshot_min_changes,
+        stopTimeoutS: config.index.snapshot_stop_timeout_s, changeLogKeep: config.index.change_log_keep,
+      },
+    });
     const address = await app.listen({ host: config.server.host, port: config.server.port });
     app.log.info({ mode: config.server.mode, persons: loaded, storage: config.storage.path }, 'face-check ready');
+    snapshots?.begin(restored);
     const openStoreRef = store;
     const openEngine = engine;
+    const openGalleries = galleries;
     return {
       app, store, engine, address,
       close: async () => {
         await drain(app, config.server.drain_timeout_ms);
+        // No request runs any more: the changed accounts' snapshots are written (bounded) before the store closes.
+        await snapshots?.stop();
         await licence?.close();
         await ownCamera?.close();
         await closeWhenIdle(openEngine);
-        galleries.close();
+        openGalleries.close();
         await openStoreRef.close();
         storeLock?.release();
         // A clean stop's last line: the camera, engine and store above all closed.
@@ -167,6 +207,8 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       },
     };
   } catch (err) {
+    await restoring?.catch(() => undefined);  // it reads the store closed below
+    galleries?.close();
     await licence?.close();
     await (ownCamera ?? (await cameraReady.catch(() => undefined)))?.close();
     await store?.close();

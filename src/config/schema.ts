@@ -220,6 +220,14 @@ export const configSchema: ConfigSchema = {
   metrics: {
     access: { default: 'loopback', parse: oneOf('loopback', 'key', 'off') },
   },
+  // [index]: the galleries' snapshots and the store's change log (docs/index-snapshot.md).
+  index: {
+    snapshot: { default: true, parse: flag },
+    snapshot_interval_s: { default: 300, parse: integer(1, 86_400) },
+    snapshot_min_changes: { default: 1000, parse: integer(1, 1_000_000_000) },
+    snapshot_stop_timeout_s: { default: 30, parse: integer(0, 3600) },
+    change_log_keep: { default: 1_000_000, parse: integer(1000, 1_000_000_000) },
+  },
 };
 
 /** Empty, or a comma-separated list of IPv4/IPv6 addresses or CIDR ranges (never "everyone"). */

@@ -233,6 +233,20 @@ export interface MetricsConfig {
   access: 'loopback' | 'key' | 'off';
 }
 
+/** [index]: the galleries' snapshots and the store's change log (docs/index-snapshot.md). */
+export interface IndexConfig {
+  /** Start the galleries from their snapshots and write them; false: rebuild every start, write none. */
+  snapshot: boolean;
+  /** How often accounts with enough changes get a new snapshot. */
+  snapshot_interval_s: number;
+  /** Changes of an account since its snapshot that make it due at the next interval. */
+  snapshot_min_changes: number;
+  /** At an orderly stop, the time the snapshots of changed accounts may take; 0 = write none. */
+  snapshot_stop_timeout_s: number;
+  /** Entries the store's change log keeps; a snapshot older than the oldest kept is rebuilt at start. */
+  change_log_keep: number;
+}
+
 export interface Config {
   server: ServerConfig;
   storage: StorageConfig;
@@ -249,4 +263,5 @@ export interface Config {
   licence: LicenceConfig;
   log: LogConfig;
   metrics: MetricsConfig;
+  index: IndexConfig;
 }

@@ -9,6 +9,7 @@ import type { FaceEngine } from '../engine/types';
 import type { ErrorCatalog } from '../errors';
 import { PixelBudget } from '../image/pixel-budget';
 import { Galleries } from '../matching/galleries';
+import { snapshotPlaceOf } from '../matching/snapshot/place';
 import { SimilarityScale } from '../matching/similarity-scale';
 import { Authenticator } from '../services/auth';
 import { RequestSigning } from '../services/request-signing';
@@ -42,7 +43,7 @@ export interface AppDeps {
   engine: FaceEngine;
   store: Store;
   errors: ErrorCatalog;
-  /** Default: one gallery per account, rebuilt from the store for engine.modelId. */
+  /** Default: one gallery per account of engine.modelId, from its snapshot or else the store ([index] snapshot). */
   galleries?: Galleries;
   scale?: SimilarityScale;
   /** Device mode live-face source; absent = camera not connected (R_400). */
@@ -66,8 +67,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   let galleries = deps.galleries;
   const ownGalleries = !galleries;
   if (!galleries) {
-    galleries = new Galleries();
-    await galleries.rebuild(deps.store.persons, deps.engine.modelId);
+    galleries = Galleries.forStore(deps.store.persons);
+    await galleries.restore(deps.store.persons, deps.engine.modelId, config.index.snapshot ? snapshotPlaceOf(deps.store) : undefined);
   }
   const metrics = new ServiceMetrics({
     config, store: deps.store, galleries, licence: deps.licence, camera: cameraMetricsSourceOf(deps.camera),

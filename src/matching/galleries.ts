@@ -1,16 +1,36 @@
 // One gallery per account, so a search can only ever see its own account's persons. By default each is
 // a collection of the native SIMD index; ScanGallery (plain TypeScript) remains for tests of the rules.
+// Galleries.forStore backs each account's index with the store's template rows: the index keeps only int8
+// codes and re-ranks its candidates with the stored float32 templates, and it starts from snapshots
+// (./snapshot/restore.ts) instead of re-encoding every template.
 import crypto from 'node:crypto';
 
 import type { Gallery } from './gallery';
 import { IndexGallery } from './index-gallery';
-import type { PersonRepository } from '../storage/persons';
+import type { PersonRepository, TemplateBlock } from '../storage/persons';
+import { restoreGalleries, type RestoreReport } from './snapshot/restore';
+import type { SnapshotPlace } from './snapshot/place';
 
 export type GalleryFactory = (accountId: string) => Gallery;
 
 export class Galleries {
   private readonly byAccount = new Map<string, Gallery>();
   private readonly instance = crypto.randomUUID();
+  private layout: string | undefined;
+
+  /**
+   * Galleries whose indexes keep int8 codes only and read exact templates from the store's rows; they can
+   * export and import snapshots.
+   */
+  static forStore(persons: PersonRepository): Galleries {
+    const galleries: Galleries = new Galleries((accountId) =>
+      new IndexGallery(`${galleries.instance}/${accountId}`, (ids) => persons.templatesOf(accountId, ids)));
+    galleries.importsCodes = true;
+    return galleries;
+  }
+
+  /** Whether the galleries can import snapshots (forStore). */
+  importsCodes = false;
 
   constructor(private readonly factory: GalleryFactory = (accountId) => new IndexGallery(`${this.instance}/${accountId}`)) {}
 
@@ -24,21 +44,75 @@ export class Galleries {
     return g;
   }
 
+  /** The account's gallery if it has one (never creates it). */
+  existing(accountId: string): Gallery | undefined {
+    return this.byAccount.get(accountId);
+  }
+
+  /** Accounts with a gallery. */
+  accountIds(): string[] {
+    return [...this.byAccount.keys()];
+  }
+
   /** Persons per account with a gallery (read-only: metrics must not create galleries). */
   sizes(): Map<string, number> {
     return new Map([...this.byAccount].map(([accountId, g]) => [accountId, g.size]));
   }
 
   /**
+   * The index's code layout (CodeDump.layout), from a one-row probe collection: a snapshot of another layout
+   * is not read at all.
+   */
+  async codeLayout(): Promise<string | undefined> {
+    if (this.layout === undefined) {
+      const probe = new IndexGallery(`${this.instance}/\u0000layout-probe`, () => []);
+      try {
+        await probe.upsert('probe', Float32Array.of(1));
+        this.layout = (await probe.exportCodes())?.layout;
+      } finally {
+        probe.drop();
+      }
+    }
+    return this.layout;
+  }
+
+  /**
+   * Loads every account's gallery of `modelId`: from its snapshot in `place` when one fits, else from the
+   * store (./snapshot/restore.ts). Templates of another model are skipped and counted in `stale`.
+   */
+  restore(persons: PersonRepository, modelId: string, place: SnapshotPlace | undefined, options: { workers?: number } = {}): Promise<RestoreReport> {
+    return restoreGalleries(this, persons, modelId, place, options);
+  }
+
+  /**
    * Loads every stored template of `modelId`. Templates of another model cannot be compared and are
-   * skipped: they are reported so the operator runs `face-check reindex`. The stored segments are copied
-   * into blocks of 16k templates; while the addon encodes one block, the next is read (two buffers).
+   * skipped: they are reported so the operator runs `face-check reindex`.
    */
   async rebuild(persons: PersonRepository, modelId: string, options: { blockSize?: number } = {}): Promise<{ loaded: number; stale: number }> {
     this.close();
+    const loaded = await this.loadBlocks(persons.templateBlocks(modelId), persons.count(), options.blockSize);
+    return { loaded, stale: persons.count() - loaded };
+  }
+
+  /** Rebuilds the named accounts' galleries from the store (emptied first); returns the persons loaded. */
+  async rebuildAccounts(persons: PersonRepository, modelId: string, accountIds: readonly string[], options: { blockSize?: number } = {}): Promise<number> {
+    const accounts = [...new Set(accountIds)];
+    for (const accountId of accounts) this.drop(accountId);
+    const size = accounts.reduce((n, a) => n + persons.templateCount(modelId, a), 0);
+    function* blocks(): Generator<TemplateBlock> {
+      for (const accountId of accounts) yield* persons.templateBlocks(modelId, accountId);
+    }
+    return this.loadBlocks(blocks(), size, options.blockSize);
+  }
+
+  /**
+   * Copies the stored segments into blocks of 16k templates; while the addon encodes one block, the next is
+   * read (two buffers). The first block of an account clears its gallery.
+   */
+  private async loadBlocks(source: Iterable<TemplateBlock>, total: number, blockSize = 16384): Promise<number> {
     // 16k templates (32 MB) per block: larger blocks measured no faster and cost more transient memory.
     // A small gallery needs a smaller buffer: the buffers' memory stays with the process until it is collected.
-    const BLOCK = Math.min(options.blockSize ?? 16384, Math.max(1, persons.count()));
+    const BLOCK = Math.min(blockSize, Math.max(1, total));
     const buffers: Float32Array[] = [];
     let which = 0;
     let pending: Promise<void> = Promise.resolve();
@@ -62,7 +136,7 @@ export class Galleries {
       which ^= 1;
     };
 
-    for (const block of persons.templateBlocks(modelId)) {
+    for (const block of source) {
       let bytes = block.bytes;
       if (fill && (fill.accountId !== block.accountId || fill.dimension !== block.dimension ||
         (fill.ids.length + block.ids.length) * block.dimension > fill.data.length)) {
@@ -80,7 +154,14 @@ export class Galleries {
     }
     await flush();
     await pending;
-    return { loaded, stale: persons.count() - loaded };
+    return loaded;
+  }
+
+  /** Releases one account's gallery (its native collection included). */
+  drop(accountId: string): void {
+    const g = this.byAccount.get(accountId);
+    if (g instanceof IndexGallery) g.drop();
+    this.byAccount.delete(accountId);
   }
 
   /** Releases every account's gallery (native collections included). */

@@ -1,0 +1,188 @@
+// The galleries' start from their sealed snapshot: process start to the first identify answered, at N
+// persons, the page cache cold or warm. bench:index calls measureSnapshotStart; alone:
+//   node dist/bench/index-snapshot-start.js [persons,...] [cold|warm|both]     (default 100000,1000000 both)
+// The store (N persons of account "default", random unit templates of the installed model's id and template
+// size, written with createMany) and its snapshot are built once and cached under
+// /tmp/face-check-snapshot-bench (SNAPSHOT_BENCH_DIR). Each measurement spawns a fresh node process that opens
+// the store, restores the galleries (Galleries.restore: the snapshot, the change log's replay, the count
+// check) and answers one identify by template (the gallery search with its exact re-rank from the store);
+// the time runs from spawn to that answer. The face engine's model loading is not part of it: the service
+// runs it in parallel with the galleries' start (src/server.ts), and it does not depend on the gallery size.
+// Cold: `sync`, then every file of the store and of the snapshot folder dropped from the page cache with
+// `dd if=FILE iflag=nocache count=0` (posix_fadvise DONTNEED on the whole file), as bench:board does.
+import { execFileSync, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { templateModelId, templateSize } from '../src/engine/template-spec';
+import { Galleries } from '../src/matching/galleries';
+import { snapshotPlaceOf } from '../src/matching/snapshot/place';
+import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
+import { openStore } from '../src/storage/store';
+
+const ACCOUNT = 'default';
+const CACHE = process.env.SNAPSHOT_BENCH_DIR ?? '/tmp/face-check-snapshot-bench';
+const BATCH = 8192;
+
+/** Deterministic unit template of person `i` (xorshift, then normalised): the child rebuilds a query from it. */
+export function benchTemplate(i: number, dim: number): Float32Array {
+  const t = new Float32Array(dim);
+  let x = (Math.imul(i + 1, 2654435761) >>> 0) || 1;
+  let norm = 0;
+  for (let k = 0; k < dim; k++) {
+    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    t[k] = x / 4294967296 - 0.5;
+    norm += t[k] * t[k];
+  }
+  const inv = 1 / Math.sqrt(norm);
+  for (let k = 0; k < dim; k++) t[k] *= inv;
+  return t;
+}
+
+interface Cached { persons: number; modelId: string; dim: number; writeS: number; snapshotMs: number; snapshotBytes: number; storeBytes: number }
+
+function folderBytes(dir: string): number {
+  let n = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    n += e.isDirectory() ? folderBytes(p) : fs.statSync(p).size;
+  }
+  return n;
+}
+
+/** The cached store of `persons` persons with its snapshot, built when missing. */
+async function benchStore(persons: number): Promise<{ dir: string; info: Cached }> {
+  const modelId = templateModelId(), dim = templateSize();
+  const tag = crypto.createHash('sha256').update(`${modelId}/${dim}`).digest('hex').slice(0, 12);
+  const dir = path.join(CACHE, `${persons}-${tag}`);
+  const marker = path.join(dir, 'complete.json');
+  if (fs.existsSync(marker)) return { dir, info: JSON.parse(fs.readFileSync(marker, 'utf8')) as Cached };
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const storeDir = path.join(dir, 'store');
+  const t0 = performance.now();
+  const store = await openStore(storeDir);
+  const image = Buffer.alloc(64, 1);  // a stand-in reference image: the start never reads images
+  const now = new Date().toISOString();
+  for (let start = 0; start < persons; start += BATCH) {
+    const items = [];
+    for (let i = start; i < Math.min(persons, start + BATCH); i++) items.push({ personId: `person-${i}`, modelId, template: benchTemplate(i, dim), referenceImage: image });
+    await store.persons.createMany(ACCOUNT, items, now);
+  }
+  const writeS = (performance.now() - t0) / 1000;
+  // The snapshot a running service would write: the gallery rebuilt, then written by the scheduler.
+  const galleries = Galleries.forStore(store.persons);
+  const place = snapshotPlaceOf(store);
+  await galleries.restore(store.persons, modelId, place);
+  const scheduler = new SnapshotScheduler({
+    galleries, persons: store.persons, exclusive: store.exclusive, modelId, place, log: { info: () => undefined, warn: () => undefined },
+    settings: { intervalS: 3600, minChanges: 1, stopTimeoutS: 3600, changeLogKeep: 1_000_000_000 },
+  });
+  const written = await scheduler.writeNow(ACCOUNT);
+  if (!written) throw new Error('the snapshot was not written');
+  galleries.close();
+  await store.close();
+  execFileSync('sync');
+  const info: Cached = { persons, modelId, dim, writeS, snapshotMs: written.exportMs + written.writeMs, snapshotBytes: written.bytes, storeBytes: folderBytes(storeDir) - written.bytes };
+  fs.writeFileSync(marker, JSON.stringify(info));
+  return { dir, info };
+}
+
+function dropFromPageCache(dir: string): void {
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) dropFromPageCache(p);
+    else execFileSync('dd', [`if=${p}`, 'iflag=nocache', 'count=0', 'status=none']);
+  }
+}
+
+function warm(dir: string): void {
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) warm(p);
+    else execFileSync('cat', [p], { stdio: ['ignore', 'ignore', 'inherit'], maxBuffer: 0 });
+  }
+}
+
+/** One fresh process: open, restore, identify; ms from spawn to the answer and the child's split. */
+export async function measureSnapshotStart(opts: { persons: number; cold: boolean }): Promise<{ readyMs: number; details: Record<string, unknown> }> {
+  const { dir, info } = await benchStore(opts.persons);
+  const storeDir = path.join(dir, 'store');
+  execFileSync('sync');
+  if (opts.cold) dropFromPageCache(storeDir);
+  else warm(storeDir);
+  const probe = Math.floor(opts.persons / 2);
+  const spawnedAt = performance.timeOrigin + performance.now();
+  const child = spawn(process.execPath, [__filename, 'child', storeDir, info.modelId, String(probe)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  const answer = await new Promise<{ line: string; at: number }>((resolve, reject) => {
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const nl = out.indexOf('\n');
+      if (nl >= 0) resolve({ line: out.slice(0, nl), at: performance.timeOrigin + performance.now() });
+    });
+    child.on('exit', (code) => reject(new Error(`the child exited with ${code} before answering: ${out}`)));
+  });
+  child.kill('SIGKILL');
+  const r = JSON.parse(answer.line) as { hit: string; timeOrigin: number; marks: Record<string, number>; restore: Record<string, unknown> };
+  if (r.hit !== `person-${probe}`) throw new Error(`identify answered ${r.hit}, expected person-${probe}`);
+  const readyMs = answer.at - spawnedAt;
+  return {
+    readyMs,
+    details: {
+      persons: opts.persons, cold: opts.cold,
+      processStartMs: r.timeOrigin - spawnedAt + r.marks.main,
+      ...r.marks, restore: r.restore,
+      snapshotBytes: info.snapshotBytes, snapshotWriteMs: info.snapshotMs, storeBytes: info.storeBytes, storeWriteS: info.writeS,
+    },
+  };
+}
+
+/** The child: the galleries' start and one identify by template, then one JSON line. */
+async function child(storeDir: string, modelId: string, probe: number): Promise<void> {
+  const marks: Record<string, number> = { main: performance.now() };
+  const store = await openStore(storeDir);
+  marks.storeOpenMs = performance.now() - marks.main;
+  const galleries = Galleries.forStore(store.persons);
+  const report = await galleries.restore(store.persons, modelId, snapshotPlaceOf(store));
+  marks.restoreMs = report.timings.total;
+  const t = performance.now();
+  // A new photo of person `probe`: its template with a little noise (cosine ~0.95).
+  const query = benchTemplate(probe, templateSize());
+  const noise = benchTemplate(probe + 7_000_000, query.length);
+  for (let k = 0; k < query.length; k++) query[k] += 0.33 * noise[k];
+  const hits = await galleries.of(ACCOUNT).search(query, 1, 0.5);
+  marks.firstSearchMs = performance.now() - t;
+  process.stdout.write(`${JSON.stringify({
+    hit: hits[0]?.personId, timeOrigin: performance.timeOrigin, marks,
+    restore: { ...report.timings, bytes: report.bytes, workers: report.workers, accounts: report.accounts.map((a) => ({ source: a.source, reason: a.reason, size: a.size })) },
+  })}\n`);
+}
+
+async function main(): Promise<void> {
+  const sizes = (process.argv[2] ?? '100000,1000000').split(',').map(Number);
+  const modes = process.argv[3] === 'cold' ? [true] : process.argv[3] === 'warm' ? [false] : [false, true];
+  const rounds = Number(process.env.SNAPSHOT_BENCH_ROUNDS ?? 3);
+  for (const persons of sizes) {
+    const { info } = await benchStore(persons);
+    console.log(`${persons} persons: store ${(info.storeBytes / 1e6).toFixed(0)} MB written in ${info.writeS.toFixed(1)} s; snapshot ${(info.snapshotBytes / 1e6).toFixed(1)} MB written in ${info.snapshotMs.toFixed(0)} ms`);
+    for (let round = 0; round < rounds; round++) {
+      for (const cold of modes) {
+        const { readyMs, details } = await measureSnapshotStart({ persons, cold });
+        const r = details.restore as Record<string, number>;
+        const f = (v: unknown) => Number(v).toFixed(0);
+        console.log(`  ${cold ? 'cold' : 'warm'} ready ${f(readyMs)} ms = process ${f(details.processStartMs)} + store open ${f(details.storeOpenMs)} + restore ${f(details.restoreMs)} ` +
+          `(headers ${f(r.headers)}, read ${f(r.read)} / unseal ${f(r.unseal)} / import ${f(r.import)} busy on ${r.workers} workers, replay ${f(r.replay)}, check ${f(r.check)}, rebuild ${f(r.rebuild)}) + first search ${f(details.firstSearchMs)}`);
+      }
+    }
+  }
+}
+
+if (require.main === module) {
+  const run = process.argv[2] === 'child' ? child(process.argv[3], process.argv[4], Number(process.argv[5])) : main();
+  run.catch((err: Error) => {
+    process.stderr.write(`${err.stack ?? err.message}\n`);
+    process.exit(1);
+  });
+}

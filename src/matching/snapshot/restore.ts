@@ -1,0 +1,239 @@
+// Start-up of the galleries from their snapshots. Per account holding templates of the running model:
+//   1. its snapshot, if it fits: same account, model and index layout, header intact, and the store's change
+//      log still covers what came after it (or the account did not change since) -> imported chunk by chunk;
+//   2. the changes of the account after the snapshot's sequence are replayed from the store's current state
+//      (upsert when the person exists with this model, remove otherwise: idempotent);
+//   3. the gallery must then hold exactly the account's templates of the model (counted from segment keys).
+// Any failure (no file, torn, cut, another model or layout, a chunk that does not open, a count that differs)
+// drops what was loaded and rebuilds the account from the store's segments, as a start without snapshots does.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import type { PersonRepository } from '../../storage/persons';
+import type { Galleries } from '../galleries';
+import { IndexGallery } from '../index-gallery';
+import { closeSnapshot, openSnapshot, readGroups, type OpenSnapshot, type ReadTimings } from './read';
+import { snapshotFileName, type SnapshotPlace } from './place';
+import { UnsealPool } from './unseal-pool';
+import { removeStaleTemps } from './write';
+
+/** Snapshots together larger than this are unsealed by worker threads; smaller ones on the main thread. */
+const POOL_THRESHOLD = 32 << 20;
+
+export interface AccountRestore {
+  accountId: string;
+  /** Where the gallery came from. */
+  source: 'snapshot' | 'rebuild';
+  /** Why the snapshot was not used (absent when it was). */
+  reason?: string;
+  /** The snapshot's sequence (0 when rebuilt: the whole log is after it). */
+  seq: number;
+  /** Changes replayed after the snapshot. */
+  replayed: number;
+  size: number;
+}
+
+export interface RestoreReport {
+  loaded: number;
+  /** Persons whose template belongs to another model (not loaded: face-check reindex). */
+  stale: number;
+  accounts: AccountRestore[];
+  /** Wall time of each step (ms); read and unseal are busy times, overlapping with import when pooled. */
+  timings: { headers: number; read: number; unseal: number; import: number; replay: number; rebuild: number; check: number; total: number };
+  /** Unsealed snapshot bytes. */
+  bytes: number;
+  workers: number;
+}
+
+/** Restores every account's gallery of `modelId`; see the file comment. */
+export async function restoreGalleries(galleries: Galleries, persons: PersonRepository, modelId: string,
+  place: SnapshotPlace | undefined, options: { workers?: number } = {}): Promise<RestoreReport> {
+  const t0 = performance.now();
+  galleries.close();
+  const timings = { headers: 0, read: 0, unseal: 0, import: 0, replay: 0, rebuild: 0, check: 0, total: 0 };
+  const io: ReadTimings = { readMs: 0, unsealMs: 0, bytes: 0 };
+  // Workers boot in ~40 ms: started first, from the folder's size, so they are up when the headers are read.
+  const workers = place && galleries.importsCodes && folderBytes(place.dir) > POOL_THRESHOLD
+    ? Math.max(1, Math.min(options.workers ?? os.availableParallelism(), 4)) : 0;
+  const pool = workers > 0 ? new UnsealPool(workers) : undefined;
+  let results: Map<string, AccountRestore>;
+  try {
+    results = await loadSnapshots(galleries, persons, modelId, place, pool, timings, io);
+  } finally {
+    await pool?.close();
+  }
+  timings.read = io.readMs;
+  timings.unseal = io.unsealMs;
+
+  // 3. Replay the changes after each loaded snapshot.
+  let t = performance.now();
+  const loadedFromSnapshot = [...results.values()].filter((r) => r.source === 'snapshot');
+  if (loadedFromSnapshot.length) {
+    const from = Math.min(...loadedFromSnapshot.map((r) => r.seq));
+    const pending = new Map<string, Set<string>>();
+    for (const change of persons.changes.changesSince(from)) {
+      const r = results.get(change.accountId);
+      if (!r || r.source !== 'snapshot' || change.seq <= r.seq) continue;
+      let ids = pending.get(change.accountId);
+      if (!ids) pending.set(change.accountId, (ids = new Set()));
+      ids.add(change.personId);
+    }
+    for (const [accountId, ids] of pending) {
+      const r = results.get(accountId)!;
+      try {
+        r.replayed = await replay(galleries.of(accountId), persons, modelId, accountId, [...ids]);
+      } catch (err) {
+        r.source = 'rebuild';
+        r.reason = `replay failed: ${(err as Error).message}`;
+      }
+    }
+  }
+  timings.replay = performance.now() - t;
+
+  // 4. The count check of every snapshot-loaded account, then the rebuild of the rest.
+  t = performance.now();
+  for (const r of loadedFromSnapshot) {
+    if (r.source !== 'snapshot') continue;
+    const expected = persons.templateCount(modelId, r.accountId);
+    const size = galleries.of(r.accountId).size;
+    if (size !== expected) {
+      r.source = 'rebuild';
+      r.reason = `snapshot and changes give ${size} persons, the store holds ${expected}`;
+    }
+  }
+  timings.check = performance.now() - t;
+  t = performance.now();
+  const rebuild = [...results.values()].filter((r) => r.source === 'rebuild').map((r) => r.accountId);
+  if (rebuild.length) await galleries.rebuildAccounts(persons, modelId, rebuild);
+  timings.rebuild = performance.now() - t;
+
+  let loaded = 0;
+  for (const r of results.values()) {
+    r.size = galleries.of(r.accountId).size;
+    loaded += r.size;
+  }
+  timings.total = performance.now() - t0;
+  return { loaded, stale: persons.count() - loaded, accounts: [...results.values()], timings, bytes: io.bytes, workers };
+}
+
+/** Steps 1 and 2: every account of the model, loaded from its snapshot where one fits. */
+async function loadSnapshots(galleries: Galleries, persons: PersonRepository, modelId: string, place: SnapshotPlace | undefined,
+  pool: UnsealPool | undefined, timings: RestoreReport['timings'], io: ReadTimings): Promise<Map<string, AccountRestore>> {
+  const accounts = persons.accountsWithTemplates(modelId);
+  const results = new Map<string, AccountRestore>(accounts.map((accountId) => [accountId, { accountId, source: 'rebuild', seq: 0, replayed: 0, size: 0 }]));
+
+  // 1. Headers: which snapshots fit.
+  let t = performance.now();
+  const usable = new Map<string, OpenSnapshot>();
+  if (place && galleries.importsCodes) {
+    removeStaleTemps(place.dir);
+    const layout = await galleries.codeLayout();
+    for (const accountId of accounts) {
+      const r = results.get(accountId)!;
+      try {
+        const snapshot = openSnapshot(path.join(place.dir, snapshotFileName(accountId)));
+        if (!snapshot) {
+          r.reason = 'no snapshot';
+          continue;
+        }
+        const why = unfit(snapshot, accountId, modelId, layout, persons);
+        if (why) {
+          r.reason = why;
+          closeSnapshot(snapshot);
+          continue;
+        }
+        usable.set(accountId, snapshot);
+      } catch (err) {
+        r.reason = (err as Error).message;
+      }
+    }
+  } else {
+    for (const r of results.values()) r.reason = place ? 'gallery cannot import snapshots' : 'snapshots off';
+  }
+  timings.headers = performance.now() - t;
+
+  // 2. Snapshots, group by group into the index.
+  t = performance.now();
+  for (const [accountId, snapshot] of usable) {
+    const r = results.get(accountId)!;
+    const gallery = galleries.of(accountId) as IndexGallery;
+    const { header } = snapshot;
+    let first = true;
+    try {
+      await readGroups(snapshot, place!.keyFor(Buffer.from(header.salt, 'base64')), pool, async (g) => {
+        const ti = performance.now();
+        const keys = Buffer.from(g.keys.buffer, g.keys.byteOffset, g.keys.byteLength).toString('utf8');
+        await gallery.importCodes({ layout: header.layout, dim: header.dim, stride: header.stride, count: g.rows,
+          keys, codes: g.codes, scales: g.scales, sums: g.sums }, { clear: first });
+        first = false;
+        timings.import += performance.now() - ti;
+      }, io);
+      if (gallery.size !== header.count) throw new Error(`snapshot of ${header.count} rows loaded ${gallery.size}`);
+      r.source = 'snapshot';
+      r.seq = header.seq;
+      delete r.reason;
+    } catch (err) {
+      r.reason = (err as Error).message;
+      gallery.drop();
+    } finally {
+      closeSnapshot(snapshot);
+    }
+  }
+  return results;
+}
+
+/** Bytes of the snapshot files (0 when there is no folder). */
+function folderBytes(dir: string): number {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  let n = 0;
+  for (const name of names) {
+    try {
+      n += fs.statSync(path.join(dir, name)).size;
+    } catch {
+      // removed meanwhile
+    }
+  }
+  return n;
+}
+
+/** Why the snapshot cannot be used, or undefined when it fits. */
+function unfit(snapshot: OpenSnapshot, accountId: string, modelId: string, layout: string | undefined, persons: PersonRepository): string | undefined {
+  const { header } = snapshot;
+  if (header.accountId !== accountId) return 'snapshot of another account';
+  if (header.modelId !== modelId) return 'snapshot of another model';
+  if (header.layout !== layout) return `snapshot layout ${header.layout}, the index writes ${layout}`;
+  const last = persons.changes.lastChange();
+  if (header.seq > last) return `snapshot at change ${header.seq}, the store is at ${last} (another store or an older copy)`;
+  if (persons.changes.accountHead(accountId) > header.seq && !persons.changes.covers(header.seq)) {
+    return `snapshot at change ${header.seq} is older than the change log kept`;
+  }
+  return undefined;
+}
+
+/** Applies the current state of `ids` to the gallery; returns how many were replayed. */
+async function replay(gallery: ReturnType<Galleries['of']>, persons: PersonRepository, modelId: string, accountId: string,
+  ids: string[]): Promise<number> {
+  const current = persons.templatesOf(accountId, ids);
+  const upserts: Array<{ id: string; template: Float32Array }> = [];
+  for (let i = 0; i < ids.length; i++) {
+    const meta = persons.meta(accountId, ids[i]);
+    const template = current[i];
+    if (meta && meta.modelId === modelId && template) upserts.push({ id: ids[i], template });
+    else await gallery.remove(ids[i]);
+  }
+  if (upserts.length > 64 && gallery instanceof IndexGallery) {
+    const dim = upserts[0].template.length;
+    const data = new Float32Array(upserts.length * dim);
+    upserts.forEach((u, i) => data.set(u.template, i * dim));
+    await gallery.load(upserts.map((u) => u.id), data, dim, { clear: false });
+  } else {
+    for (const u of upserts) await gallery.upsert(u.id, u.template);
+  }
+  return ids.length;
+}

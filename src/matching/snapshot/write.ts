@@ -1,0 +1,145 @@
+// Writes one account's snapshot atomically: a temporary file in the snapshot folder (0600), every chunk
+// sealed as it is written (the event loop gets a turn between chunks), fsync, rename over the previous
+// snapshot, fsync the folder. A crash or a failure at any point leaves the previous snapshot whole; the
+// temporary file is removed on failure (and any left by a crash at the next write or start).
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import type { CodeDump } from '../index-gallery';
+import { chunkAad, chunkBytes, chunkNonce, encodeChunk, headerBlock, newSalt, ROWS_PER_CHUNK, TAG_BYTES, type SnapshotHeader } from './format';
+
+/** Temporary files: `<name>.tmp-<pid>-<random>`; a start removes those whose writer is gone. */
+export const TEMP_MARK = '.tmp-';
+
+export interface WriteSnapshotInput {
+  dir: string;
+  file: string;
+  accountId: string;
+  modelId: string;
+  seq: number;
+  dump: CodeDump;
+  /** The file key for a salt (Store.deriveKey with the snapshot purpose). */
+  keyFor: (salt: Uint8Array) => crypto.KeyObject;
+  /** Checked between chunks: true abandons the write (a bounded shutdown). */
+  abandoned?: () => boolean;
+}
+
+export class SnapshotAbandoned extends Error {
+  override name = 'SnapshotAbandoned';
+}
+
+/** The folder of snapshots, made 0700 when missing. */
+export function snapshotFolder(dir: string): string {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if ((fs.statSync(dir).mode & 0o077) !== 0) fs.chmodSync(dir, 0o700);
+  return dir;
+}
+
+/** Byte ranges of each chunk's keys in the joined keys (rows separated by one '\0'). */
+function keyRanges(keys: Buffer, count: number): Array<[number, number]> {
+  const ranges: Array<[number, number]> = [];
+  let start = 0;
+  let row = 0;
+  while (row < count) {
+    const rows = Math.min(ROWS_PER_CHUNK, count - row);
+    let end = start;
+    for (let k = 0; k < rows; k++) {
+      const sep = keys.indexOf(0, end);
+      end = (sep < 0 ? keys.length : sep) + 1;
+    }
+    ranges.push([start, end - 1]);  // without the separator after the chunk's last key
+    start = end;
+    row += rows;
+  }
+  return ranges;
+}
+
+/** Writes the snapshot; returns its size in bytes. */
+export async function writeSnapshot(input: WriteSnapshotInput): Promise<number> {
+  const { dump } = input;
+  const keys = Buffer.from(dump.keys, 'utf8');
+  const ranges = keyRanges(keys, dump.count);
+  const salt = newSalt();
+  const header: SnapshotHeader = {
+    format: 1, accountId: input.accountId, modelId: input.modelId, layout: dump.layout, dim: dump.dim,
+    stride: dump.stride, count: dump.count, seq: input.seq, written: new Date().toISOString(),
+    salt: salt.toString('base64'),
+    chunks: ranges.map(([a, b], i) => chunkBytes(Math.min(ROWS_PER_CHUNK, dump.count - i * ROWS_PER_CHUNK), dump.stride, b - a)),
+  };
+  const block = headerBlock(header);
+  const key = input.keyFor(salt);
+  const target = path.join(snapshotFolder(input.dir), input.file);
+  const temp = `${target}${TEMP_MARK}${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  const out = await fs.promises.open(temp, 'wx', 0o600);
+  let closed = false;
+  try {
+    let at = 0;
+    const put = async (bytes: Uint8Array) => {
+      let done = 0;
+      while (done < bytes.byteLength) done += (await out.write(bytes, done, bytes.byteLength - done, at + done)).bytesWritten;
+      at += bytes.byteLength;
+    };
+    await put(block);
+    const plain = Buffer.allocUnsafe(Math.max(0, ...header.chunks));
+    for (let i = 0; i < header.chunks.length; i++) {
+      if (input.abandoned?.()) throw new SnapshotAbandoned('snapshot write abandoned');
+      const row = i * ROWS_PER_CHUNK;
+      const rows = Math.min(ROWS_PER_CHUNK, dump.count - row);
+      const [ka, kb] = ranges[i];
+      const bytes = plain.subarray(0, header.chunks[i]);
+      encodeChunk(bytes, rows, dump.stride, keys.subarray(ka, kb), dump.scales.subarray(row, row + rows),
+        dump.sums.subarray(row, row + rows), dump.codes.subarray(row * dump.stride, (row + rows) * dump.stride));
+      const cipher = crypto.createCipheriv('aes-256-gcm', key, chunkNonce(i), { authTagLength: TAG_BYTES });
+      cipher.setAAD(chunkAad(block, i, i === header.chunks.length - 1));
+      await put(Buffer.concat([cipher.update(bytes), cipher.final(), cipher.getAuthTag()]));
+    }
+    await out.sync();
+    await out.close();
+    closed = true;
+    await fs.promises.rename(temp, target);
+    syncFolder(path.dirname(target));
+    return at;
+  } catch (err) {
+    if (!closed) await out.close().catch(() => undefined);
+    await fs.promises.rm(temp, { force: true });
+    throw err;
+  }
+}
+
+/** Removes temporary files whose writing process is gone (a crash mid-write). */
+export function removeStaleTemps(dir: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const at = name.indexOf(TEMP_MARK);
+    if (at < 0) continue;
+    const pid = Number(name.slice(at + TEMP_MARK.length).split('-')[0]);
+    if (pid !== process.pid && !alive(pid)) fs.rmSync(path.join(dir, name), { force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function syncFolder(folder: string): void {
+  const fd = fs.openSync(folder, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } catch {
+    // not every filesystem syncs folders
+  } finally {
+    fs.closeSync(fd);
+  }
+}
