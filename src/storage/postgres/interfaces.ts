@@ -22,6 +22,8 @@ import type { ServiceKeyPair } from '../service-key';
 import type { SessionRecord } from '../sessions';
 
 export interface AsyncPersonRepository {
+  /** Who changed, in commit order (the same log as the store's `changes`). */
+  readonly changes: AsyncChangeLog;
   /** The person without its template (existence checks, person responses). */
   meta(accountId: string, personId: string): Promise<(PersonMeta & { modelId: string }) | undefined>;
   get(accountId: string, personId: string): Promise<PersonRecord | undefined>;

@@ -8,7 +8,7 @@ import type {
 } from '../persons';
 import { IMAGES_DB } from '../persons';
 import type { Sealer } from '../crypto/sealer';
-import { appendChanges } from './change-log';
+import { appendChanges, PgChangeLog } from './change-log';
 import type { AsyncPersonRepository } from './interfaces';
 import type { Db } from './pool';
 
@@ -40,7 +40,11 @@ interface MetaRow {
 }
 
 export class PgPersonRepository implements AsyncPersonRepository {
-  constructor(private readonly db: Db, private readonly sealer: Sealer) {}
+  readonly changes: PgChangeLog;
+
+  constructor(private readonly db: Db, private readonly sealer: Sealer) {
+    this.changes = new PgChangeLog(db);
+  }
 
   async meta(accountId: string, personId: string): Promise<(PersonMeta & { modelId: string }) | undefined> {
     const { rows } = await this.db.query<MetaRow>(

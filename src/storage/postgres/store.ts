@@ -10,7 +10,7 @@ import { PgAccountRepository } from './accounts';
 import { PgActivationCodeRepository } from './activation-codes';
 import { PgApiKeyRepository } from './api-keys';
 import { ChangeFollower, type ChangeFollowerOptions } from './change-follower';
-import { PgChangeLog } from './change-log';
+import type { PgChangeLog } from './change-log';
 import { rotateDataKeyWrap, unlockPostgresDataKey } from './data-key';
 import type { AsyncStore } from './interfaces';
 import { PgKeyUsageRepository } from './key-usage';
@@ -52,12 +52,13 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
     const dataKey = await unlockPostgresDataKey(pool, keyFile, describeUrl(settings.url));
     const sealer = new DataKeySealer(dataKey);
     const keyUsage = new PgKeyUsageRepository(pool, options.keyUsageFlushMs);
+    const persons = new PgPersonRepository(pool, sealer);
     return {
       pool,
       keyFile,
       migration,
-      persons: new PgPersonRepository(pool, sealer),
-      changes: new PgChangeLog(pool),
+      persons,
+      changes: persons.changes,
       apiKeys: new PgApiKeyRepository(pool),
       quota: new PgQuotaRepository(pool),
       serviceKeys: new PgServiceKeyRepository(pool, sealer),
