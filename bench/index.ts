@@ -6,11 +6,18 @@
 // int8 code bytes once, measured in the same run); single queries and batches of 32, 1 and 2 threads.
 // Then recall@1 / recall@10 of the int8 scan + float32 re-rank against float32 exact search, memory per
 // template, and the bulk-load time of the largest gallery from LMDB. Prints tables and a final JSON line.
+// The identify path of a gallery whose index keeps no float32 copy (IndexGallery with a TemplateSource of
+// sealed per-person rows, bench/index-rows.ts) is measured in the same run, interleaved with the gallery
+// that keeps float32 in the index: latency (single and batch of 32), memory per template (stats and RSS
+// growth), recall against float32 brute force (also for fewer candidates), the export/import of its int8
+// rows, and the start-up from snapshots (bench/index-snapshot-start.ts, when present) at 100k and 1M.
 //
+// Options: --persons N (one gallery size instead of INDEX_BENCH_SIZES; the figures to report are at 1M)
 // Environment: INDEX_BENCH_SIZES=10000,100000,1000000   INDEX_BENCH_RECALL=2000 (queries)
 //              (1000 on galleries of 500k and more)   INDEX_BENCH_SECONDS=1 (time budget per measurement)   INDEX_BENCH_LMDB=0 (skip LMDB) or =only
 //              INDEX_BENCH_DIM=704 (values per template; default the engine's template size)
-//              FACE_CHECK_ADDON=path/to/face_check.node (an addon built elsewhere)
+//              FACE_CHECK_ADDON=path/to/face_check.node (an addon built elsewhere; the galleries use the
+//              package's own addon)   INDEX_BENCH_STARTS=0 (skip the snapshot start-up)
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,14 +27,27 @@ import { open as openLmdb } from 'lmdb';
 
 import { templateSize } from '../src/engine/template-spec';
 import { openStore } from '../src/storage/store';
-import { loadIndexBinding, SimilarityIndex, type IndexBinding, type KernelName, type SearchHit } from '../src/index/similarity-index';
+import { loadIndexBinding, SimilarityIndex, type Collection, type IndexBinding, type KernelName, type SearchHit } from '../src/index/similarity-index';
+import { candidatesFor, IndexGallery } from '../src/matching/index-gallery';
+import type { GalleryHit } from '../src/matching/gallery';
+import {
+  candidateRecall, rss, sealedTemplateSource, snapshotStarts, snapshotTimes,
+  type CandidateRecall, type SnapshotTimes, type StartMeasurement,
+} from './index-rows';
 
 // The engine's template size (704) unless INDEX_BENCH_DIM says otherwise (512: fr_feature alone, as measured before).
 const DIM = Number(process.env.INDEX_BENCH_DIM ?? templateSize());
 const K = 10;
 const BATCH = 32;
 const THREADS = [1, 2];
-const SIZES = (process.env.INDEX_BENCH_SIZES ?? '10000,100000,1000000').split(',').map(Number);
+const PERSONS_ARG = process.argv.indexOf('--persons');
+const SIZES = PERSONS_ARG > 0 ? [Number(process.argv[PERSONS_ARG + 1])] : (process.env.INDEX_BENCH_SIZES ?? '10000,100000,1000000').split(',').map(Number);
+if (SIZES.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`bad gallery size in ${SIZES.join(',')}`);
+/** Candidate counts whose recall is measured (a prefix of the int8 ranking, each re-scored exactly). */
+const CANDIDATE_SWEEP = [10, 16, 24, 32, 48, 64];
+const BEFORE = 'identify: float32 in the index (before)';
+const AFTER = 'identify: int8 rows + sealed source (after)';
+const SCAN = `int8 scan only (${candidatesFor(K)} candidates, no vectors)`;
 const RECALL_QUERIES = Number(process.env.INDEX_BENCH_RECALL ?? 2000);
 const BUDGET_S = Number(process.env.INDEX_BENCH_SECONDS ?? 1);
 const WITH_LMDB = process.env.INDEX_BENCH_LMDB !== '0';
@@ -254,6 +274,10 @@ interface Recall {
   recall10: number;
   int8OnlyRecall1: number;
   int8OnlyRecall10: number;
+  /** The gallery without float32 in the index: int8 candidates re-scored from the sealed source. */
+  sourceRecall1: number;
+  sourceRecall10: number;
+  candidates: CandidateRecall[];
 }
 
 function fmt(v: number, digits = 2): string {
@@ -275,7 +299,28 @@ function recallOf(got: SearchHit[][], want: SearchHit[][]): { r1: number; r10: n
   return { r1: hit1 / got.length, r10: hit10 / total10 };
 }
 
-async function benchSize(ix: SimilarityIndex, n: number, rows: Row[], recalls: Recall[], memory: Record<string, unknown>[]) {
+/** Queries in order from the first, one per call (each case its own sequence, so before and after see the same). */
+function cycler(queries: Float32Array, count: number): () => Float32Array {
+  let j = 0;
+  return () => {
+    const q = queries.subarray((j % count) * DIM, (j % count + 1) * DIM);
+    j++;
+    return q;
+  };
+}
+
+const asSearchHits = (hits: GalleryHit[][]): SearchHit[][] => hits.map((h) => h.map((x) => ({ key: x.personId, score: x.cosine })));
+
+/** The collection behind a gallery, through this benchmark's binding; a loaded copy when that is another addon. */
+async function collectionOf(ix: SimilarityIndex, name: string, g: Gallery, vectors: boolean): Promise<Collection> {
+  const found = ix.collection(name);
+  if (found) return found;
+  const c = ix.createCollection(`${name}-copy`, DIM, { vectors });
+  await c.bulkLoad(g.data, g.keys, { clear: true });
+  return c;
+}
+
+async function benchSize(ix: SimilarityIndex, n: number, rows: Row[], recalls: Recall[], memory: Record<string, unknown>[], snapshots: SnapshotTimes[]) {
   const t0 = performance.now();
   // The float32 reference costs n x queries x 512 FMAs: 1000 queries on the biggest galleries (99.9% = 1 miss).
   const nRecall = Math.min(RECALL_QUERIES, n >= 500000 && !process.env.INDEX_BENCH_RECALL ? 1000 : RECALL_QUERIES, 20000);
@@ -283,22 +328,40 @@ async function benchSize(ix: SimilarityIndex, n: number, rows: Row[], recalls: R
   console.log(`\n== ${n.toLocaleString('en-US')} templates x ${DIM}-d (data generated in ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
   const name = `bench-${n}`;
   ix.dropCollection(name);
-  const c = ix.createCollection(name, DIM);
-  const rss0 = process.memoryUsage().rss;
+  ix.dropCollection(`${name}-rows`);
+  // The sealed rows first: their memory is the store's, not the index's, and must not count below.
+  const ts = performance.now();
+  const sealed = sealedTemplateSource(g.keys, g.data, DIM);
+  console.log(`${n.toLocaleString('en-US')} templates sealed one by one (AES-256-GCM, the store's per-person rows) in ${fmt((performance.now() - ts) / 1000, 1)} s`);
+  const before = new IndexGallery(name);
+  const after = new IndexGallery(`${name}-rows`, sealed.source);
+  const rss0 = rss();
+  const tr = performance.now();
+  await after.load(g.keys, g.data, DIM, { clear: true });
+  const rowsLoadS = (performance.now() - tr) / 1000;
+  const rss1 = rss();
   const tb = performance.now();
-  await c.bulkLoad(g.data, g.keys, { clear: true });
+  await before.load(g.keys, g.data, DIM, { clear: true });
   const bulkS = (performance.now() - tb) / 1000;
-  const rss1 = process.memoryUsage().rss;
+  const rss2 = rss();
+  const c = await collectionOf(ix, name, g, true);
+  const rowsOnly = await collectionOf(ix, `${name}-rows`, g, false);
   const st = c.stats();
+  const sr = rowsOnly.stats();
   const mem = {
     n,
     bulkLoadFromMemoryS: bulkS,
     bytesPerTemplateAllocated: (st.bytesAllocated + st.bytesKeys) / n,
-    bytesPerTemplateRss: (rss1 - rss0) / n,
+    bytesPerTemplateRss: (rss2 - rss1) / n,
     int8BytesPerTemplate: st.codeStride,
+    rowsOnlyBulkLoadFromMemoryS: rowsLoadS,
+    rowsOnlyBytesPerTemplateAllocated: (sr.bytesAllocated + sr.bytesKeys) / n,
+    rowsOnlyBytesPerTemplateRss: (rss1 - rss0) / n,
+    keyBytesPerTemplate: sr.bytesKeys / n,
   };
   memory.push(mem);
   console.log(`bulk load from memory ${fmt(bulkS * 1000, 0)} ms; memory per template ${fmt(mem.bytesPerTemplateAllocated, 0)} B allocated, ${fmt(mem.bytesPerTemplateRss, 0)} B RSS growth (int8 codes ${st.codeStride} B + float32 ${DIM * 4} B + scale/sum 8 B + key)`);
+  console.log(`without float32 in the index: bulk load ${fmt(rowsLoadS * 1000, 0)} ms; ${fmt(mem.rowsOnlyBytesPerTemplateAllocated, 0)} B allocated, ${fmt(mem.rowsOnlyBytesPerTemplateRss, 0)} B RSS growth per template (int8 codes ${sr.codeStride} B + scale/sum 8 B + key table ${fmt(mem.keyBytesPerTemplate, 0)} B)`);
 
   const single = g.queries.subarray(0, DIM);
   const batch = g.queries.subarray(0, BATCH * DIM);
@@ -324,6 +387,16 @@ async function benchSize(ix: SimilarityIndex, n: number, rows: Row[], recalls: R
       });
     }
   }
+  // The identify path of the two galleries (threads automatic, as the service runs it), each on the same
+  // query sequence, and the int8 scan alone that the gallery without float32 starts with.
+  const batchList = Array.from({ length: BATCH }, (_, j) => g.queries.subarray(j * DIM, (j + 1) * DIM));
+  const qBefore = cycler(g.queries, nRecall), qAfter = cycler(g.queries, nRecall), qScan = cycler(g.queries, nRecall);
+  cases.push({ engine: BEFORE, threads: 0, single: () => before.search(qBefore(), K, -1), batch: () => before.searchBatch(batchList, K, -1) });
+  cases.push({ engine: AFTER, threads: 0, single: () => after.search(qAfter(), K, -1), batch: () => after.searchBatch(batchList, K, -1) });
+  cases.push({
+    engine: SCAN, threads: 0,
+    single: () => rowsOnly.search(qScan(), { k: candidatesFor(K) }), batch: () => rowsOnly.searchBatch(batch, { k: candidatesFor(K) }),
+  });
   if (usearch) {
     const us = usearch;
     const codes = ix.native.quantise(g.data, DIM).codes;
@@ -387,12 +460,26 @@ async function benchSize(ix: SimilarityIndex, n: number, rows: Row[], recalls: R
     const int8Only = await c.searchBatch(queries, { k: K, rerank: K });
     const a = recallOf(got, exact);
     const b = recallOf(int8Only, exact);
-    recalls.push({ n, queries: nRecall, recall1: a.r1, recall10: a.r10, int8OnlyRecall1: b.r1, int8OnlyRecall10: b.r10 });
+    const list = Array.from({ length: nRecall }, (_, j) => queries.subarray(j * DIM, (j + 1) * DIM));
+    const opened = sealed.opened();
+    const s = recallOf(asSearchHits(await after.searchBatch(list, K, -1)), exact);
+    const openedPerQuery = (sealed.opened() - opened) / nRecall;
+    const sweep = await candidateRecall(ix, rowsOnly, queries, DIM, K, g.data, (key) => Number(key.slice(7)), exact, CANDIDATE_SWEEP, recallOf);
+    recalls.push({ n, queries: nRecall, recall1: a.r1, recall10: a.r10, int8OnlyRecall1: b.r1, int8OnlyRecall10: b.r10, sourceRecall1: s.r1, sourceRecall10: s.r10, candidates: sweep });
     console.log(`recall over ${nRecall} queries (float32 reference in ${fmt(tExact, 1)} s): int8+re-rank @1 ${fmt(a.r1 * 100, 3)}% @10 ${fmt(a.r10 * 100, 3)}%; int8 only @1 ${fmt(b.r1 * 100, 3)}% @10 ${fmt(b.r10 * 100, 3)}%`);
+    console.log(`without float32 in the index (${candidatesFor(K)} int8 candidates re-scored from the sealed source, ${fmt(openedPerQuery, 1)} rows opened per query): @1 ${fmt(s.r1 * 100, 3)}% @10 ${fmt(s.r10 * 100, 3)}%`);
+    console.log(`  by candidates re-scored: ${sweep.map((r) => `${r.candidates}: @1 ${fmt(r.recall1 * 100, 2)}% @10 ${fmt(r.recall10 * 100, 2)}%`).join(' | ')}`);
   }
 
   printRows(rows.filter((r) => r.n === n));
-  ix.dropCollection(name);
+
+  // The int8 rows out and back in (what a start-up from a snapshot does), then everything is freed.
+  const snap = await snapshotTimes(ix, rowsOnly, g.queries.subarray(0, BATCH * DIM));
+  snapshots.push(snap);
+  console.log(`snapshot of ${n.toLocaleString('en-US')} rows: export ${fmt(snap.exportMs, 0)} ms; import ${snap.importMs.map((v) => fmt(v, 0)).join(' / ')} ms (same searches: ${snap.sameSearches}); writing the same bytes of fresh memory once: ${fmt(snap.freshTouchMs, 0)} ms`);
+  before.drop();
+  after.drop();
+  for (const x of [name, `${name}-rows`, `${name}-copy`, `${name}-rows-copy`]) ix.dropCollection(x);
   return g;
 }
 
@@ -401,7 +488,7 @@ function printRows(rs: Row[]): void {
   for (const r of rs) if (r.engine.startsWith('memory-read')) bound.set(r.threads, r.singleMinMs);
   const head = ['engine', 'thr', 'single ms', '(best)', 'best/bound', 'batch32 ms', '(best)', 'ms/query', 'note'];
   const lines = rs.map((r) => [
-    r.engine, String(r.threads), fmt(r.singleMs, 3), fmt(r.singleMinMs, 3),
+    r.engine, r.threads === 0 ? 'auto' : String(r.threads), fmt(r.singleMs, 3), fmt(r.singleMinMs, 3),
     fmt(r.singleMinMs / (bound.get(r.threads) ?? NaN), 2), fmt(r.batchMs, 2), fmt(r.batchMinMs, 2),
     fmt(r.batchMinMs / BATCH, 3), r.note ?? '',
   ]);
@@ -501,6 +588,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const recalls: Recall[] = [];
   const memory: Record<string, unknown>[] = [];
+  const snapshots: SnapshotTimes[] = [];
   if (ONLY_LMDB) {
     const n = SIZES[SIZES.length - 1];
     console.log(`\n== bulk load from LMDB`);
@@ -519,7 +607,12 @@ async function main(): Promise<void> {
     console.log(lines.filter((l) => !l.startsWith('{') && !l.startsWith('similarity index') && !l.startsWith('kernels:')).join('\n'));
     lmdb = (JSON.parse(lines[lines.length - 1]) as { lmdb: Record<string, number> }).lmdb;
   }
-  for (const n of SIZES) await benchSize(ix, n, rows, recalls, memory);
+  for (const n of SIZES) await benchSize(ix, n, rows, recalls, memory, snapshots);
+  const starts: StartMeasurement[] = process.env.INDEX_BENCH_STARTS === '0' ? [] : await snapshotStarts([100000, 1000000]);
+  if (starts.length) {
+    console.log(`\n== start-up from code snapshots (bench/index-snapshot-start.ts)`);
+    for (const s of starts) console.log(`${s.persons.toLocaleString('en-US')} persons, ${s.cold ? 'cold' : 'warm'}: ${s.readyMs !== undefined ? `ready in ${fmt(s.readyMs, 0)} ms ${JSON.stringify(s.details ?? {})}` : s.note}`);
+  }
 
   // Targets, on the largest gallery.
   const n = SIZES[SIZES.length - 1];
@@ -553,10 +646,64 @@ async function main(): Promise<void> {
   }
   console.log(`recall@1 >= 99.9%: ${fmt(rec.recall1 * 100, 3)}% -> ${targets.recall1Met ? 'met' : 'NOT met'}`);
   if (lmdb) console.log(`LMDB bulk load of 1M <= 3 s: best ${fmt(lmdb.totalS)} s, median ${fmt(lmdb.segmentsRebuildMedianS)} s for ${lmdb.n.toLocaleString('en-US')} persons (service start: open + rebuild; ${fmt(lmdb.perPersonStreamS)} s with one value per person) -> ${targets.lmdbBulkLoadMet ? 'met' : 'NOT met'}`);
-  console.log(JSON.stringify({ bench: 'index', dim: DIM, k: K, batch: BATCH, kernels: ix.kernels, usearch: usearch ? true : usearchNote, rows, recalls, memory, lmdb, targets }));
+  const summary = rowsOnlySummary(n, rows, recalls, memory, snapshots, starts);
+  printRowsOnlySummary(summary);
+  console.log(JSON.stringify({ bench: 'index', dim: DIM, k: K, batch: BATCH, kernels: ix.kernels, usearch: usearch ? true : usearchNote, rows, recalls, memory, snapshots, starts, lmdb, targets, ...summary }));
 }
 
 main().catch((err) => {
   console.error(err);
   process.exitCode = 1;
 });
+
+// ---------------------------------------------------------------------------------------------------------
+// The figures of the gallery without float32 in the index, on the largest gallery (the targets are at 1M).
+
+function rowsOnlySummary(n: number, rows: Row[], recalls: Recall[], memory: Record<string, unknown>[], snapshots: SnapshotTimes[], starts: StartMeasurement[]) {
+  const at = (engine: string) => rows.find((r) => r.n === n && r.engine === engine)!;
+  const before = at(BEFORE), after = at(AFTER), scan = at(SCAN);
+  const rec = recalls.find((r) => r.n === n)!;
+  const mem = memory.find((m) => m.n === n)! as Record<string, number>;
+  const snap = snapshots[snapshots.length - 1];
+  const ready = (persons: number, cold: boolean) => starts.find((s) => s.persons === persons && s.cold === cold)?.readyMs ?? null;
+  return {
+    persons: n,
+    candidates: candidatesFor(K),
+    bytesPerTemplate: mem.rowsOnlyBytesPerTemplateRss,
+    bytesPerTemplateStats: mem.rowsOnlyBytesPerTemplateAllocated,
+    bytesPerTemplateBefore: mem.bytesPerTemplateRss,
+    bytesPerTemplateBeforeStats: mem.bytesPerTemplateAllocated,
+    recallAt1: rec.sourceRecall1,
+    recallAt10: rec.sourceRecall10,
+    recallQueries: rec.queries,
+    scanMs1M: n === 1000000 ? scan.singleMs : null,
+    scanMs: scan.singleMs,
+    identifyBeforeMs: before.singleMs,
+    identifyAfterMs: after.singleMs,
+    identifyBeforeBestMs: before.singleMinMs,
+    identifyAfterBestMs: after.singleMinMs,
+    identifyAfterVsBefore: after.singleMs / before.singleMs,
+    batch32BeforeMs: before.batchMs,
+    batch32AfterMs: after.batchMs,
+    batch32BeforeBestMs: before.batchMinMs,
+    batch32AfterBestMs: after.batchMinMs,
+    exportMs: snap.exportMs,
+    importMs: snap.importBestMs,
+    importMedianMs: snap.importMedianMs,
+    freshTouchMs: snap.freshTouchMs,
+    readyMs1M: ready(1000000, true),
+    readyMs1MWarm: ready(1000000, false),
+    readyMs100k: ready(100000, true),
+    readyMs100kWarm: ready(100000, false),
+  };
+}
+
+function printRowsOnlySummary(s: ReturnType<typeof rowsOnlySummary>): void {
+  const ok = (met: boolean) => (met ? 'met' : 'NOT met');
+  console.log(`\n== without float32 in the index (${s.persons.toLocaleString('en-US')} templates x ${DIM}, ${s.candidates} int8 candidates re-scored from sealed rows)`);
+  console.log(`resident bytes per template <= 1.1 KB: ${fmt(s.bytesPerTemplate, 0)} B RSS growth, ${fmt(s.bytesPerTemplateStats, 0)} B by stats (before: ${fmt(s.bytesPerTemplateBefore, 0)} / ${fmt(s.bytesPerTemplateBeforeStats, 0)}) -> ${ok(s.bytesPerTemplate <= 1100 && s.bytesPerTemplateStats <= 1100)}`);
+  console.log(`recall@1 / @10 >= 99.9% over ${s.recallQueries} queries: ${fmt(s.recallAt1 * 100, 3)}% / ${fmt(s.recallAt10 * 100, 3)}% -> ${ok(s.recallAt1 >= 0.999 && s.recallAt10 >= 0.999)}`);
+  console.log(`identify (single, median) at most 10% slower: ${fmt(s.identifyBeforeMs, 2)} -> ${fmt(s.identifyAfterMs, 2)} ms (${fmt((s.identifyAfterVsBefore - 1) * 100, 1)}%; best ${fmt(s.identifyBeforeBestMs, 2)} -> ${fmt(s.identifyAfterBestMs, 2)}) -> ${ok(s.identifyAfterVsBefore <= 1.1)}`);
+  console.log(`batch of 32 (median): ${fmt(s.batch32BeforeMs, 1)} -> ${fmt(s.batch32AfterMs, 1)} ms; int8 scan alone ${fmt(s.scanMs, 2)} ms`);
+  console.log(`snapshot: export ${fmt(s.exportMs, 0)} ms, import best ${fmt(s.importMs, 0)} ms, median ${fmt(s.importMedianMs, 0)} ms (fresh-memory floor ${fmt(s.freshTouchMs, 0)} ms)`);
+}
