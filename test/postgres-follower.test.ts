@@ -1,6 +1,7 @@
 // The change follower, with writes on one node (pool A) and the follower on another (pool B): 200 changes from
 // four concurrent writers all arrive, in seq order, each within a bound of its acknowledgement (p50/p99
-// reported); a change committed without a notification arrives by the poll; the follower's connection
+// reported); inside an exclusive section, waiting for the fence makes a slow follower's gallery hold what the
+// other node enrolled; a change committed without a notification arrives by the poll; the follower's connection
 // terminated by pg_terminate_backend is replaced and the changes written meanwhile arrive (with the poll far
 // too slow to be what delivered them); the server restarted as by a crash while writers keep going loses
 // nothing acknowledged; a follower behind a pruned log is told to resync.
@@ -90,6 +91,29 @@ async function run(): Promise<void> {
     t.comment(`follower lag after the writer's acknowledgement, 200 changes: p50 ${percentile(lags, 50)} ms, ` +
       `p99 ${percentile(lags, 99)} ms, max ${lags[lags.length - 1]} ms`);
     t.ok(percentile(lags, 99) < 2_000, `p99 ${percentile(lags, 99)} ms within the 2 s bound`);
+  });
+
+  await t.test('the enrolment flow: inside B\'s section, waitFor(fence) makes B\'s gallery hold what A enrolled', async (t) => {
+    // B's "gallery" is a set its follower fills, slowly: each batch takes 300 ms to apply.
+    const gallery = new Set<string>();
+    const follower = b.followChanges({
+      after: await b.changes.lastChange(), pollIntervalMs: 1_000, onResync: () => b.changes.lastChange(),
+      onChanges: async (batch) => {
+        await sleep(300);
+        for (const c of batch) gallery.add(`${c.accountId}/${c.personId}`);
+      },
+    });
+    t.teardown(() => follower.stop());
+    await follower.start();
+    await a.exclusive('flow', (scope) => scope.persons.create('flow', 'first', input(1), new Date().toISOString()));
+    const seen = await b.exclusive('flow', async (scope) => {
+      const before = gallery.has('flow/first');
+      await follower.waitFor(scope.fence.seq, 5_000);
+      return { before, after: gallery.has('flow/first') };
+    });
+    t.same(seen, { before: false, after: true }, 'not applied yet when the lock was taken; applied after waitFor');
+    const err = await follower.waitFor(follower.position + 1_000_000, 100).then(() => undefined, (e: unknown) => e);
+    t.match(err, { name: 'DatabaseUnavailableError', reason: 'timeout' }, 'a position never reached times out (503)');
   });
 
   await t.test('a change committed without a notification arrives by the poll', async (t) => {

@@ -2,11 +2,13 @@
 // statement past its timeout, a backend that froze mid-query, and a server that is stopped all fail with
 // DatabaseUnavailableError (503) within their timeouts instead of hanging; a terminated connection inside a
 // transaction is dropped, not reused; once the server is back the same pool serves again, without a restart.
-// Each "fails fast" check has a generous outer bound (a hang would exceed it), not a timing target.
+// A store cannot even open on an unreachable database (unavailable, not a hang). Each "fails fast" check has
+// a generous outer bound (a hang would exceed it), not a timing target.
 import net from 'node:net';
 import t from 'tap';
 import { DatabaseUnavailableError } from '../src/storage/postgres/errors';
 import { PostgresPool, postgresSettings } from '../src/storage/postgres/pool';
+import { openPostgresStore } from '../src/storage/postgres/store';
 import { postgresSkipReason, startPostgres } from './helpers/postgres';
 
 const skip = postgresSkipReason();
@@ -46,6 +48,12 @@ async function run(): Promise<void> {
     t.equal((err as DatabaseUnavailableError).httpStatus, 503);
     t.ok(Date.now() - started < 2_000, 'before the connect timeout');
     t.notMatch((err as Error).message, /face_check@/, 'the message does not carry the url');
+  });
+
+  await t.test('a store cannot open on an unreachable database: unavailable, at once', async (t) => {
+    const url = `postgres://face_check@127.0.0.1:${await closedPort()}/face_check`;
+    const err = await rejection(openPostgresStore(postgresSettings(url), { keyFile: '/nonexistent/never-made.key' }));
+    t.type(err, DatabaseUnavailableError);
   });
 
   await t.test('a listener that never answers: timeout after connectTimeoutMs, not a hang', async (t) => {
