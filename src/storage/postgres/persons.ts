@@ -87,6 +87,7 @@ export class PgPersonRepository implements AsyncPersonRepository {
     });
   }
 
+  /** One statement carries every value: callers importing many persons pass them in chunks (e.g. 1000). */
   async createMany(accountId: string, persons: ReadonlyArray<{ personId: string } & TemplateInput>, now: string):
     Promise<{ created: number; skipped: string[] }> {
     const skipped: string[] = [];
