@@ -1,0 +1,81 @@
+// What one LMDB process keeps in memory and a PostgreSQL cluster shares in its database (../postgres/): the
+// request-signing replay cache, the sign-in throttle and small settings. On LMDB only one process serves a
+// store (./../process-lock.ts), so memory is the whole truth, exactly as before the asynchronous interface.
+import crypto from 'node:crypto';
+import { SignInThrottle, type ThrottleOptions } from './sign-in-throttle';
+import type { ReplayCache, SharedSettings, SharedSignInThrottle, ThrottleAttempt } from '../postgres/interfaces';
+
+/** Accepted signatures until they leave the timestamp window; insertion order is expiry order. */
+export class InProcessReplayCache implements ReplayCache {
+  private readonly seen = new Map<string, number>();
+
+  async claim(signature: string, now: Date, until: Date): Promise<boolean> {
+    this.forgetExpired(now.getTime());
+    if (this.seen.has(signature)) return false;
+    this.seen.set(signature, until.getTime());
+    return true;
+  }
+
+  async prune(now: Date): Promise<number> {
+    return this.forgetExpired(now.getTime());
+  }
+
+  private forgetExpired(nowMs: number): number {
+    let removed = 0;
+    for (const [signature, until] of this.seen) {
+      if (until > nowMs) break;  // every later entry expires later
+      this.seen.delete(signature);
+      removed++;
+    }
+    return removed;
+  }
+}
+
+/** The in-process throttle behind the shared interface: one event loop makes check-and-count atomic. */
+export class InProcessSignInThrottle implements SharedSignInThrottle {
+  private readonly throttle: SignInThrottle;
+
+  constructor(options: ThrottleOptions) {
+    this.throttle = new SignInThrottle(options);
+  }
+
+  async retryAfterSeconds(keys: readonly string[]): Promise<number> {
+    return this.throttle.retryAfterSeconds(keys);
+  }
+
+  async tryBegin(keys: readonly string[]): Promise<{ attempt: ThrottleAttempt } | { retryAfterSeconds: number }> {
+    const wait = this.throttle.retryAfterSeconds(keys);
+    if (wait > 0) return { retryAfterSeconds: wait };
+    const { at } = this.throttle.begin(keys);
+    return { attempt: { keys, at, ids: [] } };
+  }
+
+  async succeeded(attempt: ThrottleAttempt, clearKey: string): Promise<void> {
+    this.throttle.succeeded({ keys: attempt.keys, at: attempt.at }, clearKey);
+  }
+
+  /** Keys tracked (memory stays bounded). */
+  get size(): number {
+    return this.throttle.size;
+  }
+}
+
+/** Settings of this process: a secret is random per process, as the back-office's CSRF secret always was. */
+export class InProcessSettings implements SharedSettings {
+  private readonly secrets = new Map<string, Buffer>();
+  private readonly values = new Map<string, string>();
+
+  async secret(name: string, bytes: number): Promise<Buffer> {
+    let secret = this.secrets.get(name);
+    if (!secret) this.secrets.set(name, (secret = crypto.randomBytes(bytes)));
+    return secret;
+  }
+
+  async get(name: string): Promise<string | undefined> {
+    return this.values.get(name);
+  }
+
+  async set(name: string, value: string): Promise<void> {
+    this.values.set(name, value);
+  }
+}
