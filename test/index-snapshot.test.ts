@@ -184,3 +184,65 @@ t.test('collections without vectors: int8 estimates; get, score and exact search
   ix.dropCollection('snap-nv');
   ix.dropCollection('snap-v');
 });
+
+t.test('export during writes copies whole rows; a clearing import during searches swaps generations whole', async (t) => {
+  const dim = 128, hot = 40;
+  ix.dropCollection('snap-live');
+  const c = ix.createCollection('snap-live', dim, { vectors: false });
+  await c.bulkLoad(randomVectors(5000, dim, 30), keysOf(5000, 'bg'));
+  const a = randomVectors(hot, dim, 31), b = randomVectors(hot, dim, 32);
+  const row = (v: Float32Array, i: number) => v.subarray(i * dim, (i + 1) * dim);
+  for (let i = 0; i < hot; i++) await c.add(`hot-${i}`, row(a, i));
+  // The two code rows each hot key can have (the index's own quantisation of A_i and B_i).
+  const qa = ix.native.quantise(a, dim), qb = ix.native.quantise(b, dim);
+  const variants = (i: number) => [qa, qb].map((q) => ({ codes: q.codes.subarray(i * dim, (i + 1) * dim), scale: q.scales[i] }));
+
+  let stop = false;
+  let writes = 0;
+  const writer = (async () => {
+    for (let j = 0; !stop; j++, writes++) await c.upsert(`hot-${j % hot}`, row(j & 1 ? b : a, j % hot));
+  })();
+  let torn = 0, exports = 0;
+  const until = Date.now() + 1500;
+  while (Date.now() < until) {
+    const d = await c.exportCodes();
+    exports++;
+    const keys = d.keys.split('\0');
+    keys.forEach((k, r) => {
+      if (!k.startsWith('hot-')) return;
+      const i = Number(k.slice(4));
+      const codes = new Int8Array(d.codes.buffer, d.codes.byteOffset + r * d.stride, dim);
+      const ok = variants(i).some((v) => v.scale === d.scales[r] && v.codes.every((x, j) => x === codes[j]));
+      if (!ok) torn++;
+    });
+  }
+  stop = true;
+  await writer;
+  t.ok(exports > 2 && writes > 20, `${exports} exports during ${writes} writes`);
+  t.equal(torn, 0, 'every exported hot row is one whole version of its template');
+
+  // Clearing imports of two generations (every key's template differs between them) while searching.
+  const genA = await c.exportCodes();
+  ix.dropCollection('snap-gen');
+  const other = ix.createCollection('snap-gen', dim, { vectors: false });
+  await other.bulkLoad(randomVectors(5000 + hot, dim, 33), genA.keys.split('\0'));
+  const genB = await other.exportCodes();
+  const q = randomVectors(4, dim, 34);
+  const expect = [JSON.stringify(await c.searchBatch(q, { k: 20 })), JSON.stringify(await other.searchBatch(q, { k: 20 }))];
+  stop = false;
+  let mixed = 0, searches = 0;
+  const searcher = (async () => {
+    while (!stop) {
+      const got = JSON.stringify(await c.searchBatch(q, { k: 20 }));
+      searches++;
+      if (!expect.includes(got)) mixed++;
+    }
+  })();
+  for (let i = 0; i < 12; i++) await c.importCodes(i % 2 ? genA : genB, { clear: true });
+  stop = true;
+  await searcher;
+  t.ok(searches > 5, `${searches} searches during 12 imports`);
+  t.equal(mixed, 0, 'each search saw one generation whole');
+  ix.dropCollection('snap-live');
+  ix.dropCollection('snap-gen');
+});
