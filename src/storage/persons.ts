@@ -221,7 +221,8 @@ export class PersonRepository {
   }
 
   count(accountId?: string): number {
-    if (accountId === undefined) return this.records.getCount();
+    // The database's own entry count (O(1)); getCount() would walk every record (65 ms at 100k).
+    if (accountId === undefined) return (this.records.getStats() as { entryCount: number }).entryCount;
     return countWithPrefix(this.records, [accountId]);
   }
 

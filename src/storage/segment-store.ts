@@ -1,7 +1,8 @@
 // The `templates` database: an account's templates of one model in sealed segments of up to 32
 // (./template-segment.ts), key [modelId, accountId, n], plus `templates-with-room` (the segments an enrolment
-// can still fill, with their entry counts). The writes are called inside the person's write transaction
-// (./persons.ts); the reads serve the full gallery rebuild, which copies segments block by block.
+// can still fill, with their entry counts) and `template-counts` (templates per [modelId, accountId]: what a
+// gallery started from a snapshot must hold, read in O(1)). The writes are called inside the person's write
+// transaction (./persons.ts); the reads serve the full gallery rebuild, which copies segments block by block.
 import type { Database, RootDatabase } from 'lmdb';
 
 import {
@@ -28,10 +29,12 @@ export class SegmentStore {
   private readonly segments: Database<Buffer, SegmentKey>;
   /** Segments with fewer than SEGMENT_CAPACITY entries, so an enrolment fills them before opening a new one. */
   private readonly withRoom: Database<number, SegmentKey>;
+  private readonly counts: Database<number, [string, string]>;
 
   constructor(root: RootDatabase, private readonly sealer: Sealer) {
     this.segments = root.openDB<Buffer, SegmentKey>({ name: TEMPLATES_DB, encoding: 'binary' });
     this.withRoom = root.openDB<number, SegmentKey>({ name: 'templates-with-room' });
+    this.counts = root.openDB<number, [string, string]>({ name: 'template-counts' });
   }
 
   /** The template of `personId` in segment [modelId, accountId, n] (a copy), or undefined. */
@@ -45,7 +48,15 @@ export class SegmentStore {
     return bytes && decodeSegment(bytes);
   }
 
-  write(key: SegmentKey, segment: Segment): void {
+  /** Writes the segment that held `before` entries (0: a new one), keeping the account's count. */
+  write(key: SegmentKey, segment: Segment, before: number): void {
+    const delta = segment.ids.length - before;
+    if (delta !== 0) {
+      const countKey: [string, string] = [key[0], key[1]];
+      const n = (this.counts.get(countKey) ?? 0) + delta;
+      if (n > 0) this.counts.put(countKey, n);
+      else this.counts.remove(countKey);
+    }
     if (segment.ids.length === 0) {
       this.segments.remove(key);
       this.withRoom.remove(key);
@@ -64,10 +75,10 @@ export class SegmentStore {
       throw new Error(`storage: template of ${accountId}/${personId} missing from its segment`);
     }
     if (from.modelId === modelId && segment.dimension === template.length) {
-      this.write(oldKey, withTemplate(segment, personId, template));
+      this.write(oldKey, withTemplate(segment, personId, template), segment.ids.length);
       return from.segment;
     }
-    this.write(oldKey, withoutTemplate(segment, personId));
+    this.write(oldKey, withoutTemplate(segment, personId), segment.ids.length);
     return this.append(modelId, accountId, [{ personId, template }]).get(personId)!;
   }
 
@@ -78,7 +89,7 @@ export class SegmentStore {
     const i = segment ? segment.ids.indexOf(personId) : -1;
     if (!segment || i < 0) throw new Error(`storage: template of ${accountId}/${personId} missing from its segment`);
     const template = segment.templates.slice(i * segment.dimension, (i + 1) * segment.dimension);
-    this.write(key, withoutTemplate(segment, personId));
+    this.write(key, withoutTemplate(segment, personId), segment.ids.length);
     return template;
   }
 
@@ -99,11 +110,12 @@ export class SegmentStore {
     while (i < entries.length) {
       const number = withRoom.length ? withRoom.shift()! : newSegment();
       const key: SegmentKey = [modelId, accountId, number];
-      const { segment, taken } = withAppended(this.read(key) ?? emptySegment(entries[i].template.length), entries, i);
+      const existing = this.read(key);
+      const { segment, taken } = withAppended(existing ?? emptySegment(entries[i].template.length), entries, i);
       if (taken === 0) continue;  // a segment of another dimension: try the next one
       for (let k = i; k < i + taken; k++) placed.set(entries[k].personId, number);
       i += taken;
-      this.write(key, segment);
+      this.write(key, segment, existing?.ids.length ?? 0);
     }
     return placed;
   }
@@ -137,29 +149,39 @@ export class SegmentStore {
     return sealed && this.sealer.open(TEMPLATES_DB, key, sealed);
   }
 
-  /** The accounts holding templates of `modelId`, in key order: one seek per account, no value read. */
+  /** The accounts holding templates of `modelId`, in key order (from the counts). */
   accounts(modelId: string): string[] {
     const out: string[] = [];
-    let start = [modelId] as unknown as SegmentKey;
-    for (;;) {
-      let found: SegmentKey | undefined;
-      for (const key of this.segments.getKeys({ start, limit: 1 })) found = key;
-      if (!found || !Array.isArray(found) || found[0] !== modelId) return out;
-      out.push(found[1]);
-      // Past every segment number of this account: numbers sort numerically, before the next account's keys.
-      start = [modelId, found[1], Number.MAX_SAFE_INTEGER];
-    }
+    for (const { key, value } of entriesWithPrefix(this.counts, [modelId])) if (value > 0) out.push(key[1]);
+    return out;
+  }
+
+  /** Templates of `modelId` in the account. */
+  count(modelId: string, accountId: string): number {
+    return this.counts.get([modelId, accountId]) ?? 0;
   }
 
   /**
-   * Templates of `modelId` in the account, from the keys alone: full segments hold SEGMENT_CAPACITY, the
-   * others are listed with their counts in `templates-with-room`.
+   * The counts as the segments hold them, from their keys alone (full segments hold SEGMENT_CAPACITY, the
+   * others are listed with their counts in `templates-with-room`): what the migration to schema 4 writes.
    */
-  count(modelId: string, accountId: string): number {
-    let n = 0;
-    for (const _ of keysWithPrefix(this.segments, [modelId, accountId])) n += SEGMENT_CAPACITY;
-    for (const { value } of entriesWithPrefix(this.withRoom, [modelId, accountId])) n -= SEGMENT_CAPACITY - value;
-    return n;
+  countFromKeys(): Map<string, { modelId: string; accountId: string; count: number }> {
+    const out = new Map<string, { modelId: string; accountId: string; count: number }>();
+    const entry = (modelId: string, accountId: string) => {
+      const k = JSON.stringify([modelId, accountId]);
+      let e = out.get(k);
+      if (!e) out.set(k, (e = { modelId, accountId, count: 0 }));
+      return e;
+    };
+    for (const key of this.segments.getKeys()) entry(key[0], key[1]).count += SEGMENT_CAPACITY;
+    for (const { key, value } of this.withRoom.getRange()) entry(key[0], key[1]).count -= SEGMENT_CAPACITY - value;
+    return out;
+  }
+
+  /** Replaces every count (inside the caller's write transaction). */
+  putCounts(counts: Iterable<{ modelId: string; accountId: string; count: number }>): void {
+    for (const key of [...this.counts.getKeys()]) this.counts.remove(key);
+    for (const { modelId, accountId, count } of counts) if (count > 0) this.counts.put([modelId, accountId], count);
   }
 }
 

@@ -24,7 +24,8 @@ import { endSealing, sealPlainStore } from './seal-migration';
 import { endTemplateRows, writeTemplateRows } from './template-rows-migration';
 import type { ChangeLog } from './change-log';
 
-// 4: a sealed template row per person and the change log (./template-rows.ts, ./change-log.ts); 3: templates,
+// 4: a sealed template row per person, template counts per account and the change log (./template-rows.ts,
+// ./segment-store.ts, ./change-log.ts); 3: templates,
 // images and private keys sealed; 2: templates in segments of 32 (./template-segment.ts); 1 kept them in the
 // person records.
 export const SCHEMA_VERSION = 4;
@@ -111,9 +112,10 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       // A store sealed by this migration has its plain values left in freed pages (./compact.ts); a new
       // store has none, and schema 3 was sealed already.
       const sealedNow = version === 2;
+      const counts = version === undefined ? undefined : persons.segments.countFromKeys();
       await meta.transaction(() => {
         endSealing(meta);
-        endTemplateRows(meta);
+        endTemplateRows(meta, persons, counts);
         if (sealedNow) meta.put(COMPACT_PENDING, true);
         meta.put('schema', SCHEMA_VERSION);
       });

@@ -1,5 +1,5 @@
-// Storage schema 3 had no template rows: writes one sealed row per person from the segments, `batch`
-// segments per transaction, each transaction also recording the last segment done (meta
+// Storage schema 3 had no template rows nor template counts: writes one sealed row per person from the
+// segments, `batch` segments per transaction, each transaction also recording the last segment done (meta
 // "template-rows-after") so an interrupted run resumes after it. The persons do not change, but their entries
 // go to the change log like every other write of template data (a reader of the log re-reads them: harmless).
 import type { Database, RootDatabase } from 'lmdb';
@@ -52,7 +52,12 @@ export async function writeTemplateRows(root: RootDatabase, meta: Database<unkno
   }
 }
 
-/** Marks the migration finished (with the schema bump, in the caller's transaction). */
-export function endTemplateRows(meta: Database<unknown, string>): void {
+/**
+ * Marks the migration finished and writes the per-account template counts from the segments (with the
+ * schema bump, in the caller's transaction; `counts` from persons.segments.countFromKeys() before it).
+ */
+export function endTemplateRows(meta: Database<unknown, string>, persons?: PersonRepository,
+  counts?: ReturnType<PersonRepository['segments']['countFromKeys']>): void {
   meta.remove(PROGRESS);
+  if (persons && counts) persons.segments.putCounts(counts.values());
 }
