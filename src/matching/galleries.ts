@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import type { Gallery } from './gallery';
 import { IndexGallery } from './index-gallery';
 import type { PersonRepository, TemplateBlock } from '../storage/persons';
-import { restoreGalleries, type RestoreReport } from './snapshot/restore';
+import { restoreGalleries, type RestoreOptions, type RestoreReport } from './snapshot/restore';
 import type { SnapshotPlace } from './snapshot/place';
 
 export type GalleryFactory = (accountId: string) => Gallery;
@@ -80,7 +80,7 @@ export class Galleries {
    * Loads every account's gallery of `modelId`: from its snapshot in `place` when one fits, else from the
    * store (./snapshot/restore.ts). Templates of another model are skipped and counted in `stale`.
    */
-  restore(persons: PersonRepository, modelId: string, place: SnapshotPlace | undefined, options: { workers?: number } = {}): Promise<RestoreReport> {
+  restore(persons: PersonRepository, modelId: string, place: SnapshotPlace | undefined, options: RestoreOptions = {}): Promise<RestoreReport> {
     return restoreGalleries(this, persons, modelId, place, options);
   }
 

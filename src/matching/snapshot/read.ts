@@ -6,15 +6,15 @@ import type crypto from 'node:crypto';
 import fs from 'node:fs';
 
 import { chunkAad, chunkNonce, headerBlockLength, HEADER_PREFIX_BYTES, parseHeader, ROWS_PER_CHUNK, SnapshotFormatError, type ParsedHeader } from './format';
-import { openGroupHere, type GroupJob, type OpenedGroup } from './unseal';
+import { buffersOf, openGroupHere, recycleHere, type GroupJob, type OpenedGroup } from './unseal';
 import type { UnsealPool } from './unseal-pool';
 
 /**
- * Chunks per group: 16 x 4096 rows (~46 MB at 704 values). One import per group: an import has a fixed cost
- * and uses several threads only from 8192 rows, while groups small enough to pipeline let the index take one
- * group as the next ones open.
+ * Chunks per group: 8 x 4096 rows (~23 MB at 704 values), one import each. An import has a fixed cost and
+ * uses several threads only from 8192 rows; groups small enough to pipeline let the index take one while the
+ * next ones open, and their memory is recycled (a few groups' worth of fresh pages in all).
  */
-export const GROUP_CHUNKS = 16;
+export const GROUP_CHUNKS = 8;
 
 export interface OpenSnapshot extends ParsedHeader {
   fd: number;
@@ -74,50 +74,66 @@ export function groupJobs(snapshot: OpenSnapshot, reopen: boolean): GroupJob[] {
 }
 
 /**
- * Reads and opens every group, calling `onGroup` for each as it opens (one call at a time, awaited).
- * Rejects with a SnapshotSealError or SnapshotFormatError when a chunk does not open or does not fit.
+ * Reads and opens every group, calling `onGroup` for each as it opens (one call at a time, awaited; the next
+ * groups open meanwhile). With a pool, its workers take groups as they come up (two each at a time), and
+ * this thread opens groups itself until the first worker is ready. Rejects with a SnapshotSealError or
+ * SnapshotFormatError when a chunk does not open or does not fit.
  */
 export async function readGroups(snapshot: OpenSnapshot, key: crypto.KeyObject, pool: UnsealPool | undefined,
   onGroup: (group: OpenedGroup) => Promise<void>, timings: ReadTimings): Promise<void> {
   const jobs = groupJobs(snapshot, pool !== undefined);
-  const account = (g: OpenedGroup) => {
-    timings.readMs += g.readMs;
-    timings.unsealMs += g.unsealMs;
-    timings.bytes += g.codes.byteLength + g.scales.byteLength + g.sums.byteLength + g.keys.byteLength;
-  };
-  if (!pool) {
-    for (const job of jobs) {
-      const g = openGroupHere(job, key);
-      account(g);
-      await onGroup(g);
-    }
-    return;
-  }
-  // A window of groups in flight: the pool reads and opens them while earlier ones are imported.
-  const window = pool.size * 2;
   let next = 0;
+  const opened: Array<{ group: OpenedGroup; recycle: () => void }> = [];
   let failed: unknown;
-  let chain: Promise<void> = Promise.resolve();
-  const inFlight = new Set<Promise<void>>();
-  const start = (job: GroupJob) => {
-    const p: Promise<void> = pool.open(key, job).then((g) => {
-      account(g);
-      chain = chain.then(async () => {
-        try {
-          if (failed === undefined) await onGroup(g);
-        } catch (err) {
-          failed ??= err;
-        }
-      });
-      return chain;
-    }, (err: unknown) => { failed ??= err; }).finally(() => inFlight.delete(p));
-    inFlight.add(p);
+  let stopped = false;
+  let outstanding = 0;
+  let wake: (() => void) | undefined;
+  const arrived = (group: OpenedGroup, recycle: () => void) => {
+    timings.readMs += group.readMs;
+    timings.unsealMs += group.unsealMs;
+    timings.bytes += group.codes.byteLength + group.scales.byteLength + group.sums.byteLength + group.keys.byteLength;
+    opened.push({ group, recycle });
   };
-  while (next < jobs.length && failed === undefined) {
-    while (inFlight.size < window && next < jobs.length) start(jobs[next++]);
-    await Promise.race(inFlight);
+  const pump = (worker: number) => {
+    while (pool && !stopped && failed === undefined && next < jobs.length && pool.inFlight(worker) < 2) {
+      const job = jobs[next++];
+      outstanding++;
+      pool.open(worker, key, job).then((g) => arrived(g, () => pool.recycle(g)), (err: unknown) => { failed ??= err; })
+        .finally(() => {
+          outstanding--;
+          pump(worker);
+          wake?.();
+        });
+    }
+  };
+  const unsubscribe = pool?.onReady(pump);
+  let importing: Promise<void> = Promise.resolve();
+  try {
+    for (;;) {
+      if (failed !== undefined) break;
+      const ready = opened.shift();
+      if (ready) {
+        await importing;
+        importing = onGroup(ready.group).then(ready.recycle);
+        continue;
+      }
+      if (next < jobs.length && !pool?.anyReady()) {
+        const g = openGroupHere(jobs[next++], key);
+        arrived(g, () => recycleHere(buffersOf(g)));
+        continue;
+      }
+      if (next >= jobs.length && outstanding === 0) break;
+      await new Promise<void>((resolve) => { wake = resolve; });
+      wake = undefined;
+    }
+    await importing;
+  } finally {
+    stopped = true;
+    unsubscribe?.();
+    // The caller may drop the gallery: never under a running import, nor with groups still opening.
+    await importing.catch(() => undefined);
+    while (outstanding > 0) await new Promise<void>((resolve) => { wake = resolve; });
+    recycleHere(undefined);
   }
-  await Promise.all(inFlight);
-  await chain;
   if (failed !== undefined) throw failed;
 }

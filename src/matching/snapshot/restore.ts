@@ -46,15 +46,20 @@ export interface RestoreReport {
   workers: number;
 }
 
+export interface RestoreOptions {
+  /** Threads unsealing large snapshots; default: one per core (at most 4); 0: none, this thread unseals. */
+  workers?: number;
+}
+
 /** Restores every account's gallery of `modelId`; see the file comment. */
 export async function restoreGalleries(galleries: Galleries, persons: PersonRepository, modelId: string,
-  place: SnapshotPlace | undefined, options: { workers?: number } = {}): Promise<RestoreReport> {
+  place: SnapshotPlace | undefined, options: RestoreOptions = {}): Promise<RestoreReport> {
   const t0 = performance.now();
   galleries.close();
   const timings = { headers: 0, read: 0, unseal: 0, import: 0, replay: 0, rebuild: 0, check: 0, total: 0 };
   const io: ReadTimings = { readMs: 0, unsealMs: 0, bytes: 0 };
   // Workers boot in ~40 ms: started first, from the folder's size, so they are up when the headers are read.
-  const workers = place && galleries.importsCodes && folderBytes(place.dir) > POOL_THRESHOLD
+  const workers = place && galleries.importsCodes && options.workers !== 0 && folderBytes(place.dir) > POOL_THRESHOLD
     ? Math.max(1, Math.min(options.workers ?? os.availableParallelism(), 4)) : 0;
   const pool = workers > 0 ? new UnsealPool(workers) : undefined;
   let results: Map<string, AccountRestore>;

@@ -42,18 +42,26 @@ export interface OpenedGroup {
 }
 
 // Plain JavaScript (see the file comment). Errors carry .code: 'cut' (the file ends early), 'open' (a tag
-// does not verify), 'format' (a chunk's rows or sizes differ from the header's).
+// does not verify), 'format' (a chunk's rows or sizes differ from the header's). A chunk is deciphered in
+// pieces of 256 KiB, each copied at once to where its bytes belong (scales, sums, codes, keys): Node
+// allocates every deciphered piece, and small ones come from reused memory (~2 GB/s here against ~1.3 GB/s
+// for a 3 MB piece, whose fresh pages must be faulted in).
 const GROUP_SOURCE = `
+const PIECE = 262144;
 let sealedBuffer = Buffer.alloc(0);
+const spares = [];
 function openGroup(job, key) {
   const fs = require('node:fs');
   const crypto = require('node:crypto');
   const fail = (code) => Object.assign(new Error(code), { code });
-  const codes = new Uint8Array(job.rows * job.stride);
-  const scales = new Float32Array(job.rows);
-  const sums = new Int32Array(job.rows);
-  const scaleBytes = new Uint8Array(scales.buffer);
-  const sumBytes = new Uint8Array(sums.buffer);
+  // Every byte of the views below is written: a recycled set needs no clearing.
+  const i = spares.findIndex((s) => s.codes.byteLength >= job.rows * job.stride && s.scales.byteLength >= job.rows * 4);
+  const spare = i >= 0 ? spares.splice(i, 1)[0] : undefined;
+  const codes = spare ? new Uint8Array(spare.codes, 0, job.rows * job.stride) : new Uint8Array(job.rows * job.stride);
+  const scales = spare ? new Float32Array(spare.scales, 0, job.rows) : new Float32Array(job.rows);
+  const sums = spare ? new Int32Array(spare.sums, 0, job.rows) : new Int32Array(job.rows);
+  const scaleBytes = new Uint8Array(scales.buffer, 0, job.rows * 4);
+  const sumBytes = new Uint8Array(sums.buffer, 0, job.rows * 4);
   const keyParts = [];
   let fd = job.fd;
   let own = false;
@@ -74,31 +82,47 @@ function openGroup(job, key) {
       readMs += performance.now() - t;
       t = performance.now();
       const end = c.length - ${TAG_BYTES};
-      if (end < 8) throw fail('format');
+      const rows = c.rows;
+      const keyBytes = end - 8 - rows * (8 + job.stride);
+      if (keyBytes < 0 || row + rows > job.rows) throw fail('format');
+      const head = Buffer.alloc(8);
+      const keys = Buffer.allocUnsafe(keyBytes);
+      const parts = [[8, head, 0], [rows * 4, scaleBytes, row * 4], [rows * 4, sumBytes, row * 4],
+        [rows * job.stride, codes, row * job.stride], [keyBytes, keys, 0]];
+      let part = 0, partAt = 0;
       const d = crypto.createDecipheriv('aes-256-gcm', key, c.nonce, { authTagLength: ${TAG_BYTES} });
       d.setAAD(c.aad);
       d.setAuthTag(sealed.subarray(end));
-      const plain = d.update(sealed.subarray(0, end));
+      for (let p = 0; p < end; p += PIECE) {
+        const out = d.update(sealed.subarray(p, Math.min(end, p + PIECE)));
+        for (let o = 0; o < out.length;) {
+          while (partAt === parts[part][0]) { part++; partAt = 0; }
+          const [len, dest, base] = parts[part];
+          const n = Math.min(len - partAt, out.length - o);
+          dest.set(out.subarray(o, o + n), base + partAt);
+          o += n;
+          partAt += n;
+        }
+      }
       try { d.final(); } catch { throw fail('open'); }
       unsealMs += performance.now() - t;
-      const rows = plain.readUInt32LE(0), keyBytes = plain.readUInt32LE(4);
-      if (rows !== c.rows || row + rows > job.rows || 8 + rows * (8 + job.stride) + keyBytes !== plain.length) throw fail('format');
-      let at = 8;
-      scaleBytes.set(plain.subarray(at, at + rows * 4), row * 4); at += rows * 4;
-      sumBytes.set(plain.subarray(at, at + rows * 4), row * 4); at += rows * 4;
-      codes.set(plain.subarray(at, at + rows * job.stride), row * job.stride); at += rows * job.stride;
+      if (head.readUInt32LE(0) !== rows || head.readUInt32LE(4) !== keyBytes) throw fail('format');
       if (keyParts.length) keyParts.push(Buffer.alloc(1));
-      keyParts.push(Buffer.from(plain.subarray(at, at + keyBytes)));
+      keyParts.push(keys);
       row += rows;
     }
   } finally {
     if (own) fs.closeSync(fd);
   }
   if (row !== job.rows) throw fail('format');
-  const keys = Buffer.concat(keyParts);
-  const keyCopy = new Uint8Array(keys.length);  // its own memory, never the shared pool: it may move to another thread
-  keyCopy.set(keys);
-  return { rows: row, codes, scales, sums, keys: keyCopy, readMs, unsealMs };
+  const joined = Buffer.concat(keyParts);
+  const keys = new Uint8Array(joined.length);  // its own memory, never the shared pool: it may move to another thread
+  keys.set(joined);
+  return { rows: row, codes, scales, sums, keys, readMs, unsealMs };
+}
+function recycleGroup(buffers) {
+  if (buffers && spares.length < 4) spares.push(buffers);
+  else if (!buffers) spares.length = 0;
 }
 `;
 
@@ -107,6 +131,7 @@ export const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 ${GROUP_SOURCE}
 parentPort.on('message', (m) => {
+  if (m.recycle) return recycleGroup(m.recycle);
   try {
     const g = openGroup(m.job, m.key);
     parentPort.postMessage({ id: m.id, group: g }, [g.codes.buffer, g.scales.buffer, g.sums.buffer, g.keys.buffer]);
@@ -114,20 +139,47 @@ parentPort.on('message', (m) => {
     parentPort.postMessage({ id: m.id, error: err.code || 'error', message: String(err.message) });
   }
 });
+parentPort.postMessage({ ready: true });
 `;
 
-type OpenGroup = (job: GroupJob, key: crypto.KeyObject) => OpenedGroup;
+/** The memory of an opened group's arrays, given back once the index has copied them. */
+export interface GroupBuffers {
+  codes: ArrayBuffer;
+  scales: ArrayBuffer;
+  sums: ArrayBuffer;
+}
 
-let compiled: OpenGroup | undefined;
+export function buffersOf(g: OpenedGroup): GroupBuffers {
+  return { codes: g.codes.buffer as ArrayBuffer, scales: g.scales.buffer as ArrayBuffer, sums: g.sums.buffer as ArrayBuffer };
+}
+
+interface Compiled {
+  openGroup(job: GroupJob, key: crypto.KeyObject): OpenedGroup;
+  recycleGroup(buffers: GroupBuffers): void;
+}
+
+let compiled: Compiled | undefined;
+
+function here(): Compiled {
+  compiled ??= new Function('require', `${GROUP_SOURCE}\nreturn { openGroup, recycleGroup };`)(require) as Compiled;
+  return compiled;
+}
 
 /** Opens a group on this thread (small snapshots). */
 export function openGroupHere(job: GroupJob, key: crypto.KeyObject): OpenedGroup {
-  compiled ??= new Function('require', `${GROUP_SOURCE}\nreturn openGroup;`)(require) as OpenGroup;
   try {
-    return compiled(job, key);
+    return here().openGroup(job, key);
   } catch (err) {
     throw groupError((err as { code?: string }).code, (err as Error).message);
   }
+}
+
+/**
+ * Gives a group's memory back for the next group opened on this thread (fresh pages cost as much as AES);
+ * undefined lets go of every kept group (after the last snapshot).
+ */
+export function recycleHere(buffers: GroupBuffers | undefined): void {
+  here().recycleGroup(buffers as GroupBuffers);
 }
 
 /** The error a group failure code stands for. */
