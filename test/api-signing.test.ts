@@ -7,6 +7,7 @@ import { fakePhotoB64 } from './helpers/fake-engine';
 import { startTestApp, type TestApp } from './helpers/app';
 import type { ApiError } from '../src/errors';
 import { checkedPublicKey, RequestSigning, type SignedRequest } from '../src/services/request-signing';
+import { InProcessReplayCache } from '../src/storage/lmdb/in-process-shared';
 import { generateRsaKeyPair } from '../src/storage/service-key';
 import { testErrorCatalog } from './helpers/errors';
 
@@ -89,34 +90,34 @@ t.test('unsigned, stale, tampered, replayed or foreign signatures are 401', asyn
 t.test('RequestSigning says why it refuses (the 401 detail, logged under the Request-Id)', async (t) => {
   const pair = await generateRsaKeyPair();
   let clock = new Date('2026-11-22T10:00:00Z');
-  const signing = new RequestSigning(testErrorCatalog(), async () => pair, 300, () => clock);
+  const signing = new RequestSigning(testErrorCatalog(), async () => pair, 300, () => clock, new InProcessReplayCache());
   const ts = String(clock.getTime() / 1000);
   const good = crypto.sign('sha256', Buffer.from(`${BASE}/u{}${ts}`), pair.privateKey).toString('base64');
   const request = (o: Partial<SignedRequest>): SignedRequest =>
     ({ publicKey: pair.publicKey, baseUrl: BASE, uri: '/u', body: '{}', signature: good, timestamp: ts, ...o });
-  const refusal = (o: Partial<SignedRequest>) => {
+  const refusal = async (o: Partial<SignedRequest>) => {
     try {
-      signing.verifyRequest(request(o));
+      await signing.verifyRequest(request(o));
       return 'accepted';
     } catch (err) {
       t.equal((err as ApiError).statusCode, 401);
       return String((err as ApiError).detail);
     }
   };
-  t.match(refusal({ signature: undefined }), /Signature and Timestamp headers needed/);
-  t.match(refusal({ timestamp: '1.5' }), /Unix time in seconds/);
-  t.match(refusal({ signature: '***' }), /base64/);
-  t.match(refusal({ body: '{ }' }), /does not verify/);
-  t.match(refusal({ publicKey: 'not a key' }), /does not verify/, 'an unusable key is a failed check, not a crash');
+  t.match(await refusal({ signature: undefined }), /Signature and Timestamp headers needed/);
+  t.match(await refusal({ timestamp: '1.5' }), /Unix time in seconds/);
+  t.match(await refusal({ signature: '***' }), /base64/);
+  t.match(await refusal({ body: '{ }' }), /does not verify/);
+  t.match(await refusal({ publicKey: 'not a key' }), /does not verify/, 'an unusable key is a failed check, not a crash');
   clock = new Date(clock.getTime() + 301_000);
-  t.match(refusal({}), /more than 300 s/);
+  t.match(await refusal({}), /more than 300 s/);
   clock = new Date(clock.getTime() - 301_000);
-  t.equal(refusal({}), 'accepted');
-  t.match(refusal({}), /replay/);
+  t.equal(await refusal({}), 'accepted');
+  t.match(await refusal({}), /replay/);
   clock = new Date(clock.getTime() + 601_000);
   const later = String(clock.getTime() / 1000);
   const fresh = crypto.sign('sha256', Buffer.from(`${BASE}/u{}${later}`), pair.privateKey).toString('base64');
-  t.equal(refusal({ timestamp: later, signature: fresh }), 'accepted', 'old entries of the replay cache expire');
+  t.equal(await refusal({ timestamp: later, signature: fresh }), 'accepted', 'old entries of the replay cache expire');
 
   const { signature, timestamp } = await signing.signResponse(BASE, '/u', '{"ok":1}');
   t.ok(crypto.verify('sha256', Buffer.from(`${BASE}/u{"ok":1}${timestamp}`), pair.publicKey, Buffer.from(signature, 'base64')));

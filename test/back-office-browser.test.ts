@@ -187,7 +187,7 @@ async function run(): Promise<void> {
     t.equal(await page.locator(`#key-${first.freeKeyId}-caption`).count(), 1, 'a chart for the free key');
     t.equal(await page.locator(`figure:has(#key-${first.freeKeyId}-caption) rect.bar[data-day="${today}"]`).getAttribute('data-requests'), '4',
       'today: the three lookups and the enrolment');
-    const quota = app.app.accounts.quotaOf(app.store.apiKeys.lookup(first.freeKey)!.accountId);
+    const quota = await app.app.accounts.quotaOf(app.store.apiKeys.lookup(first.freeKey)!.accountId);
     t.ok(quota.usedToday >= 3, 'the lookups were metered');
     t.match(await page.textContent('main'), new RegExp(`Requests per day \\(plan quota\\)\\s*100\\s*Metered requests used today \\(UTC\\)\\s*${quota.usedToday}` +
       `\\s*Left today\\s*${100 - quota.usedToday}\\s*Enrolled persons\\s*1\\s`), 'the quota, what is left and the persons, as the service counts them');

@@ -289,7 +289,7 @@ t.test('usage: reported counts per UTC day and operation, every day of the range
     { day: '2030-02-20', operation: 'identify', requests: 9 },
   ]);
   await f.store.licenceUsage.add(licence.licenceId, [{ day: '2030-03-04', operation: 'identify', requests: 5 }]);
-  const usage = f.licences.usage({ accountId: 'acme' }, licence.licenceId, 3);
+  const usage = await f.licences.usage({ accountId: 'acme' }, licence.licenceId, 3);
   t.same(usage, {
     licenceId: licence.licenceId, from: '2030-03-02', to: '2030-03-04',
     days: [
@@ -299,7 +299,7 @@ t.test('usage: reported counts per UTC day and operation, every day of the range
     ],
   });
   t.same((await f.licences.get({ accountId: 'acme' }, licence.licenceId)).usageToday, { identify: 6, verify: 2 });
-  t.equal(f.licences.usage({ accountId: 'acme' }, licence.licenceId, 30).days.length, 30);
+  t.equal((await f.licences.usage({ accountId: 'acme' }, licence.licenceId, 30)).days.length, 30);
   t.equal((await refusal(t, (async () => f.licences.usage({ accountId: 'acme' }, licence.licenceId, 0))())).code, 'R_003');
 });
 

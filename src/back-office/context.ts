@@ -4,7 +4,7 @@ import type { Config } from '../config/types';
 import type { AccountService } from '../licensing/accounts';
 import type { ActivationCodes } from '../licensing/activation-codes';
 import type { LicenceService } from '../licensing/licences';
-import type { KeyUsageRepository } from '../storage/key-usage';
+import type { AsyncKeyUsageRepository } from '../storage/postgres/interfaces';
 import type { CsrfTokens } from './csrf';
 import type { OneTimeReveals } from './reveals';
 
@@ -13,7 +13,7 @@ export interface BackOfficeContext {
   accounts: AccountService;
   licences: LicenceService;
   activationCodes: ActivationCodes;
-  keyUsage: KeyUsageRepository;
+  keyUsage: AsyncKeyUsageRepository;
   reveals: OneTimeReveals;
   csrf: CsrfTokens;
   now: () => Date;

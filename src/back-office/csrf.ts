@@ -4,8 +4,9 @@
 // neither the session nor the secret). SameSite=Strict cookies already keep most cross-site posts out; the
 // token also covers browsers and proxies that do not honour SameSite.
 //
-// The secret lives in memory only: after a restart, a form loaded before it is refused once and works after
-// a reload (the page explains). Several nodes behind one address need a shared secret (the `secret` option).
+// The secret comes from the store's shared settings: on LMDB it lives in memory only (after a restart, a form
+// loaded before it is refused once and works after a reload: the page explains); on PostgreSQL every node
+// shares one, sealed in the database, so a form served by one node posts to any other.
 import crypto from 'node:crypto';
 
 export const CSRF_FIELD = 'csrf';

@@ -11,6 +11,8 @@ import type { Config } from '../config/types';
 import type { AccountService } from '../licensing/accounts';
 import { ActivationCodes } from '../licensing/activation-codes';
 import type { LicenceService } from '../licensing/licences';
+import { asyncStoreOf } from '../storage/lmdb/async-store';
+import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
 import type { BackOfficeContext } from './context';
 import { CsrfTokens } from './csrf';
@@ -31,24 +33,28 @@ import { failurePage, notFoundPage } from './views/errors';
 
 export interface BackOfficeOptions {
   config: Config;
-  store: Store;
+  store: Store | AsyncStore;
   accounts: AccountService;
   licences: LicenceService;
   now?: () => Date;
-  /** The CSRF tokens' secret (32 bytes or more); default: random per process. */
+  /** The CSRF tokens' secret (32 bytes or more); default: the store's shared setting (random per process on LMDB, one for every node on PostgreSQL). */
   csrfSecret?: Buffer;
 }
 
+/** The shared setting holding the CSRF tokens' secret: every node must accept the forms any node served. */
+const CSRF_SECRET = 'back-office-csrf';
+
 const backOfficeScope: FastifyPluginAsync<BackOfficeOptions> = async (scope, opts) => {
   const now = opts.now ?? (() => new Date());
+  const store = asyncStoreOf(opts.store);
   const ctx: BackOfficeContext = {
     config: opts.config,
     accounts: opts.accounts,
     licences: opts.licences,
-    activationCodes: new ActivationCodes(opts.store.activationCodes),
-    keyUsage: opts.store.keyUsage,
+    activationCodes: new ActivationCodes(store.activationCodes),
+    keyUsage: store.keyUsage,
     reveals: new OneTimeReveals(() => now().getTime()),
-    csrf: new CsrfTokens(opts.csrfSecret),
+    csrf: new CsrfTokens(opts.csrfSecret ?? await store.settings.secret(CSRF_SECRET, 32)),
     now,
   };
 

@@ -40,7 +40,7 @@ export async function accountCommand(args: Args, io: Io, readSecret: SecretSourc
       case 'list': {
         if (rest.length) throw new UsageError('account list takes no arguments');
         io.out(['accountId', 'email', 'role', 'plan', 'created'].join('\t'));
-        for (const a of accounts.list()) io.out([a.accountId, a.email, a.role, a.plan, a.created].join('\t'));
+        for (const a of await accounts.list()) io.out([a.accountId, a.email, a.role, a.plan, a.created].join('\t'));
         return 0;
       }
       case 'set-plan': {

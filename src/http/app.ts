@@ -19,6 +19,9 @@ import { readiness } from '../ops/health';
 import { cameraMetricsSourceOf, ServiceMetrics, type LicenceMetricsSource } from '../ops/metrics';
 import { timedEngine } from '../ops/timed-engine';
 import type { Store } from '../storage/store';
+import type { AsyncStore } from '../storage/postgres/interfaces';
+import { asyncStoreOf, lmdbStoreOf } from '../storage/lmdb/async-store';
+import type { GalleryFeed } from '../services/context';
 import { answerUnroutable, clientErrorHandler } from './client-errors';
 import authPlugin from './plugins/auth';
 import errorHandler, { sendApiError, toApiError } from './plugins/error-handler';
@@ -41,9 +44,12 @@ import verifyFace from './routes/verify-face';
 export interface AppDeps {
   config: Config;
   engine: FaceEngine;
-  store: Store;
+  /** The LMDB store, or either backend behind the asynchronous interface. */
+  store: Store | AsyncStore;
   errors: ErrorCatalog;
-  /** Default: one gallery per account of engine.modelId, from its snapshot or else the store ([index] snapshot). */
+  /** Set where a change follower fills `galleries` (PostgreSQL: they must be given then). */
+  galleryFeed?: GalleryFeed;
+  /** Default (LMDB only): one gallery per account of engine.modelId, from its snapshot or else the store ([index] snapshot). */
   galleries?: Galleries;
   scale?: SimilarityScale;
   /** Device mode live-face source; absent = camera not connected (R_400). */
@@ -64,21 +70,25 @@ const MAX_PARAM_LENGTH = 16 * 1024;
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, errors } = deps;
+  const store = asyncStoreOf(deps.store);
   let galleries = deps.galleries;
   const ownGalleries = !galleries;
   if (!galleries) {
-    galleries = Galleries.forStore(deps.store.persons);
-    await galleries.restore(deps.store.persons, deps.engine.modelId, config.index.snapshot ? snapshotPlaceOf(deps.store) : undefined);
+    const lmdb = lmdbStoreOf(deps.store);
+    if (!lmdb) throw new Error('buildApp: galleries over PostgreSQL are built and followed by the caller (server.ts)');
+    galleries = Galleries.forStore(lmdb.persons);
+    await galleries.restore(lmdb.persons, deps.engine.modelId, config.index.snapshot ? snapshotPlaceOf(lmdb) : undefined);
   }
   const metrics = new ServiceMetrics({
-    config, store: deps.store, galleries, licence: deps.licence, camera: cameraMetricsSourceOf(deps.camera),
+    config, store, galleries, licence: deps.licence, camera: cameraMetricsSourceOf(deps.camera),
     now: deps.now ?? (() => new Date()),
   });
   const services = createServices({
     config,
     engine: timedEngine(deps.engine, (timings) => metrics.observeEngine(timings)),
-    store: deps.store,
+    store,
     galleries,
+    galleryFeed: deps.galleryFeed,
     scale: deps.scale ?? new SimilarityScale(),
     errors,
     now: deps.now ?? (() => new Date()),
@@ -126,11 +136,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(hostHeader, { errors });
   // Order matters for the preValidation hooks: the signature is checked before the body is judged.
   await app.register(authPlugin, {
-    authenticator: new Authenticator(deps.store.apiKeys, errors, config.auth.bootstrap_key, deps.now, deps.store.keyUsage),
+    authenticator: new Authenticator(store.apiKeys, errors, config.auth.bootstrap_key, deps.now, store.keyUsage),
   });
   // Cloud: operators' accounts. Their routes authenticate with a session (Authorization: Bearer), not an Api-Key.
   const operators: OperatorsDeps = {
-    config, store: deps.store, errors, now: deps.now ?? (() => new Date()),
+    config, store, errors, now: deps.now ?? (() => new Date()),
     packageFile: deps.packageFile, licenceKeyState: deps.licenceKeyState,
   };
   if (config.server.mode === 'cloud') await registerOperatorSessions(app, operators);
@@ -140,7 +150,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(opsRoutes, {
     metrics, access: config.metrics.access, mode: config.server.mode, errors,
     readiness: () => readiness({
-      mode: config.server.mode, engine: deps.engine, probeStore: () => { deps.store.apiKeys.isEmpty(); },
+      mode: config.server.mode, engine: deps.engine, probeStore: async () => { await store.apiKeys.isEmpty(); },
       licence: deps.licence, camera: deps.camera, cameraExpected: config.camera.source !== 'none',
     }),
   });
@@ -151,10 +161,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     maxEngineQueue: config.server.max_engine_queue,
     enginePending: () => deps.engine.pending ?? 0,
   });
-  const signing = new RequestSigning(errors, () => deps.store.serviceKeys.responseSigning(),
-    config.auth.signature_max_age_seconds, deps.now ?? (() => new Date()));
+  const signing = new RequestSigning(errors, () => store.serviceKeys.responseSigning(),
+    config.auth.signature_max_age_seconds, deps.now ?? (() => new Date()), store.replayCache);
   // With signing keys in the store, load (or make) the service key now, not on the first signed response.
-  if (deps.store.apiKeys.list().some((k) => k.signingPublicKey)) await signing.ready();
+  if ((await store.apiKeys.list()).some((k) => k.signingPublicKey)) await signing.ready();
   await app.register(requestSigning, { signing, publicBaseUrl: config.auth.public_base_url });
   await app.register(jsonBody, { errors });
   // The mode reaches the routes only as this option: it picks their schemas and answers at registration.

@@ -9,7 +9,7 @@ import { LicenceServer, type LicenceKeyState } from '../licensing/licence-server
 import { LicenceService } from '../licensing/licences';
 import { PackageFile } from '../licensing/package-file';
 import { publicUrl } from '../licensing/public-url';
-import type { Store } from '../storage/store';
+import type { AsyncStore } from '../storage/postgres/interfaces';
 import backOffice from '../back-office/plugin';
 import operatorSession from './plugins/operator-session';
 import accountApi from './routes/account-api';
@@ -18,7 +18,7 @@ import licenceFiles from './routes/licence-files';
 
 export interface OperatorsDeps {
   config: Config;
-  store: Store;
+  store: AsyncStore;
   errors: ErrorCatalog;
   now: () => Date;
   /** The package devices install; default: this program packed once per version. */

@@ -13,13 +13,15 @@ import type { AccountRecord } from '../storage/accounts';
 import type { ApiKeyRecord } from '../storage/api-keys';
 import { generateRsaKeyPair } from '../storage/service-key';
 import { hashSessionToken } from '../storage/sessions';
+import { asyncStoreOf } from '../storage/lmdb/async-store';
+import type { AsyncStore, SharedSignInThrottle, ThrottleAttempt } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
 import { dummyVerify, hashPassword, verifyPassword } from './passwords';
 import { SignInThrottle } from './sign-in-throttle';
 
 export interface AccountServiceDeps {
   config: Config;
-  store: Store;
+  store: Store | AsyncStore;
   errors: ErrorCatalog;
   /** Injectable for tests (session expiry, the throttle's window, quota days). */
   now?: () => Date;
@@ -104,18 +106,19 @@ const PURGE_INTERVAL_MS = 10 * 60_000;
 
 export class AccountService {
   private readonly config: Config;
-  private readonly store: Store;
+  private readonly store: AsyncStore;
   private readonly errors: ErrorCatalog;
   private readonly now: () => Date;
-  private readonly throttle: SignInThrottle;
+  /** Counters in this process (LMDB) or shared by every node (PostgreSQL). */
+  private readonly throttle: SharedSignInThrottle;
   private lastPurge = 0;
 
   constructor(deps: AccountServiceDeps) {
     this.config = deps.config;
-    this.store = deps.store;
+    this.store = asyncStoreOf(deps.store);
     this.errors = deps.errors;
     this.now = deps.now ?? (() => new Date());
-    this.throttle = new SignInThrottle({
+    this.throttle = this.store.signInThrottle({
       maxFailures: this.config.accounts.sign_in_max_failures,
       windowMs: this.config.accounts.sign_in_lockout_minutes * 60_000,
       now: () => this.now().getTime(),
@@ -128,7 +131,7 @@ export class AccountService {
       throw this.errors.explain('Forbidden', 'registration is closed on this service; ask its operators for an account');
     }
     // An address locked out for guessing passwords does not get to spend hashing time on registrations either.
-    this.refuseIfThrottled([SignInThrottle.addressKey(clientAddress)]);
+    await this.refuseIfThrottled([SignInThrottle.addressKey(clientAddress)]);
     return this.createAccount(email, password, { plan: 'free', role: 'operator' });
   }
 
@@ -140,14 +143,13 @@ export class AccountService {
   async signIn(email: string, password: string, clientAddress: string): Promise<Session> {
     const accountKey = SignInThrottle.accountKey(email);
     const attemptKeys = [accountKey, SignInThrottle.addressKey(clientAddress)];
-    this.refuseIfThrottled(attemptKeys);
-    const attempt = this.throttle.begin(attemptKeys);
-    const account = typeof email === 'string' && email.length <= MAX_EMAIL_LENGTH ? this.store.accounts.byEmail(email) : undefined;
+    const attempt = await this.beginAttempt(attemptKeys);
+    const account = typeof email === 'string' && email.length <= MAX_EMAIL_LENGTH ? await this.store.accounts.byEmail(email) : undefined;
     const right = account && password.length <= MAX_PASSWORD_LENGTH
       ? await verifyPassword(password, account.passwordHash)
       : await dummyVerify(password.slice(0, MAX_PASSWORD_LENGTH));
     if (!account || !right) throw this.errors.explain('BadCredentials', 'check both and try again');
-    this.throttle.succeeded(attempt, accountKey);
+    await this.throttle.succeeded(attempt, accountKey);
     await this.purgeExpiredSessions();
     const token = `fcs_${crypto.randomBytes(24).toString('base64url')}`;
     const now = this.now();
@@ -167,7 +169,7 @@ export class AccountService {
   async operatorOf(token: string | undefined): Promise<Operator> {
     if (!token) throw this.errors.explain('Unauthorized', 'sign in first (Authorization: Bearer <session token>)');
     const tokenHash = SESSION_TOKEN.test(token) ? hashSessionToken(token) : undefined;
-    const session = tokenHash ? this.store.sessions.get(tokenHash) : undefined;
+    const session = tokenHash ? await this.store.sessions.get(tokenHash) : undefined;
     if (!tokenHash || !session) throw this.errors.explain('Unauthorized', 'sign in first: the session token is unknown');
     const now = this.now();
     const idleEnd = Date.parse(session.lastSeen) + this.config.accounts.session_idle_minutes * 60_000;
@@ -175,7 +177,7 @@ export class AccountService {
       await this.store.sessions.delete(tokenHash);
       throw this.errors.explain('Unauthorized', 'session expired; sign in again');
     }
-    const account = this.store.accounts.get(session.accountId);
+    const account = await this.store.accounts.get(session.accountId);
     if (!account) throw this.errors.explain('Unauthorized', 'sign in first: the session\'s account no longer exists');
     await this.store.sessions.touch(tokenHash, now);
     return { accountId: account.accountId, email: account.email, role: account.role };
@@ -184,13 +186,12 @@ export class AccountService {
   /** Needs the current password; ends every other session of the account (`currentToken`'s stays). */
   async changePassword(operator: Operator, currentToken: string, currentPassword: string, newPassword: string): Promise<void> {
     const accountKey = SignInThrottle.accountKey(operator.email);
-    this.refuseIfThrottled([accountKey]);
-    const attempt = this.throttle.begin([accountKey]);
-    const account = this.store.accounts.get(operator.accountId);
+    const attempt = await this.beginAttempt([accountKey]);
+    const account = await this.store.accounts.get(operator.accountId);
     if (!account) throw this.errors.explain('Unauthorized', 'sign in first: the session\'s account no longer exists');
     const right = currentPassword.length <= MAX_PASSWORD_LENGTH && await verifyPassword(currentPassword, account.passwordHash);
     if (!right) throw this.errors.explain('BadCredentials', 'the current password is wrong');
-    this.throttle.succeeded(attempt, accountKey);
+    await this.throttle.succeeded(attempt, accountKey);
     this.checkPassword(newPassword);
     const passwordHash = await hashPassword(newPassword);
     const updated = this.now().toISOString();
@@ -205,26 +206,26 @@ export class AccountService {
     return record && viewOf(record);
   }
 
-  list(): AccountView[] {
-    return this.store.accounts.list().map(viewOf);
+  async list(): Promise<AccountView[]> {
+    return (await this.store.accounts.list()).map(viewOf);
   }
 
-  quotaOf(accountId: string): QuotaView {
-    const requestsPerDay = requestsPerDayOf(this.config, this.store.accounts.get(accountId));
-    const usedToday = this.store.quota.used(accountId, utcDay(this.now()));
+  async quotaOf(accountId: string): Promise<QuotaView> {
+    const requestsPerDay = requestsPerDayOf(this.config, await this.store.accounts.get(accountId));
+    const usedToday = await this.store.quota.used(accountId, utcDay(this.now()));
     return { requestsPerDay, usedToday, leftToday: requestsPerDay === 0 ? null : Math.max(0, requestsPerDay - usedToday) };
   }
 
   /** Undefined when no account has that id. */
-  accountView(accountId: string): AccountDetails | undefined {
-    const record = this.store.accounts.get(accountId);
+  async accountView(accountId: string): Promise<AccountDetails | undefined> {
+    const record = await this.store.accounts.get(accountId);
     if (!record) return undefined;
-    return { ...viewOf(record), quota: this.quotaOf(accountId), persons: this.store.persons.count(accountId) };
+    return { ...viewOf(record), quota: await this.quotaOf(accountId), persons: await this.store.persons.count(accountId) };
   }
 
   /** The account's API keys, revoked ones included (audit); never the keys themselves. */
-  listKeys(accountId: string): ApiKeyView[] {
-    return this.store.apiKeys.list().filter((k) => k.accountId === accountId).map(keyViewOf);
+  async listKeys(accountId: string): Promise<ApiKeyView[]> {
+    return (await this.store.apiKeys.list()).filter((k) => k.accountId === accountId).map(keyViewOf);
   }
 
   async createKey(accountId: string, request: KeyRequest): Promise<CreatedApiKey> {
@@ -254,10 +255,10 @@ export class AccountService {
 
   /** Revokes one of the account's own keys. Another account's key is answered exactly like a missing one. */
   async revokeKey(accountId: string, keyId: string): Promise<ApiKeyView> {
-    const own = this.store.apiKeys.list().find((k) => k.keyId === keyId && k.accountId === accountId);
+    const own = (await this.store.apiKeys.list()).find((k) => k.keyId === keyId && k.accountId === accountId);
     if (!own) throw this.errors.explain('NotFoundRoute', `this account has no API key ${keyId}`);
     await this.store.apiKeys.revoke(keyId, this.now().toISOString(), accountId);
-    const after = this.listKeys(accountId).find((k) => k.keyId === keyId);
+    const after = (await this.listKeys(accountId)).find((k) => k.keyId === keyId);
     return after ?? keyViewOf(own);
   }
 
@@ -305,12 +306,22 @@ export class AccountService {
     }
   }
 
-  private refuseIfThrottled(keys: string[]): void {
-    const wait = this.throttle.retryAfterSeconds(keys);
-    if (wait <= 0) return;
+  private async refuseIfThrottled(keys: string[]): Promise<void> {
+    const wait = await this.throttle.retryAfterSeconds(keys);
+    if (wait > 0) throw this.throttled(wait);
+  }
+
+  /** Checks and counts the attempt in one step, so attempts sent at once (to any node) cannot all pass. */
+  private async beginAttempt(keys: string[]): Promise<ThrottleAttempt> {
+    const outcome = await this.throttle.tryBegin(keys);
+    if ('retryAfterSeconds' in outcome) throw this.throttled(outcome.retryAfterSeconds);
+    return outcome.attempt;
+  }
+
+  private throttled(wait: number): ApiError {
     const error: ApiError = this.errors.explain('SignInThrottled', `try again in ${wait} seconds`);
     error.retryAfterSeconds = wait;
-    throw error;
+    return error;
   }
 
   private async purgeExpiredSessions(): Promise<void> {

@@ -54,7 +54,7 @@ function day(iso: string): string {
 }
 
 export class ActivationCodes {
-  constructor(private readonly codes: ActivationCodeRepository) {}
+  constructor(private readonly codes: Pick<ActivationCodeRepository, 'add'> & { list(): ActivationCodeRecord[] | Promise<ActivationCodeRecord[]> }) {}
 
   /** A new code for accounts on `plan`, valid `validDays` from `now`; the code is returned in clear only here. */
   async issue(plan: Plan, validDays: number, now: Date): Promise<{ code: string; record: ActivationCodeRecord }> {
@@ -70,7 +70,7 @@ export class ActivationCodes {
     }
   }
 
-  list(): ActivationCodeRecord[] {
+  async list(): Promise<ActivationCodeRecord[]> {
     return this.codes.list();
   }
 }

@@ -9,6 +9,8 @@ import { GRANTS, isGrant } from '../domain/grants';
 import type { ApiError, ErrorCatalog } from '../errors';
 import { licenceKeySha256, type LicenceRecord } from '../storage/licences';
 import type { UsageRow } from '../storage/licence-usage';
+import { asyncStoreOf } from '../storage/lmdb/async-store';
+import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
 import { DOCUMENT_FORMAT, signLicenceDocument, type LicenceDocument, type SignedLicence } from './licence-document';
 
@@ -36,19 +38,23 @@ const MAX_PERSONS = 1_000_000_000;
 
 export interface LicenceServerDeps {
   config: Config;
-  store: Store;
+  store: Store | AsyncStore;
   errors: ErrorCatalog;
   now: () => Date;
 }
 
 export class LicenceServer {
   private signingKey?: Promise<crypto.KeyObject>;
+  private readonly store: AsyncStore;
 
-  constructor(private readonly deps: LicenceServerDeps) {}
+  constructor(private readonly deps: LicenceServerDeps) {
+    this.store = asyncStoreOf(deps.store);
+  }
 
   /** Answers a check from `address`; throws the refusal's ApiError. */
   async check(body: unknown, address: string): Promise<SignedLicence> {
-    const { store, config } = this.deps;
+    const { config } = this.deps;
+    const { store } = this;
     const request = this.checked(body);
     const keySha256 = licenceKeySha256(request.licenceKey);
     const now = this.deps.now();
@@ -89,8 +95,8 @@ export class LicenceServer {
   }
 
   /** The key's state for the package download (a key that could not check in gets no package either). */
-  keyState(licenceKey: string): LicenceKeyState {
-    const record = this.deps.store.licences.byKeySha256(licenceKeySha256(licenceKey));
+  async keyState(licenceKey: string): Promise<LicenceKeyState> {
+    const record = await this.store.licences.byKeySha256(licenceKeySha256(licenceKey));
     if (!record) return 'unknown';
     if (record.status === 'revoked') return 'revoked';
     if (this.expired(record, this.deps.now())) return 'expired';
@@ -125,7 +131,7 @@ export class LicenceServer {
 
   /** The service key's private half, parsed from its PEM once. */
   private privateKey(): Promise<crypto.KeyObject> {
-    this.signingKey ??= this.deps.store.serviceKeys.responseSigning().then((pair) => crypto.createPrivateKey(pair.privateKey));
+    this.signingKey ??= this.store.serviceKeys.responseSigning().then((pair) => crypto.createPrivateKey(pair.privateKey));
     this.signingKey.catch(() => { this.signingKey = undefined; });
     return this.signingKey;
   }

@@ -10,6 +10,8 @@ import type { Plan } from '../domain/accounts';
 import { parseGrants, type Grant, type LicenceLimits } from '../domain/grants';
 import type { ApiError, ErrorCatalog } from '../errors';
 import type { ChangeOutcome, LicenceRecord, NewLicence } from '../storage/licences';
+import { asyncStoreOf } from '../storage/lmdb/async-store';
+import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
 import { activationCodeRefusal, activationCodeSha256, normaliseActivationCode } from './activation-codes';
 import { installCommand } from './install-command';
@@ -57,7 +59,7 @@ export interface LicenceUsageView {
 
 export interface LicenceServiceDeps {
   config: Config;
-  store: Store;
+  store: Store | AsyncStore;
   errors: ErrorCatalog;
   now: () => Date;
   /** SHA-256 (hex) of the package the cloud serves devices. */
@@ -73,14 +75,18 @@ const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{
 
 export class LicenceService {
   private publicKeyHash?: Promise<string>;
+  private readonly store: AsyncStore;
 
-  constructor(private readonly deps: LicenceServiceDeps) {}
+  constructor(private readonly deps: LicenceServiceDeps) {
+    this.store = asyncStoreOf(deps.store);
+  }
 
   /** Adds a licence to the account; `byAdministrator` (the CLI) needs no activation code and ignores the
    *  plan's licence count. */
   async create(accountId: string, input: LicenceInput, options: { byAdministrator?: boolean } = {}): Promise<LicenceView> {
-    const { store, errors, config } = this.deps;
-    const account = store.accounts.get(accountId);
+    const { errors, config } = this.deps;
+    const { store } = this;
+    const account = await store.accounts.get(accountId);
     if (!account) throw errors.explain('FieldsValidation', `no account "${accountId}"`);
     const licence: NewLicence = {
       accountId,
@@ -117,23 +123,23 @@ export class LicenceService {
   }
 
   /** Whether the account's plan needs an activation code to add a licence (the back-office shows the field). */
-  activationCodeRequired(accountId: string): boolean {
-    const account = this.deps.store.accounts.get(accountId);
+  async activationCodeRequired(accountId: string): Promise<boolean> {
+    const account = await this.store.accounts.get(accountId);
     return account !== undefined && this.codeRequiredOn(account.plan);
   }
 
   async list(scope: LicenceScope): Promise<LicenceView[]> {
-    const records = 'accountId' in scope ? this.deps.store.licences.listByAccount(scope.accountId) : this.deps.store.licences.list();
+    const records = 'accountId' in scope ? await this.store.licences.listByAccount(scope.accountId) : await this.store.licences.list();
     return Promise.all(records.map((r) => this.view(r)));
   }
 
   async get(scope: LicenceScope, licenceId: string): Promise<LicenceView> {
-    return this.view(this.record(scope, licenceId));
+    return this.view(await this.record(scope, licenceId));
   }
 
   /** The licence record itself (for lists that show more than the view, e.g. the CLI's account column). */
-  record(scope: LicenceScope, licenceId: string): LicenceRecord {
-    const record = this.deps.store.licences.get(licenceId);
+  async record(scope: LicenceScope, licenceId: string): Promise<LicenceRecord> {
+    const record = await this.store.licences.get(licenceId);
     if (!record || ('accountId' in scope && record.accountId !== scope.accountId)) {
       throw this.deps.errors.explain('LicenceNotFound', `no licence ${licenceId} in this account`);
     }
@@ -142,36 +148,36 @@ export class LicenceService {
 
   /** Changes label, grants, limits or expiry; a revoked licence is refused (revoking is final). */
   async update(scope: LicenceScope, licenceId: string, patch: LicencePatch): Promise<LicenceRecord> {
-    this.record(scope, licenceId);
+    await this.record(scope, licenceId);
     const change: Partial<LicenceRecord> = {};
     if (patch.label !== undefined) change.label = this.label(patch.label);
     if (patch.grants !== undefined) change.grants = this.grants(patch.grants);
     if (patch.maxPersons !== undefined) change.limits = { maxPersons: this.maxPersons(patch.maxPersons) };
     if (patch.expires !== undefined) change.expires = this.expires(patch.expires);
     const now = this.deps.now().toISOString();
-    return this.written(licenceId, await this.deps.store.licences.update<ApiError>(licenceId, (current) =>
+    return this.written(licenceId, await this.store.licences.update<ApiError>(licenceId, (current) =>
       current.status === 'revoked' ? { refuse: this.revokedError(current) } : { accept: { ...current, ...change, updated: now } }));
   }
 
   /** Revokes the licence for good: its device's next check is refused. Revoking again changes nothing. */
   async revoke(scope: LicenceScope, licenceId: string): Promise<LicenceRecord> {
-    this.record(scope, licenceId);
+    await this.record(scope, licenceId);
     const now = this.deps.now().toISOString();
-    return this.written(licenceId, await this.deps.store.licences.update<ApiError>(licenceId, (current) =>
+    return this.written(licenceId, await this.store.licences.update<ApiError>(licenceId, (current) =>
       ({ accept: current.status === 'revoked' ? current : { ...current, status: 'revoked', revoked: now, updated: now } })));
   }
 
   /** Clears the device binding, so the next device to check in with the key binds (a replaced board). */
   async release(scope: LicenceScope, licenceId: string): Promise<LicenceRecord> {
-    this.record(scope, licenceId);
+    await this.record(scope, licenceId);
     const now = this.deps.now().toISOString();
-    return this.written(licenceId, await this.deps.store.licences.update<ApiError>(licenceId, (current) =>
+    return this.written(licenceId, await this.store.licences.update<ApiError>(licenceId, (current) =>
       ({ accept: current.device === null ? current : { ...current, device: null, updated: now } })));
   }
 
   /** The requests the licence's device reported, per UTC day of the last `days` days (today included). */
-  usage(scope: LicenceScope, licenceId: string, days = 30): LicenceUsageView {
-    this.record(scope, licenceId);
+  async usage(scope: LicenceScope, licenceId: string, days = 30): Promise<LicenceUsageView> {
+    await this.record(scope, licenceId);
     if (!Number.isSafeInteger(days) || days < 1 || days > MAX_USAGE_DAYS) {
       throw this.deps.errors.explain('FieldsValidation', `days must be a whole number from 1 to ${MAX_USAGE_DAYS}`);
     }
@@ -181,7 +187,7 @@ export class LicenceService {
     const to = dayOf(0);
     const byDay = new Map<string, LicenceUsageView['days'][number]>();
     for (let i = days - 1; i >= 0; i--) byDay.set(dayOf(i), { day: dayOf(i), requests: {}, total: 0 });
-    for (const row of this.deps.store.licenceUsage.range(licenceId, from, to)) {
+    for (const row of await this.store.licenceUsage.range(licenceId, from, to)) {
       const entry = byDay.get(row.day);
       if (!entry) continue;
       entry.requests[row.operation] = row.requests;
@@ -192,8 +198,8 @@ export class LicenceService {
 
   /** The licence line: its key (from the sealed copy) and the command that installs it on a device. */
   async view(record: LicenceRecord): Promise<LicenceView> {
-    const { store } = this.deps;
-    const licenceKey = store.licences.openKey(record);
+    const { store } = this;
+    const licenceKey = await store.licences.openKey(record);
     const { packageSha256, publicKeySha256: publicKeyHash } = await this.installInputs();
     return {
       licenceId: record.licenceId,
@@ -208,7 +214,7 @@ export class LicenceService {
       installCommand: installCommand({ serverUrl: this.deps.serverUrl(), licenceKey, packageSha256, publicKeySha256: publicKeyHash }),
       device: record.device,
       lastCheck: record.lastCheck,
-      usageToday: store.licenceUsage.day(record.licenceId, this.deps.now().toISOString().slice(0, 10)),
+      usageToday: await store.licenceUsage.day(record.licenceId, this.deps.now().toISOString().slice(0, 10)),
     };
   }
 
@@ -222,7 +228,7 @@ export class LicenceService {
   }
 
   private publicKeySha256(): Promise<string> {
-    this.publicKeyHash ??= this.deps.store.serviceKeys.responseSigning().then((pair) => publicKeySha256(pair.publicKey));
+    this.publicKeyHash ??= this.store.serviceKeys.responseSigning().then((pair) => publicKeySha256(pair.publicKey));
     // A failed first read (the key being made) is tried again by the next view.
     this.publicKeyHash.catch(() => { this.publicKeyHash = undefined; });
     return this.publicKeyHash;

@@ -18,8 +18,8 @@ export interface ReadinessSources {
   mode: ServiceMode;
   /** The face engine; the service creates it (its models loaded) before the port opens. */
   engine: unknown;
-  /** A cheap read of the store; throws once the store is closed. */
-  probeStore: () => void;
+  /** A cheap read of the store (PostgreSQL: a round trip); rejects once the store is closed or unreachable. */
+  probeStore: () => Promise<void>;
   /** Device mode's licence; absent in cloud mode and on a development device. */
   licence?: LicenceStateSource;
   /** Device mode's camera; absent when none is configured ([camera] source = none). */
@@ -43,13 +43,13 @@ const LICENCE_REASONS: Record<Exclude<LicenceStatus['state'], 'licensed'>, strin
   closed: 'the licence is closed (shutting down)',
 };
 
-export function readiness(s: ReadinessSources): Readiness {
+export async function readiness(s: ReadinessSources): Promise<Readiness> {
   const engine = s.engine ? 'ok' : 'no face engine';
   let store: CheckResult = 'ok';
   try {
-    s.probeStore();
-  } catch {
-    store = 'the store is not open';
+    await s.probeStore();
+  } catch (err) {
+    store = (err as { httpStatus?: number }).httpStatus === 503 ? 'the database is unavailable' : 'the store is not open';
   }
   let licence: CheckResult = 'not used';
   if (s.licence) {

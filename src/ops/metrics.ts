@@ -11,7 +11,7 @@ import type { Galleries } from '../matching/galleries';
 import type { StageTimings } from '../native';
 import { DEFAULT_ACCOUNT } from '../services/auth';
 import { requestsPerDayOf, utcDay } from '../services/quota';
-import type { Store } from '../storage/store';
+import type { AsyncStore } from '../storage/postgres/interfaces';
 
 export const METRICS_PREFIX = 'face_check_';
 
@@ -38,7 +38,7 @@ export function cameraMetricsSourceOf(source: object | undefined): CameraMetrics
 
 export interface MetricsSources {
   config: Config;
-  store: Store;
+  store: AsyncStore;
   galleries: Galleries;
   licence?: LicenceMetricsSource;
   camera?: CameraMetricsSource;
@@ -107,10 +107,10 @@ export class ServiceMetrics {
   }
 
   /** Accounts that can hold persons or use quota: those of API keys (the bootstrap key's too) and operators'. */
-  private accounts(): string[] {
+  private async accounts(): Promise<string[]> {
     const { store, config } = this.sources;
-    const ids = new Set(store.apiKeys.list().map((k) => k.accountId));
-    for (const a of store.accounts.list()) ids.add(a.accountId);
+    const ids = new Set((await store.apiKeys.list()).map((k) => k.accountId));
+    for (const a of await store.accounts.list()) ids.add(a.accountId);
     if (config.auth.bootstrap_key) ids.add(DEFAULT_ACCOUNT);
     return [...ids].sort();
   }
@@ -121,27 +121,31 @@ export class ServiceMetrics {
     new Gauge({
       name: `${METRICS_PREFIX}index_persons`, help: 'Persons in the account\'s search index (templates of the running model)',
       labelNames: ['account'], registers,
-      collect() {
-        this.reset();
+      async collect() {
         const sizes = galleries.sizes();
-        for (const account of new Set([...accounts(), ...sizes.keys()])) this.set({ account }, sizes.get(account) ?? 0);
+        const all = await accounts();
+        this.reset();
+        for (const account of new Set([...all, ...sizes.keys()])) this.set({ account }, sizes.get(account) ?? 0);
       },
     });
     new Gauge({
       name: `${METRICS_PREFIX}quota_used_today`, help: 'Metered requests the account made this UTC day (counted only under a limit)',
       labelNames: ['account'], registers,
-      collect() {
-        this.reset();
+      async collect() {
         const day = utcDay(now());
-        for (const account of accounts()) this.set({ account }, store.quota.used(account, day));
+        const used = await Promise.all((await accounts()).map(async (account) => [account, await store.quota.used(account, day)] as const));
+        this.reset();
+        for (const [account, n] of used) this.set({ account }, n);
       },
     });
     new Gauge({
       name: `${METRICS_PREFIX}quota_limit_per_day`, help: 'Metered requests the account may make per UTC day (0 = unlimited)',
       labelNames: ['account'], registers,
-      collect() {
+      async collect() {
+        const limits = await Promise.all((await accounts()).map(async (account) =>
+          [account, requestsPerDayOf(config, await store.accounts.get(account))] as const));
         this.reset();
-        for (const account of accounts()) this.set({ account }, requestsPerDayOf(config, store.accounts.get(account)));
+        for (const [account, n] of limits) this.set({ account }, n);
       },
     });
   }

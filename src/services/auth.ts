@@ -2,8 +2,7 @@
 // permission: 403. The [auth] bootstrap_key acts as a key of account "default" with role full.
 import crypto from 'node:crypto';
 import type { ErrorCatalog } from '../errors';
-import type { ApiKeyRepository } from '../storage/api-keys';
-import type { KeyUsageRepository } from '../storage/key-usage';
+import type { AsyncApiKeyRepository, AsyncKeyUsageRepository } from '../storage/postgres/interfaces';
 import { hashKey } from '../storage/api-keys';
 import type { Role } from '../domain/roles';
 import { roleAllows, type Permission } from './permissions';
@@ -22,20 +21,20 @@ export class Authenticator {
   private readonly bootstrapHash?: Buffer;
 
   constructor(
-    private readonly keys: ApiKeyRepository,
+    private readonly keys: AsyncApiKeyRepository,
     private readonly errors: ErrorCatalog,
     bootstrapKey: string,
     private readonly now: () => Date = () => new Date(),
     /** Where each authenticated request is counted per key and day (the back-office's usage charts). */
-    private readonly usage?: KeyUsageRepository,
+    private readonly usage?: AsyncKeyUsageRepository,
   ) {
     if (bootstrapKey) this.bootstrapHash = Buffer.from(hashKey(bootstrapKey), 'hex');
   }
 
   /** The principal for `key`, or throws the 401/403 ApiError. */
-  authenticate(key: string | undefined, permission: Permission): Principal {
+  async authenticate(key: string | undefined, permission: Permission): Promise<Principal> {
     if (!key) throw this.errors.create('Unauthorized', 'no Api-Key header');
-    const principal = this.resolve(key);
+    const principal = await this.resolve(key);
     if (!principal) throw this.errors.create('Unauthorized', 'unknown API key');
     if (principal === 'revoked') throw this.errors.create('Forbidden', 'revoked API key');
     if (!roleAllows(principal.role, permission)) {
@@ -49,14 +48,14 @@ export class Authenticator {
     return principal;
   }
 
-  private resolve(key: string): Principal | 'revoked' | undefined {
+  private async resolve(key: string): Promise<Principal | 'revoked' | undefined> {
     if (this.bootstrapHash) {
       const given = Buffer.from(hashKey(key), 'hex');
       if (crypto.timingSafeEqual(given, this.bootstrapHash)) {
         return { accountId: DEFAULT_ACCOUNT, role: 'full', keyId: 'bootstrap' };
       }
     }
-    const record = this.keys.lookup(key);
+    const record = await this.keys.lookup(key);
     if (!record) return undefined;
     if (record.revoked !== null) return 'revoked';
     const principal: Principal = { accountId: record.accountId, role: record.role, keyId: record.keyId };

@@ -6,15 +6,21 @@ import type { ErrorCatalog } from '../errors';
 import type { PixelBudget } from '../image/pixel-budget';
 import type { Galleries } from '../matching/galleries';
 import type { SimilarityScale } from '../matching/similarity-scale';
-import type { Store } from '../storage/store';
+import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { LiveFaceSource } from '../device/live-face-source';
 import type { LicenceLimits } from '../domain/grants';
 
 export interface ServiceContext {
   config: Config;
   engine: FaceEngine;
-  store: Store;
+  store: AsyncStore;
   galleries: Galleries;
+  /**
+   * Set where a change follower fills the galleries (PostgreSQL): writers leave the galleries to it, wait
+   * for it to reach a section's fence before a duplicate search, and for their own write before answering.
+   * Absent (LMDB): the writer updates its galleries itself under the account's lock.
+   */
+  galleryFeed?: GalleryFeed;
   scale: SimilarityScale;
   errors: ErrorCatalog;
   /** Injectable for tests (timestamps, quota days). */
@@ -25,6 +31,14 @@ export interface ServiceContext {
   camera?: LiveFaceSource;
   /** Device mode: the ruling licence's limits (maxPersons), read at each enrolment; absent = no limits. */
   limits?: () => LicenceLimits | undefined;
+}
+
+/** How a node's galleries follow the shared store's change log (../matching/gallery-follower.ts). */
+export interface GalleryFeed {
+  /** Resolves once the galleries hold every change up to `seq`; fails as unavailable past its bound. */
+  reach(seq: number): Promise<void>;
+  /** Resolves once the galleries hold every change committed so far (read-your-writes). */
+  catchUp(): Promise<void>;
 }
 
 /** The caller, as resolved by authentication. */

@@ -25,7 +25,7 @@ export async function identifyPerson(ctx: ServiceContext, caller: Caller, input:
   if (!best || similarity < threshold) {
     throw ctx.errors.create('NoPersonMatched', `best similarity ${similarity} < ${threshold}`);
   }
-  const person = ctx.store.persons.meta(caller.accountId, best.personId);
+  const person = await ctx.store.persons.meta(caller.accountId, best.personId);
   if (!person) throw ctx.errors.create('NoPersonMatched', `${best.personId} removed during the search`);
   return personView(person);
 }

@@ -1,6 +1,7 @@
-// Person management: create, update, remove, get. LMDB is written first; the account's gallery follows
-// only after the commit, so a search never sees a person the store does not hold.
+// Person management: create, update, remove, get. The store is written first; the account's gallery follows
+// (LMDB: under the lock; PostgreSQL: the change follower), so a search never sees a person the store does not hold.
 import type { FaceAnalysis, RgbImage } from '../engine/types';
+import type { AccountScope } from '../storage/postgres/interfaces';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { ENROLMENT_CHECKS, runEnrolmentChecks } from './enrolment-checks';
 import { faceInputImage, type FaceInput } from './face-input';
@@ -25,26 +26,26 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
   const exists = () => ctx.errors.create('ProfileExists', undefined, { person_id: personId });
   // Cheap pre-check before the engine runs; decided again under the account's lock.
   const face = await releasing(image, async () => {
-    if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
+    if (await ctx.store.persons.meta(caller.accountId, personId)) throw exists();
     return checkedFace(ctx, personId, image.rgb);
   });
   // The engine and the photo checks run outside the lock; the id check, the duplicate search and both
   // writes run inside it, so of concurrent creates of one id the first wins and the rest get CP_002, and of
   // concurrent creates of one face under several ids the first wins and the rest get F_012.
-  const enrol = () => ctx.store.exclusive(caller.accountId, async () => {
-    if (ctx.store.persons.meta(caller.accountId, personId)) throw exists();
+  const enrol = () => exclusiveWrite(ctx, caller.accountId, async (persons) => {
+    if (await persons.meta(caller.accountId, personId)) throw exists();
     const maxPersons = ctx.limits?.()?.maxPersons;
-    if (maxPersons != null && ctx.store.persons.count() >= maxPersons) {
+    if (maxPersons != null && await persons.count() >= maxPersons) {
       throw ctx.errors.explain('Forbidden', `licence allows at most ${maxPersons} enrolled persons`);
     }
     await refuseDuplicate(ctx, caller, personId, face, false);
-    const result = await ctx.store.persons.create(
+    const result = await persons.create(
       caller.accountId, personId,
       { modelId: ctx.engine.modelId, template: face.embedding, referenceImage: image.bytes },
       ctx.now().toISOString(),
     );
     if (!result.created) throw exists();
-    await ctx.galleries.of(caller.accountId).upsert(personId, face.embedding);
+    if (!ctx.galleryFeed) await ctx.galleries.of(caller.accountId).upsert(personId, face.embedding);
     return personView(result.person);
   });
   // A licence's person limit counts every account's persons: while one is set, creates of all accounts take
@@ -57,18 +58,18 @@ export async function updatePerson(ctx: ServiceContext, caller: Caller, personId
   const image = await faceInputImage(ctx, input);
   const notFound = () => ctx.errors.create('FaceNotInCollection', `person ${personId}`);
   const face = await releasing(image, async () => {
-    if (!ctx.store.persons.meta(caller.accountId, personId)) throw notFound();
+    if (!await ctx.store.persons.meta(caller.accountId, personId)) throw notFound();
     return checkedFace(ctx, personId, image.rgb);
   });
-  return ctx.store.exclusive(caller.accountId, async () => {
+  return exclusiveWrite(ctx, caller.accountId, async (persons) => {
     await refuseDuplicate(ctx, caller, personId, face, true);
-    const person = await ctx.store.persons.replace(
+    const person = await persons.replace(
       caller.accountId, personId,
       { modelId: ctx.engine.modelId, template: face.embedding, referenceImage: image.bytes },
       ctx.now().toISOString(),
     );
     if (!person) throw notFound(); // removed while the engine ran
-    await ctx.galleries.of(caller.accountId).upsert(personId, face.embedding);
+    if (!ctx.galleryFeed) await ctx.galleries.of(caller.accountId).upsert(personId, face.embedding);
     return personView(person);
   });
 }
@@ -77,18 +78,34 @@ export async function updatePerson(ctx: ServiceContext, caller: Caller, personId
 export async function removePerson(ctx: ServiceContext, caller: Caller, personId: string): Promise<PersonView> {
   await consumeQuota(ctx, caller.accountId);
   // Under the lock, so an update finishing at the same time cannot put the template back in the gallery.
-  return ctx.store.exclusive(caller.accountId, async () => {
-    const removed = await ctx.store.persons.remove(caller.accountId, personId);
+  return exclusiveWrite(ctx, caller.accountId, async (persons) => {
+    const removed = await persons.remove(caller.accountId, personId);
     if (!removed) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
-    await ctx.galleries.of(caller.accountId).remove(personId);
+    if (!ctx.galleryFeed) await ctx.galleries.of(caller.accountId).remove(personId);
     return personView(removed);
   });
+}
+
+/**
+ * The account's exclusive section for a person write. With a gallery feed (PostgreSQL) the galleries are
+ * the follower's alone: the section first waits until they hold every change committed before the lock (so
+ * the duplicate search sees other nodes' enrolments), and the answer waits until they hold this write,
+ * which commits when the section ends (a failed commit then leaves no phantom in a gallery).
+ */
+async function exclusiveWrite<T>(ctx: ServiceContext, accountId: string, write: (persons: AccountScope['persons']) => Promise<T>): Promise<T> {
+  const feed = ctx.galleryFeed;
+  const result = await ctx.store.exclusive(accountId, async ({ persons, fence }) => {
+    if (feed) await feed.reach(fence.seq);
+    return write(persons);
+  });
+  if (feed) await feed.catchUp();
+  return result;
 }
 
 /** GET /person/face/{person_id}. */
 export async function getPerson(ctx: ServiceContext, caller: Caller, personId: string): Promise<PersonView> {
   await consumeQuota(ctx, caller.accountId);
-  const person = ctx.store.persons.meta(caller.accountId, personId);
+  const person = await ctx.store.persons.meta(caller.accountId, personId);
   if (!person) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
   return personView(person);
 }

@@ -19,7 +19,7 @@ export function requestsPerDayOf(config: Config, account: AccountRecord | undefi
 }
 
 export async function consumeQuota(ctx: ServiceContext, accountId: string): Promise<void> {
-  const limit = requestsPerDayOf(ctx.config, ctx.store.accounts.get(accountId));
+  const limit = requestsPerDayOf(ctx.config, await ctx.store.accounts.get(accountId));
   if (limit === 0) return; // unlimited: no counter writes
   const ok = await ctx.store.quota.tryConsume(accountId, utcDay(ctx.now()), limit);
   if (!ok) throw ctx.errors.create('QuotaExceeded', `account ${accountId}: ${limit} requests per day used`);

@@ -4,6 +4,8 @@
 import type { Config } from '../config/types';
 import type { FaceEngine } from '../engine/types';
 import { decodeImageBytes } from '../image/decode';
+import { asyncStoreOf } from '../storage/lmdb/async-store';
+import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
 
 export interface ReindexReport {
@@ -14,19 +16,21 @@ export interface ReindexReport {
 
 /** `all`: recompute every template, not only those of another model. */
 export async function reindex(
-  config: Config, store: Store, engine: FaceEngine, opts: { all?: boolean; progress?: (line: string) => void } = {},
+  config: Config, given: Store | AsyncStore, engine: FaceEngine, opts: { all?: boolean; progress?: (line: string) => void } = {},
 ): Promise<ReindexReport> {
+  const store = asyncStoreOf(given);
   const report: ReindexReport = { done: 0, skipped: 0, failed: [] };
   const limits = { maxBytes: config.image.max_bytes, maxPixels: config.image.max_pixels };
   // Collect first: the loop writes to the database it would otherwise be iterating.
-  const persons = [...store.persons.all()].map(({ accountId, personId, modelId }) => ({ accountId, personId, modelId }));
+  const persons: Array<{ accountId: string; personId: string; modelId: string }> = [];
+  for await (const { accountId, personId, modelId } of store.persons.all()) persons.push({ accountId, personId, modelId });
   for (const p of persons) {
     if (!opts.all && p.modelId === engine.modelId) {
       report.skipped++;
       continue;
     }
     try {
-      const bytes = store.persons.referenceImage(p.accountId, p.personId);
+      const bytes = await store.persons.referenceImage(p.accountId, p.personId);
       if (!bytes) throw new Error('no reference image stored');
       const rgb = await decodeImageBytes('referenceImage', bytes, limits);
       const faces = await engine.analyze(rgb, { embed: true, maxFaces: 1, eyes: false, liveness: false });

@@ -10,6 +10,7 @@
 import crypto from 'node:crypto';
 import { promisify } from 'node:util';
 import type { ErrorCatalog } from '../errors';
+import type { ReplayCache } from '../storage/postgres/interfaces';
 
 // The callback form runs on libuv's thread pool: an RSA-2048 private-key operation is about a millisecond.
 const signAsync = promisify(crypto.sign) as (algorithm: string, data: Buffer, key: crypto.KeyObject) => Promise<Buffer>;
@@ -54,8 +55,6 @@ export interface SignedRequest {
 }
 
 export class RequestSigning {
-  /** Accepted signatures and when they leave the window. */
-  private readonly seen = new Map<string, number>();
   /** Parsed keys: parsing a PEM costs more than the RSA operation itself. */
   private readonly publicKeys = new Map<string, crypto.KeyObject | null>();
   private privateKey?: Promise<crypto.KeyObject>;
@@ -65,6 +64,8 @@ export class RequestSigning {
     private readonly serviceKey: () => Promise<{ privateKey: string }>,
     private readonly maxAgeSeconds: number,
     private readonly now: () => Date,
+    /** Accepted signatures until they leave the window: shared by every node of a cluster. */
+    private readonly replays: ReplayCache,
   ) {}
 
   /** Loads (on first start: makes) the service key now rather than on the first signed response. */
@@ -73,7 +74,7 @@ export class RequestSigning {
   }
 
   /** Throws the 401 ApiError unless the request is signed by the key's owner, recently, once. */
-  verifyRequest(r: SignedRequest): void {
+  async verifyRequest(r: SignedRequest): Promise<void> {
     const unauthorized = (why: string) => this.errors.create('Unauthorized', `request signature: ${why}`);
     if (!r.signature || !r.timestamp) throw unauthorized('this key signs its requests: Signature and Timestamp headers needed');
     if (!TIMESTAMP.test(r.timestamp)) throw unauthorized('Timestamp must be Unix time in seconds');
@@ -86,9 +87,8 @@ export class RequestSigning {
     if (!key || !verify(key, signedText(r.baseUrl, r.uri, r.body, r.timestamp), r.signature)) {
       throw unauthorized('does not verify (base URL + URI + body + Timestamp, SHA-256, RSA)');
     }
-    this.forgetExpired(nowMs);
-    if (this.seen.has(r.signature)) throw unauthorized('already used (replay)');
-    this.seen.set(r.signature, nowMs + 2 * this.maxAgeSeconds * 1000);
+    const until = new Date(nowMs + 2 * this.maxAgeSeconds * 1000);
+    if (!await this.replays.claim(r.signature, new Date(nowMs), until)) throw unauthorized('already used (replay)');
   }
 
   /** Signature and Timestamp headers for a response body. */
@@ -116,12 +116,5 @@ export class RequestSigning {
       this.publicKeys.set(pem, key);
     }
     return key;
-  }
-
-  private forgetExpired(nowMs: number): void {
-    for (const [signature, until] of this.seen) {
-      if (until > nowMs) break;  // insertion order = expiry order
-      this.seen.delete(signature);
-    }
   }
 }

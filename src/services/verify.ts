@@ -13,7 +13,7 @@ export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId
   const image = await faceInputImage(ctx, input);
   const { person, face } = await releasing(image, async () => {
     await consumeQuota(ctx, caller.accountId);
-    const stored = ctx.store.persons.meta(caller.accountId, personId);
+    const stored = await ctx.store.persons.meta(caller.accountId, personId);
     if (!stored) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
     if (stored.modelId !== ctx.engine.modelId) {
       // Templates of another model are not comparable; `face-check reindex` recomputes them.
@@ -23,17 +23,17 @@ export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId
   });
   if (!face) throw ctx.errors.create('NoPersonMatched', 'no face in the probe image');
   const threshold = ctx.config.matching.verify_threshold;
-  // The account's index answers (float32 re-score of the stored copy); LMDB's template is the fallback
+  // The account's index answers (float32 re-score of the stored copy); the store's template is the fallback
   // should the cache ever miss the person.
-  const cosine = await ctx.galleries.of(caller.accountId).score(personId, face.embedding) ?? storedCosine(ctx, caller, personId, face.embedding);
+  const cosine = await ctx.galleries.of(caller.accountId).score(personId, face.embedding) ?? await storedCosine(ctx, caller, personId, face.embedding);
   const similarity = ctx.scale.percent(cosine);
   if (similarity < threshold) throw ctx.errors.create('NoPersonMatched', `similarity ${similarity} < ${threshold}`);
   return personView(person);
 }
 
-/** The cosine with the template in LMDB, for a person the index does not hold (it should). */
-function storedCosine(ctx: ServiceContext, caller: Caller, personId: string, probe: Float32Array): number {
-  const stored = ctx.store.persons.get(caller.accountId, personId);
+/** The cosine with the stored template, for a person the index does not hold (it should). */
+async function storedCosine(ctx: ServiceContext, caller: Caller, personId: string, probe: Float32Array): Promise<number> {
+  const stored = await ctx.store.persons.get(caller.accountId, personId);
   if (!stored) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
   return dot(probe, stored.template);
 }

@@ -16,7 +16,7 @@ const accountRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app
 
   app.get('/account', async (request, reply) => {
     const operator = operatorOf(request);
-    const account = ctx.accounts.accountView(operator.accountId);
+    const account = await ctx.accounts.accountView(operator.accountId);
     if (!account) throw new Error('signed-in account without its record');
     return sendPage(reply, accountPage({ operator, csrf: visitorOf(request).csrf, account, notice: noticeOf(request.query) }));
   });

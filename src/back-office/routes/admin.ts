@@ -15,17 +15,17 @@ import { adminPage, type AdminAccountRow } from '../views/admin';
 const MAX_VALID_DAYS = 3650;
 
 const adminRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app, { ctx }) => {
-  const accountRows = async (): Promise<AdminAccountRow[]> => Promise.all(ctx.accounts.list().map(async (a) => ({
+  const accountRows = async (): Promise<AdminAccountRow[]> => Promise.all((await ctx.accounts.list()).map(async (a) => ({
     ...a,
-    keys: ctx.accounts.listKeys(a.accountId).filter((k) => !k.revoked).length,
+    keys: (await ctx.accounts.listKeys(a.accountId)).filter((k) => !k.revoked).length,
     licences: (await ctx.licences.list({ accountId: a.accountId })).filter((l) => l.status === 'active').length,
-    persons: ctx.accounts.accountView(a.accountId)?.persons ?? 0,
+    persons: (await ctx.accounts.accountView(a.accountId))?.persons ?? 0,
   })));
 
   const render = async (request: Parameters<typeof operatorOf>[0], extra: { problem?: string; notice?: string; issued?: { code: string; plan: string; expires: string } }) => {
     const visitor = visitorOf(request);
     return adminPage({
-      operator: operatorOf(request), csrf: visitor.csrf, accounts: await accountRows(), codes: ctx.activationCodes.list(),
+      operator: operatorOf(request), csrf: visitor.csrf, accounts: await accountRows(), codes: await ctx.activationCodes.list(),
       defaultValidDays: DEFAULT_CODE_VALID_DAYS, ...extra,
     });
   };

@@ -25,7 +25,7 @@ const keyRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app, { 
   app.get('/keys', async (request, reply) => {
     const operator = operatorOf(request);
     return sendPage(reply, keysPage({
-      operator, csrf: visitorOf(request).csrf, keys: ctx.accounts.listKeys(operator.accountId), notice: noticeOf(request.query),
+      operator, csrf: visitorOf(request).csrf, keys: await ctx.accounts.listKeys(operator.accountId), notice: noticeOf(request.query),
     }));
   });
 
@@ -34,8 +34,8 @@ const keyRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app, { 
     const visitor = visitorOf(request);
     const body = request.body as FormBody;
     const form = { label: field(body, 'label'), role: field(body, 'role'), signing: field(body, 'signing') || 'none', publicKey: field(body, 'publicKey') };
-    const refuse = (status: number, message: string) => sendPage(reply, keysPage({
-      operator, csrf: visitor.csrf, keys: ctx.accounts.listKeys(operator.accountId), problem: message, form,
+    const refuse = async (status: number, message: string) => sendPage(reply, keysPage({
+      operator, csrf: visitor.csrf, keys: await ctx.accounts.listKeys(operator.accountId), problem: message, form,
     }), status);
     if (!isRole(form.role)) return refuse(400, 'Choose one of the roles offered.');
     if (form.label.length > MAX_KEY_LABEL) return refuse(400, `The label has at most ${MAX_KEY_LABEL} characters.`);
@@ -81,12 +81,12 @@ const keyRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app, { 
       .send(signing.pem);
   });
 
-  const ownKey = (accountId: string, keyId: string) => ctx.accounts.listKeys(accountId).find((k) => k.keyId === keyId);
+  const ownKey = async (accountId: string, keyId: string) => (await ctx.accounts.listKeys(accountId)).find((k) => k.keyId === keyId);
 
   app.get<Params>('/keys/:keyId/revoke', async (request, reply) => {
     const operator = operatorOf(request);
     const visitor = visitorOf(request);
-    const key = ownKey(operator.accountId, request.params.keyId);
+    const key = await ownKey(operator.accountId, request.params.keyId);
     // Another account's key looks exactly like a missing one.
     if (!key) return sendPage(reply, notFoundPage({ operator, csrf: visitor.csrf }), 404);
     if (key.revoked) return redirectTo(reply, PATHS.keys);

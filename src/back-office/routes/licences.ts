@@ -28,7 +28,7 @@ const licenceRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app
   const listPage = async (operator: Operator, csrf: string, extra: { notice?: string; problem?: string; form?: { label: string; activationCode: string } }) =>
     licencesPage({
       operator, csrf, licences: await ctx.licences.list(scopeOf(operator)),
-      codeRequired: ctx.licences.activationCodeRequired(operator.accountId), ...extra,
+      codeRequired: await ctx.licences.activationCodeRequired(operator.accountId), ...extra,
     });
 
   /** One licence's page, or the not-found page for an id the account does not hold. */
@@ -41,7 +41,7 @@ const licenceRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app
       if (refusalOf(err).status === 404) return sendPage(reply, notFoundPage({ operator, csrf }), 404);
       throw err;
     }
-    const usage = ctx.licences.usage(scopeOf(operator), licenceId, USAGE_DAYS);
+    const usage = await ctx.licences.usage(scopeOf(operator), licenceId, USAGE_DAYS);
     return sendPage(reply, licencePage({ operator, csrf, licence, usage, ...extra }), status);
   };
 

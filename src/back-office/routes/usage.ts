@@ -12,20 +12,20 @@ const USAGE_DAYS = 30;
 const usageRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app, { ctx }) => {
   app.get('/usage', async (request, reply) => {
     const operator = operatorOf(request);
-    const account = ctx.accounts.accountView(operator.accountId);
+    const account = await ctx.accounts.accountView(operator.accountId);
     if (!account) throw new Error('signed-in account without its record');
     const days = lastDays(ctx.now(), USAGE_DAYS);
-    const keys = ctx.accounts.listKeys(operator.accountId).map((k) => ({
+    const keys = await Promise.all((await ctx.accounts.listKeys(operator.accountId)).map(async (k) => ({
       id: k.keyId,
       name: `${k.label || '(no label)'} (${k.keyId}${k.revoked ? ', revoked' : ''})`,
-      days: everyDay(days, ctx.keyUsage.range(k.keyId, days[0], days[days.length - 1])),
-    }));
+      days: everyDay(days, await ctx.keyUsage.range(k.keyId, days[0], days[days.length - 1])),
+    })));
     const scope = { accountId: operator.accountId };
-    const licences = (await ctx.licences.list(scope)).map((l) => ({
+    const licences = await Promise.all((await ctx.licences.list(scope)).map(async (l) => ({
       id: l.licenceId,
       name: `${l.label || '(no label)'} (${l.licenceId}${l.status === 'revoked' ? ', revoked' : ''})`,
-      days: ctx.licences.usage(scope, l.licenceId, USAGE_DAYS).days.map((d) => ({ day: d.day, requests: d.total })),
-    }));
+      days: (await ctx.licences.usage(scope, l.licenceId, USAGE_DAYS)).days.map((d) => ({ day: d.day, requests: d.total })),
+    })));
     return sendPage(reply, usagePage({ operator, csrf: visitorOf(request).csrf, account, keys, licences }));
   });
 };

@@ -9,7 +9,7 @@ const auth: FastifyPluginAsync<{ authenticator: Authenticator }> = async (app, o
   app.addHook('onRequest', async (request) => {
     const permission = request.routeOptions.config?.permission;
     if (!permission) return;
-    request.principal = opts.authenticator.authenticate(headerValue(request, 'api-key'), permission);
+    request.principal = await opts.authenticator.authenticate(headerValue(request, 'api-key'), permission);
   });
 };
 

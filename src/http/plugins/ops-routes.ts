@@ -22,7 +22,7 @@ export const METRICS_URL = '/metrics';
 
 export type OpsRoutesOptions = {
   metrics: ServiceMetrics;
-  readiness: () => Readiness;
+  readiness: () => Promise<Readiness>;
   access: MetricsConfig['access'];
   mode: ServiceMode;
   errors: ErrorCatalog;
@@ -49,7 +49,7 @@ const opsRoutes: FastifyPluginAsync<OpsRoutesOptions> = async (app, opts) => {
   const probe = { schema: { hide: true } };
   app.get(LIVE_URL, probe, async (request, reply) => answerLive(reply));
   app.get(READY_URL, probe, async (request, reply) => {
-    const { ready, checks } = opts.readiness();
+    const { ready, checks } = await opts.readiness();
     const reasons = Object.values(checks).filter((c) => c !== 'ok' && c !== 'not used');
     reply.header('cache-control', 'no-store');
     if (ready) return reply.code(200).send({ status: 'ready', checks });

@@ -13,7 +13,7 @@ const requestSigning: FastifyPluginAsync<{ signing: RequestSigning; publicBaseUr
   app.addHook('preValidation', async (request) => {
     const publicKey = request.principal?.signingPublicKey;
     if (!publicKey) return;
-    opts.signing.verifyRequest({
+    await opts.signing.verifyRequest({
       publicKey, baseUrl: baseUrl(request), uri: request.url, body: request.rawBody ?? '',
       signature: headerValue(request, 'signature'), timestamp: headerValue(request, 'timestamp'),
     });

@@ -175,7 +175,7 @@ const accountApi: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { e
       },
     },
   }, async (request) => {
-    const view = app.accounts.accountView(operatorOf(request).accountId);
+    const view = await app.accounts.accountView(operatorOf(request).accountId);
     if (!view) throw errors.explain('Unauthorized', 'sign in first: the session\'s account no longer exists');
     return view;
   });
@@ -217,7 +217,7 @@ const accountApi: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { e
         ...errorResponses(signedIn),
       },
     },
-  }, async (request) => ({ keys: app.accounts.listKeys(operatorOf(request).accountId) }));
+  }, async (request) => ({ keys: await app.accounts.listKeys(operatorOf(request).accountId) }));
 
   app.post<KeyCreation>(`${p}/keys`, {
     bodyLimit: ACCOUNT_BODY_LIMIT,
