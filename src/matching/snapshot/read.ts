@@ -56,14 +56,14 @@ export interface ReadTimings {
 }
 
 /** The groups of a snapshot, as jobs. */
-export function groupJobs(snapshot: OpenSnapshot, reopen: boolean): GroupJob[] {
+export function groupJobs(snapshot: OpenSnapshot, reopen: boolean, groupChunks = GROUP_CHUNKS): GroupJob[] {
   const { header, block, offsets, fd } = snapshot;
   const n = header.chunks.length;
   const jobs: GroupJob[] = [];
-  for (let first = 0; first < n; first += GROUP_CHUNKS) {
+  for (let first = 0; first < n; first += groupChunks) {
     const chunks = [];
     let rows = 0;
-    for (let i = first; i < Math.min(n, first + GROUP_CHUNKS); i++) {
+    for (let i = first; i < Math.min(n, first + groupChunks); i++) {
       const r = Math.min(ROWS_PER_CHUNK, header.count - i * ROWS_PER_CHUNK);
       chunks.push({ offset: offsets[i], length: offsets[i + 1] - offsets[i], rows: r, nonce: chunkNonce(i), aad: chunkAad(block, i, i === n - 1) });
       rows += r;
@@ -80,8 +80,8 @@ export function groupJobs(snapshot: OpenSnapshot, reopen: boolean): GroupJob[] {
  * SnapshotFormatError when a chunk does not open or does not fit.
  */
 export async function readGroups(snapshot: OpenSnapshot, key: crypto.KeyObject, pool: UnsealPool | undefined,
-  onGroup: (group: OpenedGroup) => Promise<void>, timings: ReadTimings): Promise<void> {
-  const jobs = groupJobs(snapshot, pool !== undefined);
+  onGroup: (group: OpenedGroup) => Promise<void>, timings: ReadTimings, groupChunks = GROUP_CHUNKS): Promise<void> {
+  const jobs = groupJobs(snapshot, pool !== undefined, groupChunks);
   let next = 0;
   const opened: Array<{ group: OpenedGroup; recycle: () => void }> = [];
   let failed: unknown;

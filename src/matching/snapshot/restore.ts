@@ -49,6 +49,10 @@ export interface RestoreReport {
 export interface RestoreOptions {
   /** Threads unsealing large snapshots; default: one per core (at most 4); 0: none, this thread unseals. */
   workers?: number;
+  /** Snapshots together larger than this are unsealed by the workers (default 32 MiB; tests: 0). */
+  poolAboveBytes?: number;
+  /** Chunks per import (default GROUP_CHUNKS; tests: smaller, for several groups from few rows). */
+  groupChunks?: number;
 }
 
 /** Restores every account's gallery of `modelId`; see the file comment. */
@@ -59,12 +63,12 @@ export async function restoreGalleries(galleries: Galleries, persons: PersonRepo
   const timings = { headers: 0, read: 0, unseal: 0, import: 0, replay: 0, rebuild: 0, check: 0, total: 0 };
   const io: ReadTimings = { readMs: 0, unsealMs: 0, bytes: 0 };
   // Workers boot in ~40 ms: started first, from the folder's size, so they are up when the headers are read.
-  const workers = place && galleries.importsCodes && options.workers !== 0 && folderBytes(place.dir) > POOL_THRESHOLD
+  const workers = place && galleries.importsCodes && options.workers !== 0 && folderBytes(place.dir) > (options.poolAboveBytes ?? POOL_THRESHOLD)
     ? Math.max(1, Math.min(options.workers ?? os.availableParallelism(), 4)) : 0;
   const pool = workers > 0 ? new UnsealPool(workers) : undefined;
   let results: Map<string, AccountRestore>;
   try {
-    results = await loadSnapshots(galleries, persons, modelId, place, pool, timings, io);
+    results = await loadSnapshots(galleries, persons, modelId, place, pool, timings, io, options.groupChunks);
   } finally {
     await pool?.close();
   }
@@ -124,7 +128,7 @@ export async function restoreGalleries(galleries: Galleries, persons: PersonRepo
 
 /** Steps 1 and 2: every account of the model, loaded from its snapshot where one fits. */
 async function loadSnapshots(galleries: Galleries, persons: PersonRepository, modelId: string, place: SnapshotPlace | undefined,
-  pool: UnsealPool | undefined, timings: RestoreReport['timings'], io: ReadTimings): Promise<Map<string, AccountRestore>> {
+  pool: UnsealPool | undefined, timings: RestoreReport['timings'], io: ReadTimings, groupChunks?: number): Promise<Map<string, AccountRestore>> {
   const accounts = persons.accountsWithTemplates(modelId);
   const results = new Map<string, AccountRestore>(accounts.map((accountId) => [accountId, { accountId, source: 'rebuild', seq: 0, replayed: 0, size: 0 }]));
 
@@ -173,7 +177,7 @@ async function loadSnapshots(galleries: Galleries, persons: PersonRepository, mo
           keys, codes: g.codes, scales: g.scales, sums: g.sums }, { clear: first });
         first = false;
         timings.import += performance.now() - ti;
-      }, io);
+      }, io, groupChunks);
       if (gallery.size !== header.count) throw new Error(`snapshot of ${header.count} rows loaded ${gallery.size}`);
       r.source = 'snapshot';
       r.seq = header.seq;

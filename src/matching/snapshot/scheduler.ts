@@ -112,23 +112,20 @@ export class SnapshotScheduler {
     }
   }
 
+  /** Queues the accounts' writes (one at a time, after any write in progress); resolves with those written. */
   private async enqueue(accounts: string[], stopping = false): Promise<WrittenSnapshot[]> {
-    const written: WrittenSnapshot[] = [];
-    for (const accountId of accounts) {
-      const w = await this.queued(async () => {
-        if ((this.stopped && !stopping) || performance.now() > this.deadline) return undefined;
-        try {
-          return await this.write(accountId);
-        } catch (err) {
-          const abandoned = err instanceof SnapshotAbandoned;
-          this.deps.log.warn({ account: accountId, err: (err as Error).message },
-            abandoned ? 'gallery snapshot abandoned at the stop deadline; the previous one stays' : 'gallery snapshot not written; the previous one stays');
-          return undefined;
-        }
-      });
-      if (w) written.push(w);
-    }
-    return written;
+    const runs = accounts.map((accountId) => this.queued(async () => {
+      if ((this.stopped && !stopping) || performance.now() >= this.deadline) return undefined;
+      try {
+        return await this.write(accountId);
+      } catch (err) {
+        const abandoned = err instanceof SnapshotAbandoned;
+        this.deps.log.warn({ account: accountId, err: (err as Error).message },
+          abandoned ? 'gallery snapshot abandoned at the stop deadline; the previous one stays' : 'gallery snapshot not written; the previous one stays');
+        return undefined;
+      }
+    }));
+    return (await Promise.all(runs)).filter((w): w is WrittenSnapshot => w !== undefined);
   }
 
   private queued<T>(fn: () => Promise<T>): Promise<T> {
@@ -154,7 +151,7 @@ export class SnapshotScheduler {
     } else {
       bytes = await writeSnapshot({
         dir: place.dir, file, accountId, modelId: this.deps.modelId, seq, dump, keyFor: place.keyFor,
-        abandoned: () => performance.now() > this.deadline,
+        abandoned: () => performance.now() >= this.deadline,
       });
     }
     this.snapshotSeq.set(accountId, seq);
