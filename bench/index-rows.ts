@@ -2,6 +2,7 @@
 // TemplateSource): the source of sealed per-person rows, recall against float32 brute force for several
 // candidate counts, the code snapshot's export/import times, and the snapshot start-up of
 // bench/index-snapshot-start.ts when that file exists.
+import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -54,6 +55,20 @@ export function sealedTemplateSource(keys: readonly string[], data: Float32Array
       return plain.byteOffset % 4 === 0 ? new Float32Array(plain.buffer, plain.byteOffset, dim) : new Float32Array(Uint8Array.from(plain).buffer);
     });
   return { source, opened: () => opened };
+}
+
+export interface ChildMemory {
+  persons: number;
+  rowsOnly: boolean;
+  statsPerTemplate: number;
+  keysPerTemplate: number;
+  rssPerTemplate: number;
+}
+
+/** Stats and RSS growth per template of a gallery loaded in a fresh process (bench/index-memory.ts). */
+export function memoryInChild(persons: number, dim: number, rowsOnly: boolean): ChildMemory {
+  const out = execFileSync(process.execPath, [path.join(__dirname, 'index-memory.js'), String(persons), String(dim), rowsOnly ? 'rows' : 'vectors'], { encoding: 'utf8' });
+  return JSON.parse(out.trim().split('\n').pop()!) as ChildMemory;
 }
 
 export interface CandidateRecall {
