@@ -177,7 +177,8 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       logger: opts.logger ?? logOptions(config.log.level),
     });
     app.log.info(restoreSummary(restored), 'galleries loaded');
-    const snapshots = place && new SnapshotScheduler({
+    // Writes the snapshots (when [index] snapshot is on) and keeps the change log bounded either way.
+    const snapshots = new SnapshotScheduler({
       galleries, persons, exclusive: store.exclusive, modelId: engine.modelId, place, log: app.log,
       settings: {
         intervalS: config.index.snapshot_interval_s, minChanges: config.index.snapshot_min_changes,
@@ -186,7 +187,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     });
     const address = await app.listen({ host: config.server.host, port: config.server.port });
     app.log.info({ mode: config.server.mode, persons: loaded, storage: config.storage.path }, 'face-check ready');
-    snapshots?.begin(restored);
+    snapshots.begin(restored);
     const openStoreRef = store;
     const openEngine = engine;
     const openGalleries = galleries;
@@ -195,7 +196,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       close: async () => {
         await drain(app, config.server.drain_timeout_ms);
         // No request runs any more: the changed accounts' snapshots are written (bounded) before the store closes.
-        await snapshots?.stop();
+        await snapshots.stop();
         await licence?.close();
         await ownCamera?.close();
         await closeWhenIdle(openEngine);

@@ -4,6 +4,7 @@
 // within snapshot_stop_timeout_s. An account's codes and the store's sequence are taken under the account's
 // lock (the one its writes and gallery updates hold), so every change of it up to that sequence is in the
 // snapshot. A failed write is logged and leaves the previous snapshot; requests never wait for one.
+// Without snapshots ([index] snapshot = false) it only keeps the change log bounded.
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -32,7 +33,8 @@ export interface SnapshotSchedulerDeps {
   /** The account lock of person writes (Store.exclusive). */
   exclusive<T>(accountId: string, fn: () => Promise<T>): Promise<T>;
   modelId: string;
-  place: SnapshotPlace;
+  /** Where snapshots go; undefined: none are written, the log is only pruned. */
+  place: SnapshotPlace | undefined;
   settings: SnapshotSettings;
   log: SnapshotLogger;
 }
@@ -69,7 +71,7 @@ export class SnapshotScheduler {
       this.pending.set(r.accountId, r.source === 'snapshot' ? r.replayed : r.size);
       if (r.size > 0 && (r.source === 'rebuild' || r.replayed >= this.deps.settings.minChanges)) due.push(r.accountId);
     }
-    if (due.length) void this.enqueue(due);
+    if (due.length && this.deps.place) void this.enqueue(due);
     this.timer = setInterval(() => { void this.tick(); }, this.deps.settings.intervalS * 1000);
     this.timer.unref();
   }
@@ -78,7 +80,7 @@ export class SnapshotScheduler {
   async tick(minChanges = this.deps.settings.minChanges): Promise<WrittenSnapshot[]> {
     this.scan();
     const due = [...this.pending].filter(([, n]) => n >= minChanges).map(([a]) => a);
-    const written = await this.enqueue(due);
+    const written = this.deps.place ? await this.enqueue(due) : [];
     await this.queued(async () => {
       try {
         await this.deps.persons.changes.prune(this.deps.settings.changeLogKeep);
@@ -95,6 +97,7 @@ export class SnapshotScheduler {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.deadline = performance.now() + this.deps.settings.stopTimeoutS * 1000;
+    if (!this.deps.place) return [];
     this.scan();
     const due = [...this.pending].filter(([, n]) => n > 0).map(([a]) => a);
     return this.enqueue(due, true);
@@ -102,7 +105,8 @@ export class SnapshotScheduler {
 
   /** Writes one account's snapshot now (after any write in progress). */
   writeNow(accountId: string): Promise<WrittenSnapshot | undefined> {
-    return this.queued(() => this.write(accountId));
+    const place = this.deps.place;
+    return this.queued(async () => (place ? this.write(accountId, place) : undefined));
   }
 
   private scan(): void {
@@ -117,7 +121,7 @@ export class SnapshotScheduler {
     const runs = accounts.map((accountId) => this.queued(async () => {
       if ((this.stopped && !stopping) || performance.now() >= this.deadline) return undefined;
       try {
-        return await this.write(accountId);
+        return await this.write(accountId, this.deps.place!);
       } catch (err) {
         const abandoned = err instanceof SnapshotAbandoned;
         this.deps.log.warn({ account: accountId, err: (err as Error).message },
@@ -134,8 +138,8 @@ export class SnapshotScheduler {
     return run;
   }
 
-  private async write(accountId: string): Promise<WrittenSnapshot | undefined> {
-    const { galleries, persons, place } = this.deps;
+  private async write(accountId: string, place: SnapshotPlace): Promise<WrittenSnapshot | undefined> {
+    const { galleries, persons } = this.deps;
     const t0 = performance.now();
     let seq = 0;
     const dump = await this.deps.exclusive(accountId, async () => {
