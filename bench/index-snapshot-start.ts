@@ -9,7 +9,10 @@
 // the time runs from spawn to that answer. The face engine's model loading is not part of it: the service
 // runs it in parallel with the galleries' start (src/server.ts), and it does not depend on the gallery size.
 // Cold: `sync`, then every file of the store and of the snapshot folder dropped from the page cache with
-// `dd if=FILE iflag=nocache count=0` (posix_fadvise DONTNEED on the whole file), as bench:board does.
+// `dd if=FILE iflag=nocache count=0` (posix_fadvise DONTNEED on the whole file), as bench:board does. Warm:
+// the same start ran just before (unmeasured), so the page cache holds what a start reads.
+// SNAPSHOT_BENCH_WORKERS sets the unsealing threads (0: the main thread alone), SNAPSHOT_BENCH_ROUNDS the
+// rounds of the command line (cold and warm interleaved).
 import { execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -122,24 +125,10 @@ function dropFromPageCache(dir: string): void {
   }
 }
 
-function warm(dir: string): void {
-  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) warm(p);
-    else execFileSync('cat', [p], { stdio: ['ignore', 'ignore', 'inherit'], maxBuffer: 0 });
-  }
-}
-
-/** One fresh process: open, restore, identify; ms from spawn to the answer and the child's split. */
-export async function measureSnapshotStart(opts: { persons: number; cold: boolean }): Promise<{ readyMs: number; details: Record<string, unknown> }> {
-  const { dir, info } = await benchStore(opts.persons);
-  const storeDir = path.join(dir, 'store');
-  execFileSync('sync');
-  if (opts.cold) dropFromPageCache(storeDir);
-  else warm(storeDir);
-  const probe = Math.floor(opts.persons / 2);
+/** Spawns the child; resolves with its answer line and when it came. */
+async function runChild(storeDir: string, modelId: string, probe: number): Promise<{ answer: { line: string; at: number }; spawnedAt: number }> {
   const spawnedAt = performance.timeOrigin + performance.now();
-  const child = spawn(process.execPath, [__filename, 'child', storeDir, info.modelId, String(probe)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [__filename, 'child', storeDir, modelId, String(probe)], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const answer = await new Promise<{ line: string; at: number }>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => {
@@ -150,6 +139,19 @@ export async function measureSnapshotStart(opts: { persons: number; cold: boolea
     child.on('exit', (code) => reject(new Error(`the child exited with ${code} before answering: ${out}`)));
   });
   child.kill('SIGKILL');
+  return { answer, spawnedAt };
+}
+
+/** One fresh process: open, restore, identify; ms from spawn to the answer and the child's split. */
+export async function measureSnapshotStart(opts: { persons: number; cold: boolean }): Promise<{ readyMs: number; details: Record<string, unknown> }> {
+  const { dir, info } = await benchStore(opts.persons);
+  const storeDir = path.join(dir, 'store');
+  execFileSync('sync');
+  const probe = Math.floor(opts.persons / 2);
+  // Warm: the same start just ran, so the page cache holds what a start reads (the snapshot, LMDB's pages).
+  if (opts.cold) dropFromPageCache(storeDir);
+  else await runChild(storeDir, info.modelId, probe);
+  const { answer, spawnedAt } = await runChild(storeDir, info.modelId, probe);
   const r = JSON.parse(answer.line) as { hit: string; timeOrigin: number; answeredAt: number; marks: Record<string, number>; restore: Record<string, unknown> };
   if (r.hit !== `person-${probe}`) throw new Error(`identify answered ${r.hit}, expected person-${probe}`);
   const readyMs = answer.at - spawnedAt;

@@ -4,6 +4,7 @@
 // write leaves the previous snapshot whole and no temporary file; the scheduler writes what changed.
 import fs from 'node:fs';
 import path from 'node:path';
+import { open } from 'lmdb';
 import t from 'tap';
 
 import { Galleries } from '../src/matching/galleries';
@@ -172,4 +173,27 @@ t.test('the scheduler writes the accounts that changed, and none at a stop witho
   const g2 = Galleries.forStore(store.persons);
   t.teardown(() => g2.close());
   t.match((await g2.restore(store.persons, MODEL, place)).accounts, [{ accountId: 'b', source: 'snapshot', replayed: 0, size: 9 }]);
+});
+
+t.test('a store whose change at the snapshot\'s sequence differs (an older copy written to since) is rebuilt', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  let store = await openStore(dir);
+  await store.persons.createMany('acc', Array.from({ length: 20 }, (_, i) => ({ personId: `p${i}`, modelId: MODEL, template: templateFor(i, 0, 1), referenceImage: Buffer.from('i') })), NOW);
+  const g = Galleries.forStore(store.persons);
+  await g.restore(store.persons, MODEL, snapshotPlaceOf(store));
+  t.match(await scheduler(store, g).writeNow('acc'), { seq: 20 });
+  g.close();
+  await store.close();
+
+  // Same sequence number, another history: entry 20 names someone else.
+  const env = open({ path: dir, compression: false, maxDbs: 32 });
+  await env.openDB<[string, string], number>({ name: 'changes' }).put(20, ['acc', 'someone-else']);
+  await env.close();
+  store = await openStore(dir);
+  t.teardown(() => store.close());
+  const g2 = Galleries.forStore(store.persons);
+  t.teardown(() => g2.close());
+  t.match((await g2.restore(store.persons, MODEL, snapshotPlaceOf(store))).accounts,
+    [{ accountId: 'acc', source: 'rebuild', reason: /not the snapshot's/, size: 20 }]);
 });

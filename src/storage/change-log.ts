@@ -54,6 +54,12 @@ export class ChangeLog {
     return this.heads.get(accountId) ?? 0;
   }
 
+  /** The entry `seq`, if still kept. */
+  at(seq: number): Change | undefined {
+    const value = this.changes.get(seq);
+    return value && { seq, accountId: value[0], personId: value[1] };
+  }
+
   /** The oldest entry still kept, or undefined when the log is empty. */
   oldestKept(): number | undefined {
     for (const key of this.changes.getKeys({ limit: 1 })) return key;

@@ -36,6 +36,11 @@ export interface SnapshotHeader {
   count: number;
   /** The store's change sequence the snapshot reflects: every change of the account up to it is in it. */
   seq: number;
+  /**
+   * The change log's entry `seq` ([accountId, personId]; absent at 0): a store whose entry `seq` differs has
+   * another history (e.g. an older copy of data.mdb that has been written to since), so its snapshot is not used.
+   */
+  seqEntry?: [string, string];
   /** ISO 8601 time of writing (for operators). */
   written: string;
   /** base64 salt of this file's key. */
@@ -101,7 +106,8 @@ export function parseHeader(block: Buffer, fileSize: number): ParsedHeader {
   if (header.format !== FORMAT || typeof header.accountId !== 'string' || typeof header.modelId !== 'string' ||
     typeof header.layout !== 'string' || typeof header.salt !== 'string' || !whole(header.dim) || header.dim < 1 ||
     !whole(header.stride) || header.stride < header.dim || !whole(header.count) || !whole(header.seq) ||
-    !Array.isArray(header.chunks) || !header.chunks.every(whole)) {
+    !Array.isArray(header.chunks) || !header.chunks.every(whole) ||
+    (header.seqEntry !== undefined && !(Array.isArray(header.seqEntry) && header.seqEntry.length === 2 && header.seqEntry.every((x) => typeof x === 'string')))) {
     throw new SnapshotFormatError('snapshot header fields are missing or malformed');
   }
   if (header.chunks.length !== Math.ceil(header.count / ROWS_PER_CHUNK)) {

@@ -219,6 +219,10 @@ function unfit(snapshot: OpenSnapshot, accountId: string, modelId: string, layou
   if (header.layout !== layout) return `snapshot layout ${header.layout}, the index writes ${layout}`;
   const last = persons.changes.lastChange();
   if (header.seq > last) return `snapshot at change ${header.seq}, the store is at ${last} (another store or an older copy)`;
+  const entry = header.seq > 0 ? persons.changes.at(header.seq) : undefined;
+  if (entry && header.seqEntry && (entry.accountId !== header.seqEntry[0] || entry.personId !== header.seqEntry[1])) {
+    return `the store's change ${header.seq} is not the snapshot's (an older copy of the store written to since)`;
+  }
   if (persons.changes.accountHead(accountId) > header.seq && !persons.changes.covers(header.seq)) {
     return `snapshot at change ${header.seq} is older than the change log kept`;
   }

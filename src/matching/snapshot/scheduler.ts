@@ -142,8 +142,11 @@ export class SnapshotScheduler {
     const { galleries, persons } = this.deps;
     const t0 = performance.now();
     let seq = 0;
+    let seqEntry: [string, string] | undefined;
     const dump = await this.deps.exclusive(accountId, async () => {
       seq = persons.changes.lastChange();
+      const entry = persons.changes.at(seq);
+      seqEntry = entry && [entry.accountId, entry.personId];
       const gallery = galleries.existing(accountId);
       return gallery instanceof IndexGallery ? gallery.exportCodes() : undefined;
     });
@@ -154,7 +157,7 @@ export class SnapshotScheduler {
       await fs.promises.rm(path.join(place.dir, file), { force: true });  // nobody left: nothing to load
     } else {
       bytes = await writeSnapshot({
-        dir: place.dir, file, accountId, modelId: this.deps.modelId, seq, dump, keyFor: place.keyFor,
+        dir: place.dir, file, accountId, modelId: this.deps.modelId, seq, seqEntry, dump, keyFor: place.keyFor,
         abandoned: () => performance.now() >= this.deadline,
       });
     }

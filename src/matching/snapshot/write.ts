@@ -18,6 +18,8 @@ export interface WriteSnapshotInput {
   accountId: string;
   modelId: string;
   seq: number;
+  /** The change log's entry `seq` (SnapshotHeader.seqEntry). */
+  seqEntry?: [string, string];
   dump: CodeDump;
   /** The file key for a salt (Store.deriveKey with the snapshot purpose). */
   keyFor: (salt: Uint8Array) => crypto.KeyObject;
@@ -63,7 +65,8 @@ export async function writeSnapshot(input: WriteSnapshotInput): Promise<number> 
   const salt = newSalt();
   const header: SnapshotHeader = {
     format: 1, accountId: input.accountId, modelId: input.modelId, layout: dump.layout, dim: dump.dim,
-    stride: dump.stride, count: dump.count, seq: input.seq, written: new Date().toISOString(),
+    stride: dump.stride, count: dump.count, seq: input.seq, ...(input.seqEntry ? { seqEntry: input.seqEntry } : {}),
+    written: new Date().toISOString(),
     salt: salt.toString('base64'),
     chunks: ranges.map(([a, b], i) => chunkBytes(Math.min(ROWS_PER_CHUNK, dump.count - i * ROWS_PER_CHUNK), dump.stride, b - a)),
   };
