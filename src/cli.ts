@@ -34,6 +34,9 @@ import { LicenceStartError } from './licensing/device-licence';
 import { checkedPublicKey } from './services/request-signing';
 import { startService, type RunningService } from './server';
 import { generateRsaKeyPair } from './storage/service-key';
+import { openCommandStore } from './cli/open-store';
+import type { AsyncStore } from './storage/postgres/interfaces';
+import { DatabaseUnavailableError } from './storage/postgres/errors';
 import { openStore } from './storage/store';
 import { lockStore, StoreBusyError } from './storage/process-lock';
 
@@ -55,7 +58,7 @@ ${SERVICE_USAGE}`;
 async function keysCommand(args: Args, io: Io): Promise<number> {
   const [, sub, ...rest] = args.positional;
   const config = configOf(args);
-  const store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
+  const store = await openCommandStore(config);
   try {
     const now = new Date().toISOString();
     switch (sub) {
@@ -81,7 +84,7 @@ async function keysCommand(args: Args, io: Io): Promise<number> {
       }
       case 'list': {
         io.out(['keyId', 'account', 'role', 'created', 'revoked', 'signing', 'label'].join('\t'));
-        for (const k of store.apiKeys.list()) {
+        for (const k of await store.apiKeys.list()) {
           io.out([k.keyId, k.accountId, k.role, k.created, k.revoked ?? '-', k.signingPublicKey ? 'yes' : 'no', k.label].join('\t'));
         }
         return 0;
@@ -124,13 +127,14 @@ async function signingKeyOf(args: Args): Promise<{ publicKey: string; privateKey
 
 async function reindexCommand(args: Args, io: Io): Promise<number> {
   const config = configOf(args);
-  // Refused while a service holds the store: its galleries would keep the old templates.
-  const lock = lockStore(config.storage.path, 'reindex');
+  // LMDB: refused while a service holds the store, its galleries would keep the old templates. PostgreSQL:
+  // the nodes' galleries follow every template written, so it runs beside them.
+  const lock = config.storage.backend === 'lmdb' ? lockStore(config.storage.path, 'reindex') : undefined;
   let engine: FaceEngine | undefined;
-  let store: Awaited<ReturnType<typeof openStore>> | undefined;
+  let store: AsyncStore | undefined;
   try {
     engine = await createEngine();
-    store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
+    store = await openCommandStore(config);
     const report = await reindex(config, store, engine, { all: args.flags.get('all') === true });
     io.out(`reindex with model ${engine.modelId}: ${report.done} recomputed, ${report.skipped} already current, ${report.failed.length} failed`);
     for (const f of report.failed) io.err(`  ${f.accountId}/${f.personId}: ${f.reason}`);
@@ -138,7 +142,7 @@ async function reindexCommand(args: Args, io: Io): Promise<number> {
   } finally {
     await store?.close();
     await engine?.close();
-    lock.release();
+    lock?.release();
   }
 }
 
@@ -256,6 +260,10 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
     if (err instanceof StoreBusyError) {
       io.err(`face-check: ${err.message}`);
       return 75; // EX_TEMPFAIL: try again once the store is free
+    }
+    if (err instanceof DatabaseUnavailableError) {
+      io.err(`face-check: ${err.message}`);
+      return 69; // EX_UNAVAILABLE: Restart=on-failure tries again
     }
     if (err instanceof ConfigError) {
       io.err(`face-check: configuration error: ${err.message}`);

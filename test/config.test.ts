@@ -6,6 +6,7 @@ import path from 'node:path';
 import t from 'tap';
 import { ConfigError, defaultConfig, loadConfig, parseConfig } from '../src/config/load';
 import { configSchema } from '../src/config/schema';
+import { main } from '../src/cli';
 
 const root = path.resolve(__dirname, '..');
 // The sections of the person API; [camera] and [liveness] belong to device mode (docs/device.md).
@@ -106,6 +107,11 @@ const bad: [string, string][] = [
   ['[auth]\nbootstrap_key = short\n', '[auth] bootstrap_key'],
   ['[server]\nport[] = 1\n', '[server] port'],
   ['[server.tls]\ncert = x\n', '[server.tls]'],
+  ['[storage]\nbackend = mysql\n', '[storage] backend'],
+  ['[server]\nmode = device\n[storage]\nbackend = postgres\npostgres_url = postgres://u@h/db\nkey_file = /k\n', '[storage] backend'],
+  ['[server]\nmode = cloud\n[storage]\nbackend = postgres\nkey_file = /k\n', '[storage] postgres_url'],
+  ['[server]\nmode = cloud\n[storage]\nbackend = postgres\npostgres_url = postgres://u@h/db\n', '[storage] key_file'],
+  ['[storage]\npostgres_pool_size = 0\n', '[storage] postgres_pool_size'],
 ];
 for (const [text, key] of bad) {
   t.test(`bad: ${JSON.stringify(text)} names ${key}`, async (t) => {
@@ -115,6 +121,25 @@ for (const [text, key] of bad) {
     t.match(err.message, `f.ini: ${key}`);
   });
 }
+
+t.test('[storage] backend = postgres on a cloud node: the database settings are read', async (t) => {
+  const c = parseConfig('[server]\nmode = cloud\n[storage]\nbackend = postgres\npostgres_url = postgres://fc@db:5432/fc\n' +
+    'key_file = keys/node.key\npostgres_pool_size = 4\npostgres_statement_timeout_ms = 2000\npostgres_connect_timeout_ms = 500\n', '/etc/fc');
+  t.same([c.storage.backend, c.storage.postgres_url, c.storage.postgres_pool_size, c.storage.postgres_statement_timeout_ms,
+    c.storage.postgres_connect_timeout_ms, c.storage.key_file], ['postgres', 'postgres://fc@db:5432/fc', 4, 2000, 500, '/etc/fc/keys/node.key']);
+  t.equal(parseConfig('', '/x').storage.backend, 'lmdb', 'LMDB by default');
+});
+
+t.test('a device refuses the postgres backend with exit 78 and the reason', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fc-cfg-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const ini = path.join(dir, 'device.ini');
+  fs.writeFileSync(ini, '[server]\nmode = device\n[storage]\nbackend = postgres\npostgres_url = postgres://u@127.0.0.1:1/db\nkey_file = k\n');
+  const err: string[] = [];
+  const code = await main(['serve', '--config', ini], { out: () => undefined, err: (l) => err.push(l) });
+  t.equal(code, 78);
+  t.match(err.join('\n'), /\[storage\] backend: postgres is for cloud nodes only/);
+});
 
 t.test('a missing file is a ConfigError', async (t) => {
   t.throws(() => loadConfig('/nonexistent/face-check.ini'), ConfigError);

@@ -6,7 +6,7 @@ import { isPlan, PLANS, type AccountRole, type Plan } from '../domain/accounts';
 import { ErrorCatalog } from '../errors';
 import { AccountService } from '../licensing/accounts';
 import { nativeErrorTable } from '../native';
-import { openStore } from '../storage/store';
+import { openCommandStore } from './open-store';
 import { configOf, stringFlag, UsageError, type Args, type Io } from './args';
 
 export const ACCOUNT_USAGE = `  face-check account create [--config <file.ini>] --email <address> [--plan ${PLANS.join('|')}] [--admin]
@@ -23,7 +23,7 @@ export async function accountCommand(args: Args, io: Io, readSecret: SecretSourc
   // Flags checked before the password is asked for, and the password asked for before the store opens.
   const creation = sub === 'create' ? creationOf(args) : undefined;
   const password = creation ? await passwordOf(args, readSecret) : undefined;
-  const store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
+  const store = await openCommandStore(config);
   try {
     const accounts = new AccountService({ config, store, errors: new ErrorCatalog(nativeErrorTable()) });
     switch (sub) {

@@ -10,7 +10,8 @@ import { PackageFile } from '../licensing/package-file';
 import { publicUrl } from '../licensing/public-url';
 import { nativeErrorTable } from '../native';
 import type { LicenceRecord } from '../storage/licences';
-import { openStore, type Store } from '../storage/store';
+import type { AsyncStore } from '../storage/postgres/interfaces';
+import { openCommandStore } from './open-store';
 import { ACCOUNT_ID, configOf, stringFlag, UsageError, type Args, type Io } from './args';
 
 export const LICENCE_USAGE = `  face-check licence create [--config <file.ini>] --account <id> --grants <${GRANTS.join(',')}>
@@ -26,7 +27,7 @@ const ANY_ACCOUNT = { anyAccount: true } as const;
 export async function licenceCommand(args: Args, io: Io): Promise<number> {
   const [, sub, ...rest] = args.positional;
   const config = configOf(args);
-  const store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
+  const store = await openCommandStore(config);
   try {
     const packageFile = new PackageFile(config);
     const licences = new LicenceService({
@@ -56,9 +57,9 @@ export async function licenceCommand(args: Args, io: Io): Promise<number> {
       }
       case 'list': {
         const account = stringFlag(args, 'account');
-        const records = account === undefined ? store.licences.list() : store.licences.listByAccount(account);
+        const records = account === undefined ? await store.licences.list() : await store.licences.listByAccount(account);
         io.out(['licenceId', 'account', 'status', 'grants', 'device', 'lastCheck', 'usageToday', 'expires', 'label'].join('\t'));
-        for (const r of records) io.out(listLine(store, r));
+        for (const r of records) io.out(await listLine(store, r));
         return 0;
       }
       case 'update': {
@@ -117,8 +118,8 @@ export async function licenceCommand(args: Args, io: Io): Promise<number> {
   }
 }
 
-function listLine(store: Store, r: LicenceRecord): string {
-  const today = store.licenceUsage.day(r.licenceId, new Date().toISOString().slice(0, 10));
+async function listLine(store: AsyncStore, r: LicenceRecord): Promise<string> {
+  const today = await store.licenceUsage.day(r.licenceId, new Date().toISOString().slice(0, 10));
   const usage = Object.entries(today).map(([op, n]) => `${op}=${n}`).join(',');
   return [
     r.licenceId, r.accountId, r.status, r.grants.join(',') || '-', r.device ? r.device.fingerprint.slice(0, 12) : '-',

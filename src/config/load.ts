@@ -85,6 +85,17 @@ export function loadConfig(file: string): Config {
 }
 
 function checkRelations(config: Config, file?: string): void {
+  if (config.storage.backend === 'postgres') {
+    if (config.server.mode === 'device') {
+      throw new ConfigError('[storage] backend', 'postgres is for cloud nodes only; a device keeps its data in LMDB (backend = lmdb)', file);
+    }
+    if (!/^postgres(ql)?:\/\/./.test(config.storage.postgres_url)) {
+      throw new ConfigError('[storage] postgres_url', 'is required when [storage] backend = postgres: postgres://user@host:port/database', file);
+    }
+    if (!config.storage.key_file) {
+      throw new ConfigError('[storage] key_file', 'is required when [storage] backend = postgres: every node needs the same key file', file);
+    }
+  }
   if (config.liveness.min_pass_frames > config.liveness.window_frames) {
     throw new ConfigError('[liveness] min_pass_frames', 'must not exceed [liveness] window_frames', file);
   }

@@ -71,6 +71,12 @@ export const configSchema: ConfigSchema = {
     path: { default: './data', parse: text({ allowEmpty: false }) },
     // Empty: <path>/face-check.key (src/storage/store.ts).
     key_file: { default: '', parse: text({ allowEmpty: true }) },
+    // lmdb: one process on a local folder; postgres: several cloud nodes over one database (docs/postgres.md).
+    backend: { default: 'lmdb', parse: oneOf('lmdb', 'postgres') },
+    postgres_url: { default: '', parse: text({ allowEmpty: true }) },
+    postgres_pool_size: { default: 10, parse: integer(1, 1000) },
+    postgres_statement_timeout_ms: { default: 5_000, parse: integer(100, 600_000) },
+    postgres_connect_timeout_ms: { default: 3_000, parse: integer(100, 600_000) },
   },
   auth: {
     bootstrap_key: {

@@ -40,6 +40,16 @@ export interface StorageConfig {
    * (made 0600 for a new store). README "Data at rest", docs/security.md.
    */
   key_file: string;
+  /** Where the data lives: `lmdb` (the folder `path`, one process) or `postgres` (cloud nodes sharing one database). */
+  backend: 'lmdb' | 'postgres';
+  /** postgres://user[:password]@host:port/database (backend = postgres). */
+  postgres_url: string;
+  /** Connections this node holds at most. */
+  postgres_pool_size: number;
+  /** Server-side statement timeout (a lock wait counts); a request past it is answered 503. */
+  postgres_statement_timeout_ms: number;
+  /** Longest wait for a connection (a free pool slot or a new connection); past it the request is answered 503. */
+  postgres_connect_timeout_ms: number;
 }
 
 export interface AuthConfig {

@@ -6,6 +6,10 @@
 import { globalPlugin } from './global-plugin';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERROR_NAMES, type ErrorCatalog, type ErrorName } from '../../errors';
+import { DatabaseUnavailableError } from '../../storage/postgres/errors';
+
+/** A client told the database is unavailable tries again this much later (the pool reconnects by itself). */
+const DATABASE_RETRY_AFTER_SECONDS = 1;
 
 /** A native error's row name (js_errors.h sets `status` to the table's enum name), when it is one. */
 function nativeRow(err: unknown): ErrorName | undefined {
@@ -15,6 +19,12 @@ function nativeRow(err: unknown): ErrorName | undefined {
 
 export function toApiError(errors: ErrorCatalog, err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof DatabaseUnavailableError) {
+    // The reason only (unreachable, timeout, ...): the message names no host, and nothing was acknowledged.
+    const apiError = errors.create('ServiceUnavailable', `database ${err.reason}`);
+    apiError.retryAfterSeconds = DATABASE_RETRY_AFTER_SECONDS;
+    return apiError;
+  }
   const row = nativeRow(err);
   if (row) return errors.create(row, (err as Error).message);
   const e = err as Partial<FastifyError> & { validationContext?: string };
