@@ -71,6 +71,47 @@ export function memoryInChild(persons: number, dim: number, rowsOnly: boolean): 
   return JSON.parse(out.trim().split('\n').pop()!) as ChildMemory;
 }
 
+export interface PairedLatency {
+  rounds: number;
+  /** Medians and minimums, ms. */
+  beforeMs: number;
+  afterMs: number;
+  beforeBestMs: number;
+  afterBestMs: number;
+  /** Median over the rounds of after / before (the same query in both). */
+  medianRatio: number;
+}
+
+/**
+ * Before and after on the same query, round after round, in alternating order: on a shared machine the
+ * load changes within seconds, and a pair run back to back sees the same load.
+ */
+export async function pairedLatency(before: (i: number) => Promise<unknown>, after: (i: number) => Promise<unknown>, rounds: number): Promise<PairedLatency> {
+  const b: number[] = [], a: number[] = [], ratio: number[] = [];
+  await before(0);
+  await after(0);
+  for (let i = 0; i < rounds; i++) {
+    const time = async (fn: (i: number) => Promise<unknown>) => {
+      const t0 = performance.now();
+      await fn(i);
+      return performance.now() - t0;
+    };
+    let tb: number, ta: number;
+    if (i % 2 === 0) {
+      tb = await time(before);
+      ta = await time(after);
+    } else {
+      ta = await time(after);
+      tb = await time(before);
+    }
+    b.push(tb);
+    a.push(ta);
+    ratio.push(ta / tb);
+  }
+  const med = (v: number[]) => [...v].sort((x, y) => x - y)[Math.floor((v.length - 1) / 2)];
+  return { rounds, beforeMs: med(b), afterMs: med(a), beforeBestMs: Math.min(...b), afterBestMs: Math.min(...a), medianRatio: med(ratio) };
+}
+
 export interface CandidateRecall {
   candidates: number;
   recall1: number;
