@@ -77,11 +77,10 @@ Result ReadOpenRequest(const Napi::Object& o, OpenRequest* q) {
       Napi::Uint8Array u = data.As<Napi::Uint8Array>();
       if (u.ByteLength() != static_cast<size_t>(w) * h * 3)
         return Result::fail(Status::FieldsValidation, "synthetic.photos[] data must hold width*height RGB pixels");
-      FaceTexture t;
-      t.width = w;
-      t.height = h;
-      t.rgb.assign(u.Data(), u.Data() + u.ByteLength());
-      q->camera.photos.push_back(std::move(t));
+      // Read in place by the open worker (the caller must not change the array until the camera is open):
+      // a native copy of every photo would double the start's peak memory.
+      q->camera.photos.push_back(PhotoView{u.Data(), w, h});
+      q->photoArrays.push_back(Napi::Persistent(u));
     }
   }
   Napi::Object rep = ObjectOption(o, "replay");

@@ -6,6 +6,7 @@
 #include <napi.h>
 
 #include <string>
+#include <vector>
 
 #include "core/camera/capture_pipeline.h"
 #include "core/camera/source_factory.h"
@@ -15,6 +16,9 @@
 namespace facecheck::addon {
 
 struct OpenRequest {
+  // The synthetic camera's photos stay in their JavaScript arrays (camera.photos points into them): these
+  // references keep the arrays alive until the request is destroyed, on the JavaScript thread.
+  std::vector<Napi::Reference<Napi::Uint8Array>> photoArrays;
   EngineConfig engine;
   std::string ortLibrary;
   CameraSourceOptions camera;

@@ -91,6 +91,15 @@ std::unique_ptr<FaceEngine::Workspace> FaceEngine::acquire() {
   return ws;
 }
 
+void FaceEngine::releaseWorkspaces() {
+  std::vector<std::unique_ptr<Workspace>> idle;
+  {
+    std::lock_guard<std::mutex> lock(poolMutex_);
+    idle.swap(pool_);
+  }
+  // freed here, outside the lock
+}
+
 void FaceEngine::release(std::unique_ptr<Workspace> ws) {
   std::lock_guard<std::mutex> lock(poolMutex_);
   pool_.push_back(std::move(ws));

@@ -47,6 +47,10 @@ class FaceEngine {
   // Number of analyses running now; close is refused while it is not zero.
   int active() const { return active_.load(); }
 
+  // Frees the idle pooled workspaces: each keeps image buffers sized to the largest image it analysed,
+  // which a caller done with large images (the camera, after its photos) need not keep.
+  void releaseWorkspaces();
+
   // Per-stage access for the capture pipeline (core/face_engine_stages.h).
   friend class FrameStages;
 

@@ -53,7 +53,10 @@ export interface NativeCameraOptions {
     fps?: number;
     /** false: frames as fast as they are analysed, virtual timestamps, none dropped. */
     realtime?: boolean;
-    /** Photos whose faces texture the synthetic heads and attacks. */
+    /**
+     * Photos whose faces texture the synthetic heads and attacks. Read in place while the camera opens
+     * (not copied): leave them unchanged until openCamera() settles; nothing holds them afterwards.
+     */
     photos: RgbPhoto[];
   };
   replay?: { path: string; loop?: boolean; realtime?: boolean };

@@ -26,7 +26,7 @@ bool looksFrontalWithOpenEyes(const FaceResult& f) {
 namespace {
 // A square of 3.2 face-box sides around the face (head, hair and some background for the renderer),
 // clipped to the photo; null when too little of it is left.
-std::shared_ptr<FaceTexture> cropAroundFace(const FaceTexture& photo, const FaceResult& f) {
+std::shared_ptr<FaceTexture> cropAroundFace(const PhotoView& photo, const FaceResult& f) {
   float side = f.box.size * 3.2f;
   int x0 = std::max(0, static_cast<int>(f.box.x + f.box.size / 2 - side / 2));
   int y0 = std::max(0, static_cast<int>(f.box.y + f.box.size * 0.45f - side / 2));
@@ -45,13 +45,17 @@ std::shared_ptr<FaceTexture> cropAroundFace(const FaceTexture& photo, const Face
 }
 }  // namespace
 
-void findFaceTextures(FaceEngine& engine, const FaceTexture& photo, std::vector<std::shared_ptr<const FaceTexture>>* out) {
+void findFaceTextures(FaceEngine& engine, const PhotoView& photo, std::vector<std::shared_ptr<const FaceTexture>>* out) {
   std::vector<FaceResult> faces;
   StageTimings timings;
+  // Only the landmarks and the quality measures (sunglasses) choose a texture: the eye and colour liveness
+  // models would run for nothing, and each run on the camera's engine grows that model's arena for good.
   AnalyzeOptions options;
   options.embed = false;
+  options.eyes = false;
+  options.liveness = false;
   options.maxFaces = 16;
-  if (!engine.analyze(photo.rgb.data(), photo.rgb.size(), photo.width, photo.height, options, &faces, &timings).ok()) return;
+  if (!engine.analyze(photo.rgb, photo.bytes(), photo.width, photo.height, options, &faces, &timings).ok()) return;
   for (const FaceResult& f : faces) {
     if (!f.analyzed || f.eyeDistance < 30 || f.sunglasses > 0.5f || !looksFrontalWithOpenEyes(f)) continue;
     if (auto t = cropAroundFace(photo, f)) out->push_back(std::move(t));

@@ -15,8 +15,15 @@ namespace facecheck {
 // geometry alone.
 bool looksFrontalWithOpenEyes(const FaceResult& face);
 
+// A photo's interleaved RGB pixels, owned elsewhere (the addon keeps the JavaScript array alive meanwhile).
+struct PhotoView {
+  const uint8_t* rgb = nullptr;
+  int width = 0, height = 0;
+  size_t bytes() const { return static_cast<size_t>(width) * height * 3; }
+};
+
 // Appends a texture for each usable face of `photo` (eyes at least 30 px apart, no sunglasses, near
 // frontal, eyes open). A photo the engine cannot analyse adds nothing.
-void findFaceTextures(FaceEngine& engine, const FaceTexture& photo, std::vector<std::shared_ptr<const FaceTexture>>* out);
+void findFaceTextures(FaceEngine& engine, const PhotoView& photo, std::vector<std::shared_ptr<const FaceTexture>>* out);
 
 }  // namespace facecheck

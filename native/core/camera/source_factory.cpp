@@ -19,12 +19,17 @@ Result makeCameraSource(CameraSourceOptions& q, FaceEngine* engine, std::unique_
   *textures = 0;
   if (q.source == "synthetic") {
     if (!engine) return Result::fail(Status::Internal, "the synthetic camera needs a face engine");
-    for (const FaceTexture& photo : q.photos) findFaceTextures(*engine, photo, &q.synthetic.faces);
+    for (const PhotoView& photo : q.photos) findFaceTextures(*engine, photo, &q.synthetic.faces);
+    q.photos.clear();
+    // The engine's pooled workspace holds image buffers sized to the largest photo; video frames are
+    // smaller, so let it go and let the pipeline make one to their measure.
+    engine->releaseWorkspaces();
     if (q.synthetic.faces.empty())
       return Result::fail(Status::FieldsValidation, "no usable face (frontal, eyes open, >= 30 px between the eyes) in the synthetic camera's photos");
     *textures = static_cast<int>(q.synthetic.faces.size());
     if (q.intrinsicsGiven) q.synthetic.intrinsics = q.intrinsics;
-    *out = std::make_unique<SyntheticCamera>(q.synthetic);
+    // Moved, so that the camera holds the only reference to each texture and frees it once prepared.
+    *out = std::make_unique<SyntheticCamera>(std::move(q.synthetic));
     return {};
   }
   if (q.source == "replay") {

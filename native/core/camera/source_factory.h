@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/camera/camera.h"
+#include "core/camera/face_textures.h"
 #include "core/camera/replay_camera.h"
 #include "core/camera/synthetic_camera.h"
 #include "core/error_table.h"
@@ -19,7 +20,7 @@ namespace facecheck {
 struct CameraSourceOptions {
   std::string source = "synthetic";  // one of availableCameraSources()
   SyntheticOptions synthetic;
-  std::vector<FaceTexture> photos;  // whole photos for the synthetic camera; its faces are found here
+  std::vector<PhotoView> photos;  // whole photos for the synthetic camera; its faces are found here
   ReplayOptions replay;
 #ifdef FACE_CHECK_HAVE_FREENECT
   FreenectOptions freenect;
@@ -33,6 +34,7 @@ std::vector<std::string> availableCameraSources();
 
 // Makes the source `options.source` names. The synthetic camera needs `engine` (to find the faces of
 // its photos) and fails when no photo has a usable face; *textures is then the number of faces found.
+// The options' photos and textures are handed over (none is held here once the source exists).
 Result makeCameraSource(CameraSourceOptions& options, FaceEngine* engine, std::unique_ptr<CameraSource>* out,
                         int* textures);
 

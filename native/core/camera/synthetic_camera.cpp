@@ -99,7 +99,8 @@ namespace synth {
 // from its landmarks, and a height field carrying the photo as texture (orthographic, the photo being
 // frontal).
 struct PreparedFace {
-  Texture open, closed;
+  Texture open;
+  TexturePatch closed;  // the eyes closed, over `open`
   Texture body;  // 2x2: top row skin (neck), bottom row clothing (shoulders)
   double ox = 0, oy = 0, ex = 1, ey = 0, mmPerPx = 1;
   double noseX = 0, noseY = 45, bridgeX = 0, bridgeY = 8, mouthY = 75, chinY = 118, halfW = 70, browY = -22;
@@ -168,57 +169,96 @@ struct PreparedFace {
 
 namespace {
 
-// A copy of the photo with both eyes closed: each eye becomes eyelid skin with a lash line.
-Texture closeEyes(const Texture& open, const PointF* lm) {
-  Texture closed = open;
-  for (int first : {36, 42}) {
-    double cx = 0, cy = 0;
-    for (int i = 0; i < 6; ++i) { cx += lm[first + i].x / 6; cy += lm[first + i].y / 6; }
-    double wx = lm[first + 3].x - lm[first].x, wy = lm[first + 3].y - lm[first].y;
-    double width = std::hypot(wx, wy);
-    if (width < 2) continue;
-    double ax = wx / width, ay = wy / width;
-    double opening = (std::hypot(lm[first + 1].x - lm[first + 5].x, lm[first + 1].y - lm[first + 5].y) +
-                      std::hypot(lm[first + 2].x - lm[first + 4].x, lm[first + 2].y - lm[first + 4].y)) / 2.0;
-    double height = std::max(width * 0.32, opening);
-    // Eyelid colour: the skin between the eye and the brow.
-    int brow = first == 36 ? 19 : 24;
-    double sx = cx + (lm[brow].x - cx) * 0.5, sy = cy + (lm[brow].y - cy) * 0.5;
-    float lid[3] = {0, 0, 0};
-    int n = 0;
-    int r = std::max(1, static_cast<int>(width * 0.12));
-    for (int y = static_cast<int>(sy) - r; y <= static_cast<int>(sy) + r; ++y)
-      for (int x = static_cast<int>(sx) - r; x <= static_cast<int>(sx) + r; ++x) {
-        if (x < 0 || y < 0 || x >= open.width || y >= open.height) continue;
-        for (int c = 0; c < 3; ++c) lid[c] += open.rgb[(static_cast<size_t>(y) * open.width + x) * 3 + c];
-        ++n;
-      }
-    if (!n) continue;
-    for (float& c : lid) c /= n;
-    double semiA = width * 0.62, semiB = height * 0.5 + width * 0.12;
-    int x0 = static_cast<int>(cx - semiA - 2), x1 = static_cast<int>(cx + semiA + 2);
-    int y0 = static_cast<int>(cy - semiA - 2), y1 = static_cast<int>(cy + semiA + 2);
-    for (int y = std::max(0, y0); y <= std::min(open.height - 1, y1); ++y) {
-      for (int x = std::max(0, x0); x <= std::min(open.width - 1, x1); ++x) {
-        double dx = x - cx, dy = y - cy;
-        double u = dx * ax + dy * ay, v = -dx * ay + dy * ax;  // along and across the eye
-        double e = std::sqrt((u * u) / (semiA * semiA) + (v * v) / (semiB * semiB));
-        if (e >= 1) continue;
-        double alpha = 1 - smoothstep(0.75, 1.0, e);
-        // Lid shading: darker toward the lash line, which runs a little below the eye centre.
-        double lineY = semiB * 0.25 + 0.15 * semiB * (u / semiA) * (u / semiA);
-        double dl = std::fabs(v - lineY);
-        double lash = std::exp(-0.5 * (dl * dl) / std::pow(std::max(0.7, height * 0.09), 2)) * (1 - std::pow(u / semiA, 2));
-        double shade = 0.92 + 0.08 * (v / semiB);
-        uint8_t* p = &closed.rgb[(static_cast<size_t>(y) * open.width + x) * 3];
-        for (int c = 0; c < 3; ++c) {
-          double lidC = lid[c] * shade * (1 - 0.7 * lash);
-          p[c] = static_cast<uint8_t>(std::clamp(p[c] * (1 - alpha) + lidC * alpha, 0.0, 255.0));
-        }
+// One eye to close: where it is, its size and the eyelid's colour.
+struct EyeLid {
+  double cx = 0, cy = 0, ax = 1, ay = 0, width = 0, height = 0, semiA = 0, semiB = 0;
+  float lid[3] = {0, 0, 0};
+  int x0 = 0, y0 = 0, x1 = -1, y1 = -1;  // the pixels it may change, clipped to the photo
+};
+
+// The eye starting at landmark `first` (36 or 42); false when the landmarks give no usable eye.
+bool eyeLid(const Texture& open, const PointF* lm, int first, EyeLid* e) {
+  for (int i = 0; i < 6; ++i) { e->cx += lm[first + i].x / 6; e->cy += lm[first + i].y / 6; }
+  double wx = lm[first + 3].x - lm[first].x, wy = lm[first + 3].y - lm[first].y;
+  e->width = std::hypot(wx, wy);
+  if (e->width < 2) return false;
+  e->ax = wx / e->width;
+  e->ay = wy / e->width;
+  double opening = (std::hypot(lm[first + 1].x - lm[first + 5].x, lm[first + 1].y - lm[first + 5].y) +
+                    std::hypot(lm[first + 2].x - lm[first + 4].x, lm[first + 2].y - lm[first + 4].y)) / 2.0;
+  e->height = std::max(e->width * 0.32, opening);
+  // Eyelid colour: the skin between the eye and the brow.
+  int brow = first == 36 ? 19 : 24;
+  double sx = e->cx + (lm[brow].x - e->cx) * 0.5, sy = e->cy + (lm[brow].y - e->cy) * 0.5;
+  int n = 0;
+  int r = std::max(1, static_cast<int>(e->width * 0.12));
+  for (int y = static_cast<int>(sy) - r; y <= static_cast<int>(sy) + r; ++y)
+    for (int x = static_cast<int>(sx) - r; x <= static_cast<int>(sx) + r; ++x) {
+      if (x < 0 || y < 0 || x >= open.width || y >= open.height) continue;
+      for (int c = 0; c < 3; ++c) e->lid[c] += open.rgb[(static_cast<size_t>(y) * open.width + x) * 3 + c];
+      ++n;
+    }
+  if (!n) return false;
+  for (float& c : e->lid) c /= n;
+  e->semiA = e->width * 0.62;
+  e->semiB = e->height * 0.5 + e->width * 0.12;
+  e->x0 = std::max(0, static_cast<int>(e->cx - e->semiA - 2));
+  e->x1 = std::min(open.width - 1, static_cast<int>(e->cx + e->semiA + 2));
+  e->y0 = std::max(0, static_cast<int>(e->cy - e->semiA - 2));
+  e->y1 = std::min(open.height - 1, static_cast<int>(e->cy + e->semiA + 2));
+  return e->x0 <= e->x1 && e->y0 <= e->y1;
+}
+
+// Paints eyelid skin with a lash line over the eye, in `patch` (which covers the eye's pixels).
+void paintLid(const EyeLid& e, TexturePatch* patch) {
+  for (int y = e.y0; y <= e.y1; ++y) {
+    for (int x = e.x0; x <= e.x1; ++x) {
+      double dx = x - e.cx, dy = y - e.cy;
+      double u = dx * e.ax + dy * e.ay, v = -dx * e.ay + dy * e.ax;  // along and across the eye
+      double d = std::sqrt((u * u) / (e.semiA * e.semiA) + (v * v) / (e.semiB * e.semiB));
+      if (d >= 1) continue;
+      double alpha = 1 - smoothstep(0.75, 1.0, d);
+      // Lid shading: darker toward the lash line, which runs a little below the eye centre.
+      double lineY = e.semiB * 0.25 + 0.15 * e.semiB * (u / e.semiA) * (u / e.semiA);
+      double dl = std::fabs(v - lineY);
+      double lash = std::exp(-0.5 * (dl * dl) / std::pow(std::max(0.7, e.height * 0.09), 2)) * (1 - std::pow(u / e.semiA, 2));
+      double shade = 0.92 + 0.08 * (v / e.semiB);
+      uint8_t* p = &patch->pixels.rgb[(static_cast<size_t>(y - patch->y) * patch->pixels.width + (x - patch->x)) * 3];
+      for (int c = 0; c < 3; ++c) {
+        double lidC = e.lid[c] * shade * (1 - 0.7 * lash);
+        p[c] = static_cast<uint8_t>(std::clamp(p[c] * (1 - alpha) + lidC * alpha, 0.0, 255.0));
       }
     }
   }
-  return closed;
+}
+
+// The photo with both eyes closed, as a patch over it: each eye becomes eyelid skin with a lash line.
+// Only the rectangle around the eyes is stored (a whole copy of the photo would double its memory).
+TexturePatch closeEyes(const Texture& open, const PointF* lm) {
+  std::vector<EyeLid> eyes;
+  for (int first : {36, 42}) {
+    EyeLid e;
+    if (eyeLid(open, lm, first, &e)) eyes.push_back(e);
+  }
+  TexturePatch patch;
+  if (eyes.empty()) return patch;
+  int x0 = open.width, y0 = open.height, x1 = -1, y1 = -1;
+  for (const EyeLid& e : eyes) {
+    x0 = std::min(x0, e.x0);
+    y0 = std::min(y0, e.y0);
+    x1 = std::max(x1, e.x1);
+    y1 = std::max(y1, e.y1);
+  }
+  patch.x = x0;
+  patch.y = y0;
+  patch.pixels.width = x1 - x0 + 1;
+  patch.pixels.height = y1 - y0 + 1;
+  patch.pixels.rgb.resize(static_cast<size_t>(patch.pixels.width) * patch.pixels.height * 3);
+  for (int y = y0; y <= y1; ++y)
+    std::copy(&open.rgb[(static_cast<size_t>(y) * open.width + x0) * 3], &open.rgb[(static_cast<size_t>(y) * open.width + x1 + 1) * 3],
+              &patch.pixels.rgb[static_cast<size_t>(y - y0) * patch.pixels.width * 3]);
+  for (const EyeLid& e : eyes) paintLid(e, &patch);
+  return patch;
 }
 
 std::unique_ptr<PreparedFace> prepareFace(const FaceTexture& f) {
@@ -429,11 +469,15 @@ using synth::Presentation;
 using synth::PreparedFace;
 using synth::normalized;
 
-SceneRenderer::SceneRenderer(const std::vector<std::shared_ptr<const FaceTexture>>& faces, int width, int height,
+SceneRenderer::SceneRenderer(std::vector<std::shared_ptr<const FaceTexture>> faces, int width, int height,
                              CameraIntrinsics intrinsics)
     : width_(width), height_(height), intrinsics_(intrinsics) {
-  for (const auto& f : faces)
+  // Each photo crop is let go once prepared (its copy lives on in the prepared face), so that a caller
+  // that handed over the last reference never holds two copies of every texture.
+  for (auto& f : faces) {
     if (f && f->width > 8 && f->height > 8) faces_.push_back(synth::prepareFace(*f));
+    f.reset();
+  }
   for (int i = 0; i < 6; ++i) walls_.push_back(synth::makeWall(1000 + i));
   current_ = std::make_unique<Presentation>();
 }
@@ -640,8 +684,7 @@ void SceneRenderer::render(double t, uint64_t frameSeed, CameraFrame* frame) {
                      const std::vector<double>& v, const std::vector<int>& tris, synth::Material mat) {
       Mesh mesh;
       mesh.texture = mat == synth::Material::Body ? &hf->body : &hf->open;
-      mesh.textureAlt = mat == synth::Material::Body ? &hf->body : &hf->closed;
-      mesh.useAlt = closed;
+      if (closed && mat != synth::Material::Body) mesh.patch = &hf->closed;
       mesh.clampTexture = true;
       mesh.material = mat;
       mesh.vertices.resize(pos.size());
@@ -790,7 +833,8 @@ SyntheticCamera::SyntheticCamera(SyntheticOptions options) : options_(std::move(
     f += std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(item.seconds * options_.fps)));
   }
   cycleFrames_ = f;
-  renderer_ = std::make_unique<SceneRenderer>(options_.faces, options_.width, options_.height, options_.intrinsics);
+  renderer_ = std::make_unique<SceneRenderer>(std::move(options_.faces), options_.width, options_.height, options_.intrinsics);
+  options_.faces.clear();
 }
 
 SyntheticCamera::~SyntheticCamera() = default;

@@ -59,7 +59,7 @@ struct SyntheticOptions {
   bool realtime = true;
   int width = 640, height = 480;
   CameraIntrinsics intrinsics;
-  std::vector<std::shared_ptr<const FaceTexture>> faces;  // at least one
+  std::vector<std::shared_ptr<const FaceTexture>> faces;  // at least one; the camera lets go of them once prepared
 };
 
 namespace synth {
@@ -70,7 +70,8 @@ struct Presentation;
 // Renders presentations frame by frame; usable without a camera (tests, benchmarks).
 class SceneRenderer {
  public:
-  SceneRenderer(const std::vector<std::shared_ptr<const FaceTexture>>& faces, int width, int height,
+  // Prepares a head of each face and lets go of the textures (pass the last references to free them).
+  SceneRenderer(std::vector<std::shared_ptr<const FaceTexture>> faces, int width, int height,
                 CameraIntrinsics intrinsics);
   ~SceneRenderer();
   // Draws the presentation's parameters from its seed.

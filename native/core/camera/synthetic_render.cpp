@@ -105,7 +105,10 @@ uint32_t Rng::next() {
 
 double Rng::normal() { return normalTable()[next() >> 16]; }
 
-void Texture::sample(double u, double v, const uint8_t* border, float out[3]) const {
+namespace {
+// Bilinear sample of a width x height texture whose pixel (x, y) is pixel(x, y); Texture::sample's rules.
+template <typename PixelAt>
+void bilinear(int width, int height, PixelAt pixel, double u, double v, const uint8_t* border, float out[3]) {
   if (!border) {
     u = std::clamp(u, 0.0, width - 1.0);
     v = std::clamp(v, 0.0, height - 1.0);
@@ -118,15 +121,31 @@ void Texture::sample(double u, double v, const uint8_t* border, float out[3]) co
   int x0 = static_cast<int>(u), y0 = static_cast<int>(v);
   int x1 = std::min(x0 + 1, width - 1), y1 = std::min(y0 + 1, height - 1);
   float fx = static_cast<float>(u - x0), fy = static_cast<float>(v - y0);
-  const uint8_t* p00 = &rgb[(static_cast<size_t>(y0) * width + x0) * 3];
-  const uint8_t* p01 = &rgb[(static_cast<size_t>(y0) * width + x1) * 3];
-  const uint8_t* p10 = &rgb[(static_cast<size_t>(y1) * width + x0) * 3];
-  const uint8_t* p11 = &rgb[(static_cast<size_t>(y1) * width + x1) * 3];
+  const uint8_t* p00 = pixel(x0, y0);
+  const uint8_t* p01 = pixel(x1, y0);
+  const uint8_t* p10 = pixel(x0, y1);
+  const uint8_t* p11 = pixel(x1, y1);
   for (int c = 0; c < 3; ++c) {
     float top = p00[c] + (p01[c] - p00[c]) * fx;
     float bottom = p10[c] + (p11[c] - p10[c]) * fx;
     out[c] = top + (bottom - top) * fy;
   }
+}
+}  // namespace
+
+void Texture::sample(double u, double v, const uint8_t* border, float out[3]) const {
+  bilinear(width, height, [this](int x, int y) { return &rgb[(static_cast<size_t>(y) * width + x) * 3]; }, u, v,
+           border, out);
+}
+
+void samplePatched(const Texture& base, const TexturePatch& patch, double u, double v, const uint8_t* border,
+                   float out[3]) {
+  auto pixel = [&](int x, int y) {
+    if (patch.covers(x, y))
+      return &patch.pixels.rgb[(static_cast<size_t>(y - patch.y) * patch.pixels.width + (x - patch.x)) * 3];
+    return &base.rgb[(static_cast<size_t>(y) * base.width + x) * 3];
+  };
+  bilinear(base.width, base.height, pixel, u, v, border, out);
 }
 
 void RenderBuffers::reset(int w, int h) {
@@ -138,7 +157,7 @@ void RenderBuffers::reset(int w, int h) {
 }
 
 void rasterise(const Mesh& mesh, const CameraIntrinsics& k, RenderBuffers* buf) {
-  const Texture* tex = mesh.useAlt && mesh.textureAlt ? mesh.textureAlt : mesh.texture;
+  const Texture* tex = mesh.texture;
   if (!tex || tex->width < 2) return;
   const int W = buf->width, H = buf->height;
   struct P {
@@ -182,7 +201,8 @@ void rasterise(const Mesh& mesh, const CameraIntrinsics& k, RenderBuffers* buf) 
         if (mesh.hole && mesh.hole(u, v)) continue;
         float shade = static_cast<float>((w0 * a.sz + w1 * b.sz + w2 * c.sz) / iz);
         float rgb[3];
-        tex->sample(u, v, border, rgb);
+        if (mesh.patch) samplePatched(*tex, *mesh.patch, u, v, border, rgb);
+        else tex->sample(u, v, border, rgb);
         float m = 1;
         if (mesh.moire > 0) m = 1 + mesh.moire * static_cast<float>(std::sin(mesh.moireFx * x + mesh.moireFy * y));
         for (int ch = 0; ch < 3; ++ch)

@@ -59,6 +59,19 @@ struct Texture {
   void sample(double u, double v, const uint8_t* border, float out[3]) const;
 };
 
+// A rectangle of a texture's pixels replaced (the closed eyes of a face photo): a variant of the texture
+// that holds only what differs from it instead of a whole copy.
+struct TexturePatch {
+  Texture pixels;
+  int x = 0, y = 0;  // where pixels' top-left corner lies in the patched texture
+  bool covers(int px, int py) const { return px >= x && py >= y && px < x + pixels.width && py < y + pixels.height; }
+};
+
+// The same bilinear sample as Texture::sample of `base` with `patch` applied (each of the four pixels read
+// from the patch where it covers them).
+void samplePatched(const Texture& base, const TexturePatch& patch, double u, double v, const uint8_t* border,
+                   float out[3]);
+
 enum class Material : uint8_t { None = 0, Wall, Skin, Paper, Screen, Body };
 
 struct Vertex {
@@ -71,8 +84,7 @@ struct Mesh {
   std::vector<Vertex> vertices;
   std::vector<int> triangles;  // 3 indices each
   const Texture* texture = nullptr;
-  const Texture* textureAlt = nullptr;  // used instead of texture when useAlt (closed eyes)
-  bool useAlt = false;
+  const TexturePatch* patch = nullptr;  // drawn over texture when set (closed eyes)
   Material material = Material::Wall;
   uint8_t border[3] = {0, 0, 0};  // colour outside the texture
   bool clampTexture = false;
