@@ -20,6 +20,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from './config/load';
+import type { Config } from './config/types';
 import { ACCOUNT_USAGE, accountCommand } from './cli/accounts';
 import { ACCOUNT_ID, configOf, parseArgs, stdio, UsageError, type Args, type Io } from './cli/args';
 import { DEVICE_USAGE, deviceCommand } from './cli/device-install';
@@ -154,6 +155,7 @@ async function rotateKeyCommand(args: Args, io: Io): Promise<number> {
   if (args.positional.length > 1) throw new UsageError('rotate-key takes no arguments');
   const config = configOf(args);
   const newKeyFile = args.flags.get('new-key-file');
+  if (config.storage.backend === 'postgres') return rotatePostgresKey(config, newKeyFile, io);
   if (!fs.existsSync(path.join(config.storage.path, 'data.mdb'))) {
     io.err(`face-check: no store at ${config.storage.path}`);
     return 1;
@@ -172,6 +174,22 @@ async function rotateKeyCommand(args: Args, io: Io): Promise<number> {
   } finally {
     await store?.close();
     lock.release();
+  }
+}
+
+/**
+ * PostgreSQL: the data key's wrap in the database is replaced (no row re-encrypted) while the nodes run; each
+ * node needs the new key file before its next start.
+ */
+async function rotatePostgresKey(config: Config, newKeyFile: string | boolean | undefined, io: Io): Promise<number> {
+  const store = await openCommandStore(config);
+  try {
+    const target = await store.rotateKey(typeof newKeyFile === 'string' ? path.resolve(newKeyFile) : undefined);
+    io.out(`rotated: the database's data key is now wrapped by the key in ${target}; the previous key no longer opens it`);
+    io.out('running nodes keep working; give every node this key file ([storage] key_file) before its next start');
+    return 0;
+  } finally {
+    await store.close();
   }
 }
 
