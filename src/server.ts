@@ -105,11 +105,14 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       app, store: lmdbAsyncStore(store), engine, address,
       close: async () => {
         await drain(app, config.server.drain_timeout_ms);
-        // No request runs any more: the changed accounts' snapshots are written (bounded) before the store closes.
-        await snapshots.stop();
+        // No request runs any more: the changed accounts' snapshots are written (bounded by
+        // snapshot_stop_timeout_s) while the licence, camera and engine close, so the stop takes the longer of
+        // the two and stays within the service manager's stop timeout (src/ops/service-install.ts).
+        const snapshotsWritten = snapshots.stop();
         await licence?.close();
         await ownCamera?.close();
         await closeWhenIdle(openEngine);
+        await snapshotsWritten;
         openGalleries.close();
         await openStoreRef.close();
         storeLock?.release();

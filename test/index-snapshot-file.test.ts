@@ -197,3 +197,19 @@ t.test('a store whose change at the snapshot\'s sequence differs (an older copy 
   t.match((await g2.restore(store.persons, MODEL, snapshotPlaceOf(store))).accounts,
     [{ accountId: 'acc', source: 'rebuild', reason: /not the snapshot's/, size: 20 }]);
 });
+
+t.test('more changes since the snapshot than are worth replaying: the account is rebuilt, complete', async (t) => {
+  const dir = tempDir();
+  const store = await openStore(dir);
+  t.teardown(async () => { await store.close(); fs.rmSync(dir, { recursive: true, force: true }); });
+  const person = (i: number) => ({ personId: `p${i}`, modelId: MODEL, template: templateFor(i, 0, 1), referenceImage: Buffer.from('i') });
+  await store.persons.createMany('acc', Array.from({ length: 10 }, (_, i) => person(i)), NOW);
+  const g = Galleries.forStore(store.persons);
+  t.teardown(() => g.close());
+  await g.restore(store.persons, MODEL, snapshotPlaceOf(store));
+  await scheduler(store, g).writeNow('acc');
+  await store.persons.createMany('acc', Array.from({ length: 5000 }, (_, i) => person(10 + i)), NOW);  // a bulk import
+  const report = await g.restore(store.persons, MODEL, snapshotPlaceOf(store));
+  t.match(report.accounts, [{ accountId: 'acc', source: 'rebuild', reason: '5000 persons changed since the snapshot', size: 5010 }]);
+  t.same((await g.of('acc').search(templateFor(4321, 3, 0.9), 1, 0.5)).map((h) => h.personId), ['p4321']);
+});

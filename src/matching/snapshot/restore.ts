@@ -18,6 +18,9 @@ import { snapshotFileName, type SnapshotPlace } from './place';
 import { UnsealPool } from './unseal-pool';
 import { removeStaleTemps } from './write';
 
+/** Changes of an account replayed at most before its rebuild is preferred (see step 3), whatever its size. */
+const REPLAY_AT_MOST = 4096;
+
 /** Snapshots together larger than this are unsealed by worker threads; smaller ones on the main thread. */
 const POOL_THRESHOLD = 32 << 20;
 
@@ -79,7 +82,7 @@ export async function restoreGalleries(galleries: Galleries, persons: PersonRepo
   let t = performance.now();
   const loadedFromSnapshot = [...results.values()].filter((r) => r.source === 'snapshot');
   if (loadedFromSnapshot.length) {
-    const from = Math.min(...loadedFromSnapshot.map((r) => r.seq));
+    const from = loadedFromSnapshot.reduce((m, r) => Math.min(m, r.seq), Infinity);
     const pending = new Map<string, Set<string>>();
     for (const change of persons.changes.changesSince(from)) {
       const r = results.get(change.accountId);
@@ -90,6 +93,12 @@ export async function restoreGalleries(galleries: Galleries, persons: PersonRepo
     }
     for (const [accountId, ids] of pending) {
       const r = results.get(accountId)!;
+      // Replaying reads one sealed row per person: past a quarter of the account, the segments are faster.
+      if (ids.size > Math.max(REPLAY_AT_MOST, galleries.of(accountId).size / 4)) {
+        r.source = 'rebuild';
+        r.reason = `${ids.size} persons changed since the snapshot`;
+        continue;
+      }
       try {
         r.replayed = await replay(galleries.of(accountId), persons, modelId, accountId, [...ids]);
       } catch (err) {
