@@ -12,7 +12,8 @@
 // `dd if=FILE iflag=nocache count=0` (posix_fadvise DONTNEED on the whole file), as bench:board does. Warm:
 // the same start ran just before (unmeasured), so the page cache holds what a start reads.
 // SNAPSHOT_BENCH_WORKERS sets the unsealing threads (0: the main thread alone), SNAPSHOT_BENCH_ROUNDS the
-// rounds of the command line (cold and warm interleaved).
+// rounds of the command line (cold, warm and, unless SNAPSHOT_BENCH_REBUILD=0, the start without snapshots
+// that rebuilds from the store, interleaved).
 import { execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -126,9 +127,9 @@ function dropFromPageCache(dir: string): void {
 }
 
 /** Spawns the child; resolves with its answer line and when it came. */
-async function runChild(storeDir: string, modelId: string, probe: number): Promise<{ answer: { line: string; at: number }; spawnedAt: number }> {
+async function runChild(storeDir: string, modelId: string, probe: number, from: 'snapshot' | 'rebuild' = 'snapshot'): Promise<{ answer: { line: string; at: number }; spawnedAt: number }> {
   const spawnedAt = performance.timeOrigin + performance.now();
-  const child = spawn(process.execPath, [__filename, 'child', storeDir, modelId, String(probe)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [__filename, 'child', storeDir, modelId, String(probe), from], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const answer = await new Promise<{ line: string; at: number }>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => {
@@ -143,15 +144,16 @@ async function runChild(storeDir: string, modelId: string, probe: number): Promi
 }
 
 /** One fresh process: open, restore, identify; ms from spawn to the answer and the child's split. */
-export async function measureSnapshotStart(opts: { persons: number; cold: boolean }): Promise<{ readyMs: number; details: Record<string, unknown> }> {
+export async function measureSnapshotStart(opts: { persons: number; cold: boolean; from?: 'snapshot' | 'rebuild' }): Promise<{ readyMs: number; details: Record<string, unknown> }> {
   const { dir, info } = await benchStore(opts.persons);
   const storeDir = path.join(dir, 'store');
   execFileSync('sync');
   const probe = Math.floor(opts.persons / 2);
+  const from = opts.from ?? 'snapshot';
   // Warm: the same start just ran, so the page cache holds what a start reads (the snapshot, LMDB's pages).
   if (opts.cold) dropFromPageCache(storeDir);
-  else await runChild(storeDir, info.modelId, probe);
-  const { answer, spawnedAt } = await runChild(storeDir, info.modelId, probe);
+  else await runChild(storeDir, info.modelId, probe, from);
+  const { answer, spawnedAt } = await runChild(storeDir, info.modelId, probe, from);
   const r = JSON.parse(answer.line) as { hit: string; timeOrigin: number; answeredAt: number; marks: Record<string, number>; restore: Record<string, unknown> };
   if (r.hit !== `person-${probe}`) throw new Error(`identify answered ${r.hit}, expected person-${probe}`);
   const readyMs = answer.at - spawnedAt;
@@ -168,13 +170,14 @@ export async function measureSnapshotStart(opts: { persons: number; cold: boolea
 }
 
 /** The child: the galleries' start and one identify by template, then one JSON line. */
-async function child(storeDir: string, modelId: string, probe: number): Promise<void> {
+/** The child: `from` snapshot (the service's start) or rebuild (the start without snapshots, for comparison). */
+async function child(storeDir: string, modelId: string, probe: number, from: string): Promise<void> {
   const marks: Record<string, number> = { main: performance.now() };
   const store = await openStore(storeDir);
   marks.storeOpenMs = performance.now() - marks.main;
   const galleries = Galleries.forStore(store.persons);
   const workers = process.env.SNAPSHOT_BENCH_WORKERS;
-  const report = await galleries.restore(store.persons, modelId, snapshotPlaceOf(store), workers === undefined ? {} : { workers: Number(workers) });
+  const report = await galleries.restore(store.persons, modelId, from === 'rebuild' ? undefined : snapshotPlaceOf(store), workers === undefined ? {} : { workers: Number(workers) });
   marks.restoreMs = report.timings.total;
   const t = performance.now();
   // A new photo of person `probe`: its template with a little noise (cosine ~0.95).
@@ -199,11 +202,13 @@ async function main(): Promise<void> {
     const { info } = await benchStore(persons);
     console.log(`${persons} persons: store ${(info.storeBytes / 1e6).toFixed(0)} MB written in ${info.writeS.toFixed(1)} s; snapshot ${(info.snapshotBytes! / 1e6).toFixed(1)} MB written in ${info.snapshotMs!.toFixed(0)} ms`);
     for (let round = 0; round < rounds; round++) {
-      for (const cold of modes) {
-        const { readyMs, details } = await measureSnapshotStart({ persons, cold });
+      const runs: Array<{ cold: boolean; from: 'snapshot' | 'rebuild' }> = modes.map((cold) => ({ cold, from: 'snapshot' }));
+      if (process.env.SNAPSHOT_BENCH_REBUILD !== '0') runs.push({ cold: false, from: 'rebuild' });
+      for (const { cold, from } of runs) {
+        const { readyMs, details } = await measureSnapshotStart({ persons, cold, from });
         const r = details.restore as Record<string, number>;
         const f = (v: unknown) => Number(v).toFixed(0);
-        console.log(`  ${cold ? 'cold' : 'warm'} ready ${f(readyMs)} ms = process ${f(details.processStartMs)} + store open ${f(details.storeOpenMs)} + restore ${f(details.restoreMs)} ` +
+        console.log(`  ${from === 'rebuild' ? 'rebuild (no snapshot), warm' : cold ? 'cold' : 'warm'} ready ${f(readyMs)} ms = process ${f(details.processStartMs)} + store open ${f(details.storeOpenMs)} + restore ${f(details.restoreMs)} ` +
           `(headers ${f(r.headers)}, read ${f(r.read)} / unseal ${f(r.unseal)} / import ${f(r.import)} busy on ${r.workers} workers, replay ${f(r.replay)}, check ${f(r.check)}, rebuild ${f(r.rebuild)}) + first search ${f(details.firstSearchMs)}; CPU ${f(details.cpuMs)} ms`);
       }
     }
@@ -211,7 +216,7 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) {
-  const run = process.argv[2] === 'child' ? child(process.argv[3], process.argv[4], Number(process.argv[5])) : main();
+  const run = process.argv[2] === 'child' ? child(process.argv[3], process.argv[4], Number(process.argv[5]), process.argv[6]) : main();
   run.catch((err: Error) => {
     process.stderr.write(`${err.stack ?? err.message}\n`);
     process.exit(1);
