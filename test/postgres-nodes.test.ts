@@ -183,6 +183,11 @@ async function run(): Promise<void> {
     t.same([...statuses], [503], 'every request answered 503 while the database is down');
     t.comment(`503 latency with the database down: p50 ${percentile(latencies, 50).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms`);
     t.ok(Math.max(...latencies) < 1_500, 'within the connect timeout, never hanging');
+    // 24 random bytes in base64url, as sign-in makes them: the session must be looked up in the database.
+    const page = await fetch(`${a.address}/back-office/account`, { headers: { cookie: `fc_session=fcs_${'A'.repeat(32)}` } });
+    t.equal(page.status, 503, 'a back-office page is 503 too');
+    t.equal(page.headers.get('retry-after'), '1');
+    t.match(await page.text(), /cannot reach its database/);
     const ready = await fetch(`${a.address}/health/ready`);
     t.equal(ready.status, 503, 'readiness reports the database');
     t.match(await ready.text(), /database is unavailable/);

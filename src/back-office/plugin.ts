@@ -12,6 +12,7 @@ import type { AccountService } from '../licensing/accounts';
 import { ActivationCodes } from '../licensing/activation-codes';
 import type { LicenceService } from '../licensing/licences';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
+import { DatabaseUnavailableError } from '../storage/postgres/errors';
 import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
 import type { BackOfficeContext } from './context';
@@ -95,6 +96,11 @@ const backOfficeScope: FastifyPluginAsync<BackOfficeOptions> = async (scope, opt
     const frame = { operator: visitor?.operator, csrf: visitor?.csrf ?? '', requestId: request.id };
     let status = 500;
     let message: string | undefined;
+    if (err instanceof DatabaseUnavailableError) {
+      // Nothing was done; the page says to try again, as the JSON API's 503 with Retry-After does.
+      reply.header('Retry-After', '1');
+      return sendPage(reply, failurePage({ ...frame, status: 503, message: 'The service cannot reach its database just now; try again in a moment.' }), 503);
+    }
     try {
       ({ status, message } = refusalOf(err));
     } catch {
