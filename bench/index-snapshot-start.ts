@@ -188,6 +188,7 @@ async function child(storeDir: string, modelId: string, probe: number, from: str
   marks.firstSearchMs = performance.now() - t;
   const cpu = process.cpuUsage();  // every thread of the process: the cost, whatever else the machine runs
   marks.cpuMs = (cpu.user + cpu.system) / 1000;
+  marks.rssMB = process.memoryUsage().rss / 1e6;
   process.stdout.write(`${JSON.stringify({
     hit: hits[0]?.personId, timeOrigin: performance.timeOrigin, answeredAt: performance.timeOrigin + performance.now(), marks,
     restore: { ...report.timings, bytes: report.bytes, workers: report.workers, accounts: report.accounts.map((a) => ({ source: a.source, reason: a.reason, size: a.size })) },
@@ -209,7 +210,7 @@ async function main(): Promise<void> {
         const r = details.restore as Record<string, number>;
         const f = (v: unknown) => Number(v).toFixed(0);
         console.log(`  ${from === 'rebuild' ? 'rebuild (no snapshot), warm' : cold ? 'cold' : 'warm'} ready ${f(readyMs)} ms = process ${f(details.processStartMs)} + store open ${f(details.storeOpenMs)} + restore ${f(details.restoreMs)} ` +
-          `(headers ${f(r.headers)}, read ${f(r.read)} / unseal ${f(r.unseal)} / import ${f(r.import)} busy on ${r.workers} workers, replay ${f(r.replay)}, check ${f(r.check)}, rebuild ${f(r.rebuild)}) + first search ${f(details.firstSearchMs)}; CPU ${f(details.cpuMs)} ms`);
+          `(headers ${f(r.headers)}, read ${f(r.read)} / unseal ${f(r.unseal)} / import ${f(r.import)} busy on ${r.workers} workers, replay ${f(r.replay)}, check ${f(r.check)}, rebuild ${f(r.rebuild)}) + first search ${f(details.firstSearchMs)}; CPU ${f(details.cpuMs)} ms, RSS ${f(details.rssMB)} MB`);
       }
     }
   }
