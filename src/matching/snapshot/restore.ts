@@ -1,11 +1,14 @@
-// Start-up of the galleries from their snapshots. Per account holding templates of the running model:
-//   1. its snapshot, if it fits: same account, model and index layout, header intact, and the store's change
-//      log still covers what came after it (or the account did not change since) -> imported chunk by chunk;
-//   2. the changes of the account after the snapshot's sequence are replayed from the store's current state
-//      (upsert when the person exists with this model, remove otherwise: idempotent);
-//   3. the gallery must then hold exactly the account's templates of the model (counted from segment keys).
-// Any failure (no file, torn, cut, another model or layout, a chunk that does not open, a count that differs)
-// drops what was loaded and rebuilds the account from the store's segments, as a start without snapshots does.
+// Start-up of the galleries from their snapshots (docs/index-snapshot.md). Per account holding templates of
+// the running model:
+//   1. its snapshot's header: same account, model and index layout, intact, of this store's history, and the
+//      change log still holds what came after it (or the account did not change since);
+//   2. its rows, imported group by group as they are read and unsealed;
+//   3. the account's changes after the snapshot's sequence, replayed from the store's current state (upsert
+//      when the person exists with this model, remove otherwise: idempotent);
+//   4. the gallery must then hold exactly the account's templates of the model (the store's count).
+// Any failure (no file, torn, cut, another model, layout or store, a chunk that does not open, a count that
+// differs, too many changes to replay) drops what was loaded and rebuilds the account from the store's
+// segments, as a start without snapshots does.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
