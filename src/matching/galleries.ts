@@ -24,15 +24,17 @@ export class Galleries {
    */
   static forStore(persons: PersonRepository): Galleries {
     const galleries: Galleries = new Galleries((accountId) =>
-      new IndexGallery(`${galleries.instance}/${accountId}`, (ids) => persons.templatesOf(accountId, ids)));
-    galleries.importsCodes = true;
+      new IndexGallery(`${galleries.instance}/${accountId}`, (ids) => persons.templatesOf(accountId, ids)), { importsCodes: true });
     return galleries;
   }
 
-  /** Whether the galleries can import snapshots (forStore). */
-  importsCodes = false;
+  /** Whether the galleries can import snapshots (only indexes with a template source can: forStore). */
+  readonly importsCodes: boolean;
 
-  constructor(private readonly factory: GalleryFactory = (accountId) => new IndexGallery(`${this.instance}/${accountId}`)) {}
+  constructor(private readonly factory: GalleryFactory = (accountId) => new IndexGallery(`${this.instance}/${accountId}`),
+    options: { importsCodes?: boolean } = {}) {
+    this.importsCodes = options.importsCodes ?? false;
+  }
 
   /** The account's gallery, created empty on first use. */
   of(accountId: string): Gallery {
@@ -47,11 +49,6 @@ export class Galleries {
   /** The account's gallery if it has one (never creates it). */
   existing(accountId: string): Gallery | undefined {
     return this.byAccount.get(accountId);
-  }
-
-  /** Accounts with a gallery. */
-  accountIds(): string[] {
-    return [...this.byAccount.keys()];
   }
 
   /** Persons per account with a gallery (read-only: metrics must not create galleries). */
