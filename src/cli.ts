@@ -7,6 +7,7 @@
 //   face-check keys service-public-key [--config <file.ini>]
 //   face-check reindex [--config <file.ini>] [--all]
 //   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
+//   face-check migrate --from <file.ini> --to <file.ini>
 //   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
 //   face-check licence create|list|revoke|release|install-command|activation-code (src/cli/licences.ts)
 //   face-check account create|list|set-plan (src/cli/accounts.ts)
@@ -35,6 +36,7 @@ import { LicenceStartError } from './licensing/device-licence';
 import { checkedPublicKey } from './services/request-signing';
 import { startService, type RunningService } from './server';
 import { generateRsaKeyPair } from './storage/service-key';
+import { MIGRATE_USAGE, migrateCommand } from './cli/migrate';
 import { openCommandStore } from './cli/open-store';
 import type { AsyncStore } from './storage/postgres/interfaces';
 import { DatabaseUnavailableError } from './storage/postgres/errors';
@@ -51,6 +53,7 @@ export const USAGE = `usage:
 ${ACCOUNT_USAGE}
   face-check reindex [--config <file.ini>] [--all]
   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
+${MIGRATE_USAGE}
   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
 ${LICENCE_USAGE}
 ${DEVICE_USAGE}
@@ -254,6 +257,8 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
         return await reindexCommand(args, io);
       case 'rotate-key':
         return await rotateKeyCommand(args, io);
+      case 'migrate':
+        return await migrateCommand(args, io);
       case 'record':
         return await recordCommand(args, io);
       case 'device':

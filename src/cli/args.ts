@@ -26,6 +26,8 @@ const VALUE_FLAGS = new Set([
   // accounts, licences, activation codes, the device's installation
   'email', 'password-file', 'plan', 'grants', 'max-persons', 'expires', 'code', 'valid-days', 'server-url',
   'licence-key', 'public-key-sha256', 'root', 'camera', 'prefix',
+  // migrate
+  'from', 'to',
 ]);
 const BOOLEAN_FLAGS = new Set(['all', 'help', 'signing', 'admin', 'json']);
 

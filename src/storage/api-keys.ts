@@ -90,4 +90,14 @@ export class ApiKeyRepository {
   isEmpty(): boolean {
     return this.db.getCount() === 0;
   }
+
+  /** Every key by the SHA-256 it is stored under (moving a store: face-check migrate). */
+  entries(): Array<{ keySha256: string; record: ApiKeyRecord }> {
+    return [...this.db.getRange()].map(({ key, value }) => ({ keySha256: key, record: value }));
+  }
+
+  /** Stores a key moved from another store unless its hash is present; true when written. */
+  async importEntry(keySha256: string, record: ApiKeyRecord): Promise<boolean> {
+    return this.db.ifNoExists(keySha256, () => { this.db.put(keySha256, record); });
+  }
 }

@@ -59,6 +59,19 @@ export class ServiceKeyRepository {
     return this.opened(RESPONSE_SIGNING, this.db.get(RESPONSE_SIGNING)!);
   }
 
+  /**
+   * Stores a response-signing pair moved from another store unless one is present; returns the pair stored
+   * now (the given one, or the one that was there: the caller compares).
+   */
+  async importResponseSigning(pair: ServiceKeyPair): Promise<ServiceKeyPair> {
+    const stored: StoredServiceKey = {
+      sealedPrivateKey: this.sealer.seal(SERVICE_KEYS_DB, RESPONSE_SIGNING, Buffer.from(pair.privateKey, 'utf8')),
+      publicKey: pair.publicKey, created: pair.created,
+    };
+    await this.db.ifNoExists(RESPONSE_SIGNING, () => { this.db.put(RESPONSE_SIGNING, stored); });
+    return this.opened(RESPONSE_SIGNING, this.db.get(RESPONSE_SIGNING)!);
+  }
+
   /** Seals the private keys stored plain by schema 2 (storage migration); returns how many. */
   async sealPlainKeys(): Promise<number> {
     return this.db.transaction(() => {

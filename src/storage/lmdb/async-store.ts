@@ -94,12 +94,17 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       recordUse: (key, now) => a.recordUse(key, now),
       revoke: (keyId, now, accountId) => a.revoke(keyId, now, accountId),
       isEmpty: async () => a.isEmpty(),
+      entries: async () => a.entries(),
+      importEntry: (keySha256, record) => a.importEntry(keySha256, record),
     },
     quota: {
       tryConsume: (accountId, day, limit) => store.quota.tryConsume(accountId, day, limit),
       used: async (accountId, day) => store.quota.used(accountId, day),
     },
-    serviceKeys: { responseSigning: () => store.serviceKeys.responseSigning() },
+    serviceKeys: {
+      responseSigning: () => store.serviceKeys.responseSigning(),
+      importResponseSigning: (pair) => store.serviceKeys.importResponseSigning(pair),
+    },
     accounts: {
       get: async (accountId) => acc.get(accountId),
       byEmail: async (email) => acc.byEmail(email),

@@ -43,6 +43,20 @@ export class PgApiKeyRepository implements AsyncApiKeyRepository {
     return { key, record };
   }
 
+  async entries(): Promise<Array<{ keySha256: string; record: ApiKeyRecord }>> {
+    const { rows } = await this.db.query<ApiKeyRow & { key_sha256: string }>(`SELECT key_sha256, ${COLUMNS} FROM api_keys ORDER BY created`);
+    return rows.map((r) => ({ keySha256: r.key_sha256, record: recordOf(r) }));
+  }
+
+  async importEntry(keySha256: string, record: ApiKeyRecord): Promise<boolean> {
+    const { rowCount } = await this.db.query(`INSERT INTO api_keys
+      (key_sha256, key_id, account_id, role, label, created, revoked, signing_public_key, last_used)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (key_sha256) DO NOTHING`,
+    [keySha256, record.keyId, record.accountId, record.role, record.label, record.created, record.revoked,
+      record.signingPublicKey ?? null, record.lastUsed ?? null]);
+    return (rowCount ?? 0) > 0;
+  }
+
   async lookup(key: string): Promise<ApiKeyRecord | undefined> {
     const { rows } = await this.db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE key_sha256 = $1`, [hashKey(key)]);
     return rows[0] && recordOf(rows[0]);

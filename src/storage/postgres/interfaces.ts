@@ -81,6 +81,10 @@ export interface AsyncApiKeyRepository {
   recordUse(key: string, now: Date): Promise<void>;
   revoke(keyId: string, now: string, accountId?: string): Promise<boolean>;
   isEmpty(): Promise<boolean>;
+  /** Every key by the SHA-256 it is stored under (moving a store: face-check migrate). */
+  entries(): Promise<Array<{ keySha256: string; record: ApiKeyRecord }>>;
+  /** Stores a key moved from another store unless its hash is present; true when written. */
+  importEntry(keySha256: string, record: ApiKeyRecord): Promise<boolean>;
 }
 
 export interface AsyncQuotaRepository {
@@ -92,6 +96,8 @@ export interface AsyncQuotaRepository {
 export interface AsyncServiceKeyRepository {
   /** The response-signing key pair, made on first use (every node agrees on one). */
   responseSigning(): Promise<ServiceKeyPair>;
+  /** Stores a pair moved from another store unless one is present; returns the pair stored now. */
+  importResponseSigning(pair: ServiceKeyPair): Promise<ServiceKeyPair>;
 }
 
 export interface AsyncAccountRepository {

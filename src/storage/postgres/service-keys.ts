@@ -29,6 +29,15 @@ export class PgServiceKeyRepository implements AsyncServiceKeyRepository {
     return stored;
   }
 
+  async importResponseSigning(pair: ServiceKeyPair): Promise<ServiceKeyPair> {
+    const sealed = this.sealer.seal(SERVICE_KEYS_DB, RESPONSE_SIGNING, Buffer.from(pair.privateKey, 'utf8'));
+    await this.db.query(`INSERT INTO service_keys (name, sealed_private_key, public_key, created) VALUES ($1, $2, $3, $4)
+      ON CONFLICT (name) DO NOTHING`, [RESPONSE_SIGNING, sealed, pair.publicKey, pair.created]);
+    const stored = await this.read(RESPONSE_SIGNING);
+    if (!stored) throw new Error('storage: the response-signing key vanished right after it was written');
+    return stored;
+  }
+
   private async read(name: string): Promise<ServiceKeyPair | undefined> {
     const { rows } = await this.db.query<ServiceKeyRow>(
       'SELECT sealed_private_key, public_key, created FROM service_keys WHERE name = $1', [name]);
