@@ -59,7 +59,12 @@ Result FaceEngine::load(const EngineConfig& config, std::unique_ptr<FaceEngine>*
   // 11.6 ms). One intra-op thread per session: parallelism comes from running stages side by side (two
   // intra-op threads per session instead measured slower: 18.0 vs 16.6 ms end to end, 89 vs 103 req/s).
   SessionConfig all{1, ORT_ENABLE_ALL, ""};
-  Result r = FaceDetector::load(config.modelDir, all, &engine->detector_);
+  // The detector (the one model the camera runs on every frame) without ONNX Runtime's memory pattern:
+  // 4-6 MB less resident at the same CPU a frame (bench:board, docs/board.md); the other models' inputs
+  // are small, so their patterns are too.
+  SessionConfig detector = all;
+  detector.memoryPattern = false;
+  Result r = FaceDetector::load(config.modelDir, detector, &engine->detector_);
   if (r.ok()) r = Landmarker::load(config.modelDir, all, &engine->landmarker_);
   if (r.ok()) r = FaceAttributes::load(config.modelDir, all, all, &engine->attributes_);
   const bool embeds = config.templateWeights != std::array<float, kEmbeddingNets>{};

@@ -1,6 +1,8 @@
 #include "core/ort_session.h"
 
+#include <map>
 #include <mutex>
+#include <string>
 
 #include "core/float_mode.h"
 #include "core/ort_api.h"
@@ -61,18 +63,11 @@ Result checkShapes(const OrtApi* api, OrtSession* session, bool isInput, size_t 
   return {};
 }
 
-}  // namespace
-
-Result OrtModel::load(const std::string& path, const SessionConfig& config, const TensorSpec& input,
-                      const std::vector<TensorSpec>& outputs, std::unique_ptr<OrtModel>* out) {
+Result makeSessionOptions(const SessionConfig& config, OrtPtr<OrtSessionOptions>* out) {
   const OrtApi* api = ortApi();
-  if (!api) return Result::fail(Status::Internal, "ONNX Runtime is not loaded");
-  OrtEnv* env = nullptr;
-  Result r = sharedOrtEnv(&env);
-  if (!r.ok()) return r;
-
   OrtSessionOptions* rawOptions = nullptr;
-  if (!(r = ortCheck(api->CreateSessionOptions(&rawOptions), "CreateSessionOptions")).ok()) return r;
+  Result r = ortCheck(api->CreateSessionOptions(&rawOptions), "CreateSessionOptions");
+  if (!r.ok()) return r;
   OrtPtr<OrtSessionOptions> options(rawOptions);
   // Sequential execution, a fixed number of intra-op threads and no spin-waiting: the service runs several
   // analyses at once on few cores, where spinning threads only steal time from each other.
@@ -97,21 +92,78 @@ Result OrtModel::load(const std::string& path, const SessionConfig& config, cons
                  "AddSessionConfigEntry");
     if (!r.ok()) return r;
   }
+  // Without a memory pattern the arena serves each activation as it comes and reuses what the previous
+  // layers freed; with one it plans a block for the whole run. Off where it returns memory for nothing
+  // (SessionConfig::memoryPattern).
+  if (!config.memoryPattern && !(r = ortCheck(api->DisableMemPattern(options.get()), "DisableMemPattern")).ok())
+    return r;
+  *out = std::move(options);
+  return {};
+}
 
-  auto model = std::unique_ptr<OrtModel>(new OrtModel());
+// One session per model file and config for the whole process, while some engine holds it: the API engine
+// and the camera's engine load the same detector, landmark and eye models (ONNX Runtime sessions are
+// thread-safe for Run). A slot's mutex makes an engine loading a model another is loading wait for it
+// instead of loading it twice.
+struct SessionSlot {
+  std::mutex loading;
+  std::weak_ptr<OrtSession> session;
+};
+
+std::shared_ptr<SessionSlot> slotFor(const std::string& path, const SessionConfig& config) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<SessionSlot>> slots;
+  std::string key = path + '\n' + std::to_string(config.intraOpThreads) + '\n' +
+                    std::to_string(static_cast<int>(config.optimization)) + '\n' + config.disabledOptimizers +
+                    '\n' + (config.memoryPattern ? "pattern" : "no-pattern");
+  std::lock_guard<std::mutex> lock(mutex);
+  std::shared_ptr<SessionSlot>& slot = slots[key];
+  if (!slot) slot = std::make_shared<SessionSlot>();
+  return slot;
+}
+
+Result createSession(const std::string& path, const SessionConfig& config, std::shared_ptr<OrtSession>* out) {
+  const OrtApi* api = ortApi();
+  OrtEnv* env = nullptr;
+  Result r = sharedOrtEnv(&env);
+  if (!r.ok()) return r;
+  OrtPtr<OrtSessionOptions> options;
+  if (!(r = makeSessionOptions(config, &options)).ok()) return r;
   OrtSession* rawSession = nullptr;
   if (!(r = ortCheck(api->CreateSession(env, path.c_str(), options.get(), &rawSession), "CreateSession")).ok())
     return Result::fail(Status::Internal, path + ": " + r.detail);
-  model->session_.reset(rawSession);
+  *out = std::shared_ptr<OrtSession>(rawSession, OrtDeleter<OrtSession>());
+  return {};
+}
+
+Result sharedSession(const std::string& path, const SessionConfig& config, std::shared_ptr<OrtSession>* out) {
+  std::shared_ptr<SessionSlot> slot = slotFor(path, config);
+  std::lock_guard<std::mutex> loading(slot->loading);
+  if ((*out = slot->session.lock())) return {};
+  Result r = createSession(path, config, out);
+  if (r.ok()) slot->session = *out;
+  return r;
+}
+
+}  // namespace
+
+Result OrtModel::load(const std::string& path, const SessionConfig& config, const TensorSpec& input,
+                      const std::vector<TensorSpec>& outputs, std::unique_ptr<OrtModel>* out) {
+  const OrtApi* api = ortApi();
+  if (!api) return Result::fail(Status::Internal, "ONNX Runtime is not loaded");
+  auto model = std::unique_ptr<OrtModel>(new OrtModel());
+  Result r = sharedSession(path, config, &model->session_);
+  if (!r.ok()) return r;
+  OrtSession* session = model->session_.get();
 
   size_t inputCount = 0, outputCount = 0;
-  if (!(r = ortCheck(api->SessionGetInputCount(rawSession, &inputCount), "SessionGetInputCount")).ok()) return r;
-  if (!(r = ortCheck(api->SessionGetOutputCount(rawSession, &outputCount), "SessionGetOutputCount")).ok()) return r;
+  if (!(r = ortCheck(api->SessionGetInputCount(session, &inputCount), "SessionGetInputCount")).ok()) return r;
+  if (!(r = ortCheck(api->SessionGetOutputCount(session, &outputCount), "SessionGetOutputCount")).ok()) return r;
   if (inputCount != 1 || outputCount != outputs.size())
     return Result::fail(Status::Internal, path + ": unexpected number of inputs or outputs");
-  if (!(r = checkShapes(api, rawSession, true, 0, input, path)).ok()) return r;
+  if (!(r = checkShapes(api, session, true, 0, input, path)).ok()) return r;
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (!(r = checkShapes(api, rawSession, false, i, outputs[i], path)).ok()) return r;
+    if (!(r = checkShapes(api, session, false, i, outputs[i], path)).ok()) return r;
 
   OrtMemoryInfo* memory = nullptr;
   if (!(r = ortCheck(api->CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeCPU, &memory), "CreateCpuMemoryInfo")).ok())

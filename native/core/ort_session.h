@@ -34,6 +34,9 @@ struct SessionConfig {
   int intraOpThreads = 1;
   GraphOptimizationLevel optimization = ORT_ENABLE_ALL;
   std::string disabledOptimizers;  // e.g. "NchwcTransformer"
+  // ONNX Runtime's memory pattern (one planned block per run); off saves the detector 4-6 MB resident at
+  // the same speed (docs/board.md).
+  bool memoryPattern = true;
 };
 
 struct TensorSpec {
@@ -47,7 +50,10 @@ Result sharedOrtEnv(OrtEnv** env);
 
 class OrtModel {
  public:
-  // Loads `path` and checks that the model's inputs and outputs match `input` and `outputs`.
+  // Loads `path` and checks that the model's inputs and outputs match `input` and `outputs`. A model file
+  // already loaded with the same config (by another engine of the process) shares that session: weights
+  // and working memory once, not per engine.
+
   static Result load(const std::string& path, const SessionConfig& config, const TensorSpec& input,
                      const std::vector<TensorSpec>& outputs, std::unique_ptr<OrtModel>* out);
 
@@ -59,7 +65,7 @@ class OrtModel {
   const TensorSpec& output(size_t i) const { return outputs_[i]; }
 
  private:
-  OrtPtr<OrtSession> session_;
+  std::shared_ptr<OrtSession> session_;
   OrtPtr<OrtMemoryInfo> memory_;
   TensorSpec input_;
   std::vector<TensorSpec> outputs_;
