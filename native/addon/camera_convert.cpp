@@ -41,6 +41,7 @@ Napi::Object StatusToJs(Napi::Env env, const PipelineStatus& s) {
   o.Set("liveCaptures", static_cast<double>(s.liveCaptures));
   o.Set("framesIdleSkipped", static_cast<double>(s.framesIdleSkipped));
   o.Set("idle", s.idle);
+  o.Set("heapTrims", static_cast<double>(s.heapTrims));
   o.Set("captureFps", s.captureFps);
   o.Set("analyseFps", s.analyseFps);
   o.Set("workerCpuMs", s.workerCpuMs);

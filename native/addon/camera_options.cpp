@@ -103,6 +103,7 @@ Result ReadOpenRequest(const Napi::Object& o, OpenRequest* q) {
   pc.maxFrames = static_cast<uint64_t>(NumberOption(o, "maxFrames", 0));
   pc.idleDetectFps = std::max(0.0, NumberOption(o, "idleDetectFps", pc.idleDetectFps));
   pc.idleAfterMs = std::max(0, IntOption(o, "idleAfterMs", pc.idleAfterMs));
+  pc.idleTrimMs = std::max(0, IntOption(o, "idleTrimMs", pc.idleTrimMs));
   Napi::Object rec = ObjectOption(o, "record");
   pc.recordDir = StringOption(rec, "dir", "");
   std::string fmt = StringOption(rec, "format", "face-check");

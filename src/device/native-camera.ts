@@ -71,6 +71,8 @@ export interface NativeCameraOptions {
   idleDetectFps?: number;
   /** No face found for this long (default 1000 ms): analyse at idleDetectFps until one is. */
   idleAfterMs?: number;
+  /** While idle: free heap memory back to the kernel on entering idle, then this often (default 10000 ms; 0: never). */
+  idleTrimMs?: number;
   cropSize?: number;
   cropGrow?: number;
   maxFrames?: number;
@@ -151,6 +153,8 @@ export interface CameraStatus {
   framesIdleSkipped: number;
   /** Analysing at idleDetectFps: no face found in the last idleAfterMs. */
   idle: boolean;
+  /** Times the process's free heap memory went back to the kernel while idle (on entering idle, then every idleTrimMs). */
+  heapTrims: number;
   captureFps: number;
   analyseFps: number;
   workerCpuMs: number;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/camera/heap_trim.h"
 #include "core/face_engine_stages.h"
 
 namespace facecheck {
@@ -132,7 +133,20 @@ bool CapturePipeline::dueForAnalysis(int64_t now) {
     }
   }
   if (changed) emitStatus();
+  trimHeapWhileIdle(now, idle);
   return due;
+}
+
+void CapturePipeline::trimHeapWhileIdle(int64_t now, bool idle) {
+  if (!idle || config_.idleTrimMs <= 0) {
+    nextHeapTrimUs_ = 0;  // the next idle period trims as it starts
+    return;
+  }
+  if (now < nextHeapTrimUs_) return;
+  nextHeapTrimUs_ = now + static_cast<int64_t>(config_.idleTrimMs) * 1000;
+  returnFreeHeapToKernel();
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  ++status_.heapTrims;
 }
 
 void CapturePipeline::captureLoop() {

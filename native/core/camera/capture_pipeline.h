@@ -13,6 +13,8 @@
 // frames a second go to analysis, so an empty scene costs a fraction of the detector's CPU; the first
 // frame in which a face is found switches back to every frame at once, because the liveness window
 // needs consecutive frames. Lossless sources analyse every frame (they exist to test and measure that).
+// While idle, the capture thread also gives the process's free heap memory back to the kernel, on
+// entering idle and every idleTrimMs after (core/camera/heap_trim.h).
 #pragma once
 
 #include <atomic>
@@ -47,6 +49,7 @@ struct PipelineConfig {
   uint64_t maxFrames = 0;       // stop capturing after this many frames (0: never)
   double idleDetectFps = 0;     // analysed frames a second while idle (0: every frame, never idle)
   int idleAfterMs = 1000;       // no face found for this long: idle
+  int idleTrimMs = 10000;       // while idle: free heap memory back to the kernel on entering, then this often (0: never)
 };
 
 struct FrameReport {
@@ -74,6 +77,7 @@ struct PipelineStatus {
   uint64_t reconnects = 0, liveCaptures = 0, framesRecorded = 0;
   uint64_t framesIdleSkipped = 0;  // captured while idle and not analysed (not counted as dropped)
   bool idle = false;               // analysing at idleDetectFps because no face was found lately
+  uint64_t heapTrims = 0;          // times free heap memory went back to the kernel while idle (heap_trim.h)
   double captureFps = 0, analyseFps = 0;
   double workerCpuMs = 0, captureCpuMs = 0;
   int64_t lastFrameUs = 0;
@@ -163,6 +167,9 @@ class CapturePipeline {
   // hands a frame to analysis while idle.
   std::atomic<int64_t> lastFaceUs_{0};
   int64_t nextIdleAnalysisUs_ = 0;
+  // Capture thread only: when free heap memory next goes back to the kernel while idle (0: on entering).
+  int64_t nextHeapTrimUs_ = 0;
+  void trimHeapWhileIdle(int64_t now, bool idle);
 };
 
 }  // namespace facecheck
