@@ -15,6 +15,9 @@
 //   5. where the start-up time and the memory go: the start's stages one by one in a fresh process (engine,
 //      camera, store, gallery rebuild), the resident memory after each and after a forced GC.
 // Rounds (BOARD_ROUNDS, 3) interleave the configurations so that the shared machine's noise falls on all.
+// BOARD_BASELINE=<another built checkout> runs every program configuration, the one-core runs and the
+// stages from that checkout too, each right after this one's, so that a change is measured side by side
+// under the same load (both must read the same store format: the stores are written by this checkout).
 // Ends with one JSON line. Targets: RSS <= 300 MB at 10k persons, ready <= 2 s at 100k, >= 30 frames/s.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -39,6 +42,7 @@ import { printJsonLine } from './common';
 const ROUNDS = Number(process.env.BOARD_ROUNDS ?? 3);
 const WINDOW_S = Number(process.env.BOARD_WINDOW_S ?? 10);
 const SETTLE_S = 3;  // after ready: the camera goes idle 1 s after its last face; start-up work settles
+const BASELINE = process.env.BOARD_BASELINE ? path.resolve(process.env.BOARD_BASELINE) : undefined;
 const KEY = 'bench-board-key-0123456789abcdef';
 const TICK = 100;    // /proc clock ticks a second (CLK_TCK)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -132,7 +136,7 @@ interface Running { child: ChildProcess; readyS: number; readyStatus: number; lo
  * the synthetic one showing an empty scene, or with `replay` a recorded empty scene played in real time
  * (a stand-in for a real camera: no renderer, no face photos).
  */
-async function startDevice(work: string, storeDir: string, idleDetectFps: number, replay?: string): Promise<Running> {
+async function startDevice(work: string, storeDir: string, idleDetectFps: number, replay?: string, programRoot = packageRoot()): Promise<Running> {
   const port = await freePort();
   const ini = path.join(work, `device-${port}.ini`);
   fs.writeFileSync(ini, ['[server]', 'mode = device', 'host = 127.0.0.1', `port = ${port}`, '[storage]', `path = ${storeDir}`,
@@ -140,7 +144,7 @@ async function startDevice(work: string, storeDir: string, idleDetectFps: number
     ...(replay ? ['source = replay', `replay_path = ${replay}`, 'replay_loop = true'] : ['source = synthetic', 'scenario = none']),
     `idle_detect_fps = ${idleDetectFps}`, '[licence]', 'development = true'].join('\n'));
   const t0 = performance.now();
-  const child = spawn(process.execPath, [path.join(packageRoot(), 'bin', 'face-check.js'), 'serve', '--config', ini], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(programRoot, 'bin', 'face-check.js'), 'serve', '--config', ini], { stdio: ['ignore', 'pipe', 'pipe'] });
   const log: string[] = [];
   let loaded: number | null = null;
   const keep = (c: Buffer) => {
@@ -225,8 +229,13 @@ async function pinnedRun(kind: string, recording: string): Promise<void> {
   }));
 }
 
-function pinned(kind: string, recording: string): Record<string, unknown> {
-  const out = execFileSync('taskset', ['-c', '1', process.execPath, __filename, '--pinned', kind, recording], { encoding: 'utf8' });
+/** This file's compiled twin in another checkout (the baseline), or this file. */
+function benchFile(programRoot?: string): string {
+  return programRoot ? path.join(programRoot, 'dist', 'bench', 'board.js') : __filename;
+}
+
+function pinned(kind: string, recording: string, programRoot?: string): Record<string, unknown> {
+  const out = execFileSync('taskset', ['-c', '1', process.execPath, benchFile(programRoot), '--pinned', kind, recording], { encoding: 'utf8' });
   return JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>;
 }
 
@@ -277,8 +286,8 @@ async function stagesRun(storeDir: string): Promise<void> {
   await engine.close();
 }
 
-function stages(storeDir: string): { loaded: number; stages: Array<{ stage: string; s: number; rssMb: number }> } {
-  const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--stages', storeDir], { encoding: 'utf8' });
+function stages(storeDir: string, programRoot?: string): { loaded: number; stages: Array<{ stage: string; s: number; rssMb: number }> } {
+  const out = execFileSync(process.execPath, ['--expose-gc', benchFile(programRoot), '--stages', storeDir], { encoding: 'utf8' });
   return JSON.parse(out.trim().split('\n').pop()!);
 }
 
@@ -320,33 +329,47 @@ async function main(): Promise<void> {
     { name: 'replay-idle5-0', persons: '0', idle: 5, cold: false, replay: emptyScene },
     { name: 'replay-idle5-10k', persons: '10000', idle: 5, cold: false, replay: emptyScene },
   ];
-  const runs: Record<string, Array<Record<string, unknown>>> = Object.fromEntries(configs.map((c) => [c.name, []]));
+  // This checkout's program, and with BOARD_BASELINE the baseline's right after it in every round.
+  const programs = [{ prefix: '', root: packageRoot() }, ...(BASELINE ? [{ prefix: 'baseline:', root: BASELINE }] : [])];
+  const names = programs.flatMap((p) => configs.map((c) => p.prefix + c.name));
+  const runs: Record<string, Array<Record<string, unknown>>> = Object.fromEntries(names.map((n) => [n, []]));
   for (let r = 0; r < ROUNDS; r++) {
     for (const c of configs) {
-      if (c.cold) dropFromPageCache(stores[c.persons].dir);
-      const dev = await startDevice(work, stores[c.persons].dir, c.idle, c.replay);
-      try {
-        const idle = await measureIdle(dev.child.pid!);
-        const row = { readyS: round(dev.readyS, 2), readyStatus: dev.readyStatus, loaded: dev.loaded, ...idle };
-        runs[c.name].push(row);
-        console.log(`round ${r + 1} ${c.name.padEnd(16)} ready ${dev.readyS.toFixed(2)} s (${dev.loaded} persons)  RSS ${idle.rssMb.mean.toFixed(0)} MB (max ${idle.rssMb.max.toFixed(0)}, peak ${idle.rssMb.peakSinceStart.toFixed(0)})  ` +
-          `CPU ${idle.cpu.total.toFixed(3)} cores = renderer ${idle.cpu.renderer.toFixed(3)} + analysis ${idle.cpu.analysis.toFixed(3)} + main ${idle.cpu.main.toFixed(3)} + other ${idle.cpu.other.toFixed(3)}  (machine busy ${idle.machineBusyCores} cores, all processes)`);
-        if (dev.loaded !== stores[c.persons].persons) throw new Error(`the program loaded ${dev.loaded} persons, not ${stores[c.persons].persons}`);
-      } finally {
-        await stopDevice(dev.child);
+      for (const program of programs) {
+        const name = program.prefix + c.name;
+        if (c.cold) dropFromPageCache(stores[c.persons].dir);
+        const dev = await startDevice(work, stores[c.persons].dir, c.idle, c.replay, program.root);
+        try {
+          const idle = await measureIdle(dev.child.pid!);
+          const row = { readyS: round(dev.readyS, 2), readyStatus: dev.readyStatus, loaded: dev.loaded, ...idle };
+          runs[name].push(row);
+          console.log(`round ${r + 1} ${name.padEnd(25)} ready ${dev.readyS.toFixed(2)} s (${dev.loaded} persons)  RSS ${idle.rssMb.mean.toFixed(0)} MB (max ${idle.rssMb.max.toFixed(0)}, peak ${idle.rssMb.peakSinceStart.toFixed(0)})  ` +
+            `CPU ${idle.cpu.total.toFixed(3)} cores = renderer ${idle.cpu.renderer.toFixed(3)} + analysis ${idle.cpu.analysis.toFixed(3)} + main ${idle.cpu.main.toFixed(3)} + other ${idle.cpu.other.toFixed(3)}  (machine busy ${idle.machineBusyCores} cores, all processes)`);
+          if (dev.loaded !== stores[c.persons].persons) throw new Error(`the program loaded ${dev.loaded} persons, not ${stores[c.persons].persons}`);
+        } finally {
+          await stopDevice(dev.child);
+        }
       }
     }
   }
   // Per configuration: the median over rounds of each figure.
   const summary: Record<string, Record<string, number>> = {};
-  for (const c of configs) {
-    const rows = runs[c.name] as Array<{ readyS: number; rssMb: { mean: number; max: number; peakSinceStart: number }; cpu: Record<string, number> }>;
-    summary[c.name] = {
+  for (const name of names) {
+    const rows = runs[name] as Array<{ readyS: number; rssMb: { mean: number; max: number; peakSinceStart: number }; cpu: Record<string, number> }>;
+    summary[name] = {
       readyS: median(rows.map((x) => x.readyS)), rssMb: median(rows.map((x) => x.rssMb.mean)), rssMaxMb: Math.max(...rows.map((x) => x.rssMb.max)),
       peakMb: Math.max(...rows.map((x) => x.rssMb.peakSinceStart)), cpuCores: median(rows.map((x) => x.cpu.total)),
       rendererCores: median(rows.map((x) => x.cpu.renderer)), analysisCores: median(rows.map((x) => x.cpu.analysis)),
       mainCores: median(rows.map((x) => x.cpu.main)), otherCores: median(rows.map((x) => x.cpu.other)),
+      rssMeanMinMb: Math.min(...rows.map((x) => x.rssMb.mean)), rssMeanMaxMb: Math.max(...rows.map((x) => x.rssMb.mean)),
     };
+  }
+  if (BASELINE) {
+    console.log(`\nside by side (RSS: median of the rounds' means, [range of means], max sample; ready median) - this checkout vs ${BASELINE}:`);
+    for (const c of configs) {
+      const a = summary[c.name], b = summary[`baseline:${c.name}`];
+      console.log(`  ${c.name.padEnd(17)} ${a.rssMb} MB [${a.rssMeanMinMb}-${a.rssMeanMaxMb}] max ${a.rssMaxMb}, ready ${a.readyS} s  vs  ${b.rssMb} MB [${b.rssMeanMinMb}-${b.rssMeanMaxMb}] max ${b.rssMaxMb}, ready ${b.readyS} s  (${round(a.rssMb - b.rssMb)} MB)`);
+    }
   }
 
   // The renderer alone, analysis off: its cost for an empty and for a live scene.
@@ -360,21 +383,29 @@ async function main(): Promise<void> {
   await recordCamera(rc, { dir: recording, frames: 300 }, { photos: await loadSyntheticPhotos('') });
   const m0 = machineTicks();
   const oneCore = { replay: pinned('replay', recording), synthetic: pinned('synthetic', recording) };
+  const baselineOneCore = BASELINE ? { replay: pinned('replay', recording, BASELINE), synthetic: pinned('synthetic', recording, BASELINE) } : undefined;
   const m1 = machineTicks();
   const pinnedBusy = round((m1.busy - m0.busy) / (m1.total - m0.total) * os.cpus().length, 2);
   console.log(`one core (taskset -c 1): replayed live scene ${oneCore.replay.fps} frames/s analysed (${oneCore.replay.workerMsPerFrame} ms worker CPU a frame); ` +
     `real-time synthetic camera ${oneCore.synthetic.fps} of 30 frames/s analysed, ${oneCore.synthetic.dropped} dropped (renderer ${oneCore.synthetic.captureMsPerFrame} ms a frame); machine busy ${pinnedBusy} cores meanwhile`);
+  if (baselineOneCore) {
+    console.log(`one core, baseline: replayed live scene ${baselineOneCore.replay.fps} frames/s (${baselineOneCore.replay.workerMsPerFrame} ms worker CPU a frame); ` +
+      `real-time synthetic camera ${baselineOneCore.synthetic.fps} of 30, ${baselineOneCore.synthetic.dropped} dropped (renderer ${baselineOneCore.synthetic.captureMsPerFrame} ms a frame)`);
+  }
 
   // 5. Where the start-up time and the memory go, per store size.
   const breakdown: Record<string, unknown> = {};
   for (const [persons, st] of Object.entries(stores)) {
-    const b = stages(st.dir);
-    breakdown[persons] = b;
-    console.log(`stages with ${persons} persons: ${b.stages.map((x) => `${x.stage} ${x.s} s -> ${x.rssMb} MB`).join('; ')}`);
+    for (const program of programs) {
+      const b = stages(st.dir, program.prefix ? program.root : undefined);
+      breakdown[program.prefix + persons] = b;
+      console.log(`${program.prefix}stages with ${persons} persons: ${b.stages.map((x) => `${x.stage} ${x.s} s -> ${x.rssMb} MB`).join('; ')}`);
+    }
   }
 
   const targets = {
     rssAt10kMb: { target: 300, measured: summary['idle5-10k'].rssMb, met: summary['idle5-10k'].rssMb <= 300 },
+    rssAt10kMaxSampleMb: { target: 300, measured: summary['idle5-10k'].rssMaxMb, met: summary['idle5-10k'].rssMaxMb <= 300 },
     readyAt100kS: { target: 2, measured: summary['idle5-100k'].readyS, met: summary['idle5-100k'].readyS <= 2 },
     readyAt100kColdS: { target: 2, measured: summary['idle5-100k-cold'].readyS, met: summary['idle5-100k-cold'].readyS <= 2 },
     fpsOneCore: { target: 30, measured: oneCore.replay.fps as number, met: (oneCore.replay.fps as number) >= 30 },
@@ -388,7 +419,7 @@ async function main(): Promise<void> {
   console.log(`idle CPU: ${summary['idle0-0'].cpuCores} cores detecting every frame, ${summary['idle5-0'].cpuCores} at idle_detect_fps 5 (saves ${idleSaving.toFixed(3)} cores)`);
   printJsonLine({
     bench: 'board', host: { ...host, loadavgAfter: os.loadavg().map((x) => round(x, 2)) }, rounds: ROUNDS, windowS: WINDOW_S,
-    summary, runs, renderer, breakdown, oneCore: { ...oneCore, machineBusyCores: pinnedBusy }, targets,
+    baseline: BASELINE, summary, runs, renderer, breakdown, oneCore: { ...oneCore, machineBusyCores: pinnedBusy }, baselineOneCore, targets,
   });
 }
 
