@@ -47,7 +47,7 @@ export interface SearchOptions {
   floor?: number;
   /** Scan threads: 0 (default) = automatic, partitioned scan on big galleries; 1 = single thread. */
   threads?: number;
-  /** Candidates re-scored in float32 per query; default max(64, 4k). */
+  /** Candidates re-scored in float32 per query; default max(64, 4k). Ignored without vectors. */
   rerank?: number;
   /** Force a kernel for this call (tests, benchmarks); default: the one chosen at load. */
   kernel?: KernelName;

@@ -8,6 +8,7 @@
 #include <shared_mutex>
 
 #include "core/index/guarded.h"
+#include "core/index/partition.h"
 #include "core/index/row_source.h"
 #include "core/index/similarity_index.h"
 #include "core/index/storage.h"
@@ -70,7 +71,7 @@ IndexResult Collection::exportCodes(CodeExport* out) const {
       e.keys.append(st_.keys.key(uint32_t(s)));
     }
     if (n > 0) {
-      // One mapping for the three arrays (faulted in at once, like the chunks).
+      // One mapping for the three arrays.
       const size_t codeBytes = roundUp(n * stride_, 64), scaleBytes = roundUp(n * sizeof(float), 64);
       auto memory = std::make_shared<MappedBuffer>(codeBytes + scaleBytes + n * sizeof(int32_t), true);
       if (!memory->data()) return IndexResult::fail(IndexCode::OutOfMemory, "cannot allocate the exported rows");
@@ -78,14 +79,19 @@ IndexResult Collection::exportCodes(CodeExport* out) const {
       e.scales = reinterpret_cast<float*>(memory->data() + codeBytes);
       e.sums = reinterpret_cast<int32_t*>(memory->data() + codeBytes + scaleBytes);
       e.memory = std::move(memory);
-      for (size_t s = 0; s < n;) {
-        const Chunk& ch = *st_.chunks[s / shape_.chunkRows];
-        const size_t r0 = s % shape_.chunkRows, nr = std::min(shape_.chunkRows - r0, n - s);
-        std::memcpy(e.codes + s * stride_, ch.codes.data() + r0 * stride_, nr * stride_);
-        std::memcpy(e.scales + s, ch.scale + r0, nr * sizeof(float));
-        std::memcpy(e.sums + s, ch.sums + r0, nr * sizeof(int32_t));
-        s += nr;
-      }
+      // Copied on all cores: the fresh pages of the copy are faulted in (zeroed) by the threads that write
+      // them, and writers wait for this read lock.
+      const unsigned T = resolveThreads(0, n, n);
+      runPartitioned(T, n, [&](unsigned, size_t lo, size_t hi) {
+        for (size_t s = lo; s < hi;) {
+          const Chunk& ch = *st_.chunks[s / shape_.chunkRows];
+          const size_t r0 = s % shape_.chunkRows, nr = std::min(shape_.chunkRows - r0, hi - s);
+          std::memcpy(e.codes + s * stride_, ch.codes.data() + r0 * stride_, nr * stride_);
+          std::memcpy(e.scales + s, ch.scale + r0, nr * sizeof(float));
+          std::memcpy(e.sums + s, ch.sums + r0, nr * sizeof(int32_t));
+          s += nr;
+        }
+      });
     }
     *out = std::move(e);
     return {};
