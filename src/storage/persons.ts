@@ -8,7 +8,7 @@ import type { Database, RootDatabase } from 'lmdb';
 import { ChangeLog } from './change-log';
 import { countWithPrefix } from './key-prefix';
 import { SegmentStore, sharedView, TEMPLATES_DB, type SegmentKey, type TemplateBlock } from './segment-store';
-import { TemplateRows } from './template-rows';
+import { TemplateRows, type PersonKey } from './template-rows';
 import type { Sealer } from './crypto/sealer';
 
 export { TEMPLATES_DB, type SegmentKey, type TemplateBlock };
@@ -38,7 +38,7 @@ export interface StoredPerson extends PersonMeta {
   segment: number;
 }
 
-export type PersonKey = [string, string];
+export type { PersonKey };
 
 export type CreateResult = { created: true; person: PersonRecord } | { created: false };
 

@@ -5,7 +5,10 @@
 import type { Database, RootDatabase } from 'lmdb';
 
 import type { Sealer } from './crypto/sealer';
-import type { PersonKey } from './persons';
+
+
+/** A person's place in the store: [accountId, personId]. */
+export type PersonKey = [string, string];
 
 export const TEMPLATE_ROWS_DB = 'template-rows';
 

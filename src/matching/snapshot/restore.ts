@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import type { PersonRepository } from '../../storage/persons';
-import type { Galleries } from '../galleries';
+import type { Gallery } from '../gallery';
 import { IndexGallery } from '../index-gallery';
 import { closeSnapshot, openSnapshot, readGroups, type OpenSnapshot, type ReadTimings } from './read';
 import { snapshotFileName, type SnapshotPlace } from './place';
@@ -30,6 +30,16 @@ const REPLAY_AT_MOST = 4096;
  * boot costs ~40 ms each) for the same time to the first answer (measured side by side).
  */
 const POOL_THRESHOLD = 128 << 20;
+
+
+/** What a restore needs of the galleries (src/matching/galleries.ts), so the two files do not import each other. */
+export interface RestoreTarget {
+  readonly importsCodes: boolean;
+  of(accountId: string): Gallery;
+  codeLayout(): Promise<string | undefined>;
+  rebuildAccounts(persons: PersonRepository, modelId: string, accountIds: readonly string[]): Promise<number>;
+  close(): void;
+}
 
 export interface AccountRestore {
   accountId: string;
@@ -66,7 +76,7 @@ export interface RestoreOptions {
 }
 
 /** Restores every account's gallery of `modelId`; see the file comment. */
-export async function restoreGalleries(galleries: Galleries, persons: PersonRepository, modelId: string,
+export async function restoreGalleries(galleries: RestoreTarget, persons: PersonRepository, modelId: string,
   place: SnapshotPlace | undefined, options: RestoreOptions = {}): Promise<RestoreReport> {
   const t0 = performance.now();
   galleries.close();
@@ -143,7 +153,7 @@ export async function restoreGalleries(galleries: Galleries, persons: PersonRepo
 }
 
 /** Steps 1 and 2: every account of the model, loaded from its snapshot where one fits. */
-async function loadSnapshots(galleries: Galleries, persons: PersonRepository, modelId: string, place: SnapshotPlace | undefined,
+async function loadSnapshots(galleries: RestoreTarget, persons: PersonRepository, modelId: string, place: SnapshotPlace | undefined,
   pool: UnsealPool | undefined, timings: RestoreReport['timings'], io: ReadTimings, groupChunks?: number): Promise<Map<string, AccountRestore>> {
   const accounts = persons.accountsWithTemplates(modelId);
   const results = new Map<string, AccountRestore>(accounts.map((accountId) => [accountId, { accountId, source: 'rebuild', seq: 0, replayed: 0, size: 0 }]));
@@ -246,7 +256,7 @@ function unfit(snapshot: OpenSnapshot, accountId: string, modelId: string, layou
 }
 
 /** Applies the current state of `ids` to the gallery; returns how many were replayed. */
-async function replay(gallery: ReturnType<Galleries['of']>, persons: PersonRepository, modelId: string, accountId: string,
+async function replay(gallery: Gallery, persons: PersonRepository, modelId: string, accountId: string,
   ids: string[]): Promise<number> {
   const current = persons.templatesOf(accountId, ids);
   const upserts: Array<{ id: string; template: Float32Array }> = [];
