@@ -1,6 +1,7 @@
 // JS binding of the device camera pipeline. openCamera() loads a face engine of its own (without the
-// embedding networks: the camera never makes templates; its EngineConfig has no template weights) and the
-// chosen source in a worker, then returns a handle; frames stay in C++ (core/camera/capture_pipeline.h) and only
+// embedding networks: the camera never makes templates; its EngineConfig has no template weights; its
+// models' ONNX Runtime sessions are those of the API engine when that is loaded, core/ort_session.h) and
+// the chosen source in a worker, then returns a handle; frames stay in C++ (core/camera/capture_pipeline.h) and only
 // per-frame reports and status changes reach JavaScript, through a thread-safe function with a bounded
 // queue (a full queue drops the report and counts it). The live face (crop, and on request the full
 // frame) is read synchronously with liveFace(). Options are read in camera_options.cpp, values converted
