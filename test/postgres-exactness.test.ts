@@ -63,7 +63,10 @@ async function run(): Promise<void> {
     const later = new Date(until.getTime() + 1);
     t.equal(await b.replayCache.claim('sig-1', later, new Date(later.getTime() + 600_000)), true,
       'an expired entry does not refuse (the timestamp window refuses such a request first)');
-    t.equal(await a.replayCache.prune(new Date(later.getTime() + 1)), 1, 'sig-2 expired and pruned; sig-1 renewed');
+    // The claim just made may have pruned sig-2 already: a node's housekeeping runs in the background once a
+    // minute of request time. Either way sig-2 is gone after this prune and the renewed sig-1 stays.
+    const pruned = await a.replayCache.prune(new Date(later.getTime() + 1));
+    t.ok(pruned === 0 || pruned === 1, `sig-2 expired and pruned (${pruned} by this call)`);
     t.same((await a.pool.query('SELECT count(*)::int AS n FROM request_signatures')).rows, [{ n: 1 }]);
   });
 
