@@ -45,14 +45,12 @@ export async function decodePhoto(file: string): Promise<RgbPhoto> {
 }
 
 /**
- * Decoded photos of [camera] photos, or of the npm demo photos when that is empty. One at a time: decoded
- * side by side, each decoder thread keeps the memory it freed in its own heap, which the process then
- * holds for good.
+ * Decoded photos of [camera] photos, or of the npm demo photos when that is empty. Side by side: one after
+ * the other measured no less resident memory at idle (what the decoder threads free goes back to the kernel
+ * while the camera is idle, core/camera/heap_trim.h) and opened the camera 0.2 s later.
  */
 export async function loadSyntheticPhotos(list: string): Promise<RgbPhoto[]> {
   const files = list ? photoPaths(list) : demoPhotoPaths();
   if (!files.length) throw new Error('[camera] photos: no image files found');
-  const photos: RgbPhoto[] = [];
-  for (const file of files) photos.push(await decodePhoto(file));
-  return photos;
+  return Promise.all(files.map(decodePhoto));
 }
