@@ -14,8 +14,7 @@ const IMAGE_EXT = /\.(jpe?g|png|webp|bmp|tiff?)$/i;
  * Longest side of a decoded photo. The camera draws a head at most about 80 pixels between the eyes (450
  * mm from a 640x480 camera) and mostly 35-60; the demo photos' faces keep 36-52 pixels between the eyes at
  * this size (73-104 at their 1920), the same ten faces pass the camera's texture checks, and the six
- * photos take 12 MB instead of 48 MB while the camera opens. A JPEG twice as large or more is decoded
- * at the reduced size directly (the decoder's shrink-on-load), never at full size.
+ * photos take 12 MB instead of 48 MB while the camera opens.
  */
 export const SYNTHETIC_PHOTO_MAX_SIDE = 960;
 
