@@ -54,6 +54,11 @@ export class ActivationCodeRepository {
     this.db.put(codeSha256, { ...record, used });
   }
 
+  /** Every code by the SHA-256 it is stored under (moving a store: face-check migrate; add() stores them). */
+  entries(): Array<{ codeSha256: string; record: ActivationCodeRecord }> {
+    return [...this.db.getRange()].map(({ key, value }) => ({ codeSha256: key, record: value }));
+  }
+
   list(): ActivationCodeRecord[] {
     return [...this.db.getRange()].map(({ value }) => value).sort((a, b) => a.created.localeCompare(b.created));
   }

@@ -14,6 +14,11 @@ export interface KeyUsageDay {
   requests: number;
 }
 
+/** One key's written count of one day (moving a store: face-check migrate). */
+export interface KeyUsageEntry extends KeyUsageDay {
+  keyId: string;
+}
+
 export class KeyUsageRepository {
   private readonly root: RootDatabase;
   private readonly db: Database<number, UsageKey>;
@@ -84,6 +89,25 @@ export class KeyUsageRepository {
       }
     }
     return [...byDay].sort(([a], [b]) => a.localeCompare(b)).map(([day, requests]) => ({ day, requests }));
+  }
+
+  /** Every written counter (flush first for this process's pending counts), in key then day order. */
+  entries(): KeyUsageEntry[] {
+    return [...this.db.getRange()].map(({ key, value }) => ({ keyId: key[0], day: key[1], requests: value }));
+  }
+
+  /** Raises each written counter to the moved count where it is lower, never lowers one; returns how many were written. */
+  async importCounts(entries: readonly KeyUsageEntry[]): Promise<number> {
+    return this.root.transaction(() => {
+      let written = 0;
+      for (const e of entries) {
+        const key: UsageKey = [e.keyId, e.day];
+        if ((this.db.get(key) ?? 0) >= e.requests) continue;
+        this.db.put(key, e.requests);
+        written++;
+      }
+      return written;
+    });
   }
 
   /** Writes what is pending; called before the environment closes. */

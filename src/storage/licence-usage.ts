@@ -11,6 +11,11 @@ export interface UsageRow {
   requests: number;
 }
 
+/** One licence's reported count of one day and operation (moving a store: face-check migrate). */
+export interface LicenceUsageEntry extends UsageRow {
+  licenceId: string;
+}
+
 type UsageKey = [string, string, string];
 
 export const LICENCE_USAGE_DB = 'licence-usage';
@@ -54,5 +59,24 @@ export class LicenceUsageRepository {
     const out: Partial<Record<Grant, number>> = {};
     for (const { key, value } of entriesWithPrefix(this.db, [licenceId, day])) out[key[2] as Grant] = value;
     return out;
+  }
+
+  /** Every counter, in licence, day and operation order. */
+  entries(): LicenceUsageEntry[] {
+    return [...this.db.getRange()].map(({ key, value }) => ({ licenceId: key[0], day: key[1], operation: key[2] as Grant, requests: value }));
+  }
+
+  /** Raises each counter to the moved count where it is lower, never lowers one; returns how many were written. */
+  async importCounts(entries: readonly LicenceUsageEntry[]): Promise<number> {
+    return this.root.transaction(() => {
+      let written = 0;
+      for (const e of entries) {
+        const key: UsageKey = [e.licenceId, e.day, e.operation];
+        if ((this.db.get(key) ?? 0) >= e.requests) continue;
+        this.db.put(key, e.requests);
+        written++;
+      }
+      return written;
+    });
   }
 }

@@ -150,6 +150,21 @@ export class LicenceRepository {
     return byCreated([...this.db.getRange()].map(({ value }) => value));
   }
 
+  /**
+   * Stores a licence moved from another store as it was there (grants, binding, last check), its key sealed
+   * again under this store's data key; nothing is written when its id or key is present. True when written.
+   */
+  async importRecord(record: LicenceRecord, licenceKey: string): Promise<boolean> {
+    const moved = movedLicence(record, licenceKey, this.sealer);
+    return this.root.transaction(() => {
+      if (this.db.get(moved.licenceId) !== undefined || this.byKeyDb.get(moved.keySha256) !== undefined) return false;
+      this.db.put(moved.licenceId, moved);
+      this.byKeyDb.put(moved.keySha256, moved.licenceId);
+      this.byAccountDb.put([moved.accountId, moved.licenceId], true);
+      return true;
+    });
+  }
+
   /** Lets `decide` accept a new version of the licence or refuse, read and written in one transaction. */
   async update<R>(licenceId: string, decide: (current: LicenceRecord) => Decision<R>): Promise<ChangeOutcome<R>> {
     return this.root.transaction(() => this.decideWithin(this.db.get(licenceId), decide));
@@ -195,4 +210,15 @@ export class LicenceRepository {
 
 function byCreated(records: LicenceRecord[]): LicenceRecord[] {
   return records.sort((a, b) => a.created.localeCompare(b.created) || a.licenceId.localeCompare(b.licenceId));
+}
+
+/** The moved record with its key sealed by `sealer`; a key that is not the record's is refused. */
+export function movedLicence(record: LicenceRecord, licenceKey: string, sealer: Sealer): LicenceRecord {
+  if (licenceKeySha256(licenceKey) !== record.keySha256) throw new Error(`licence ${record.licenceId}: the key does not match its hash`);
+  const plain = Buffer.from(licenceKey, 'utf8');
+  try {
+    return { ...record, sealedKey: sealer.seal(LICENCES_DB, record.licenceId, plain) };
+  } finally {
+    plain.fill(0);
+  }
 }

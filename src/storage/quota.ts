@@ -4,6 +4,13 @@ import type { Database, RootDatabase } from 'lmdb';
 
 type QuotaKey = [string, string];
 
+/** One account's metered requests on one UTC day (moving a store: face-check migrate). */
+export interface QuotaEntry {
+  accountId: string;
+  day: string;
+  used: number;
+}
+
 export class QuotaRepository {
   private readonly root: RootDatabase;
   private readonly db: Database<number, QuotaKey>;
@@ -26,5 +33,27 @@ export class QuotaRepository {
 
   used(accountId: string, day: string): number {
     return this.db.get([accountId, day]) ?? 0;
+  }
+
+  /** Every counter, in account then day order. */
+  entries(): QuotaEntry[] {
+    return [...this.db.getRange()].map(({ key, value }) => ({ accountId: key[0], day: key[1], used: value }));
+  }
+
+  /**
+   * Raises each counter to the moved count where it is lower, never lowers one (a re-run writes nothing, and
+   * a day's count carried over keeps its quota used); returns how many were written.
+   */
+  async importCounts(entries: readonly QuotaEntry[]): Promise<number> {
+    return this.root.transaction(() => {
+      let written = 0;
+      for (const e of entries) {
+        const key: QuotaKey = [e.accountId, e.day];
+        if ((this.db.get(key) ?? 0) >= e.used) continue;
+        this.db.put(key, e.used);
+        written++;
+      }
+      return written;
+    });
   }
 }

@@ -100,6 +100,8 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
     quota: {
       tryConsume: (accountId, day, limit) => store.quota.tryConsume(accountId, day, limit),
       used: async (accountId, day) => store.quota.used(accountId, day),
+      entries: async () => store.quota.entries(),
+      importCounts: (entries) => store.quota.importCounts(entries),
     },
     serviceKeys: {
       responseSigning: () => store.serviceKeys.responseSigning(),
@@ -130,20 +132,26 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       list: async () => lic.list(),
       update: (licenceId, decide) => lic.update(licenceId, decide),
       checkIn: (keySha256, decide, rows) => lic.checkIn(keySha256, decide, rows),
+      importRecord: (record, licenceKey) => lic.importRecord(record, licenceKey),
     },
     activationCodes: {
       add: (codeSha256, record) => store.activationCodes.add(codeSha256, record),
       list: async () => store.activationCodes.list(),
+      entries: async () => store.activationCodes.entries(),
     },
     licenceUsage: {
       add: (licenceId, rows) => usage.add(licenceId, rows),
       range: async (licenceId, from, to) => usage.range(licenceId, from, to),
       day: async (licenceId, day) => usage.day(licenceId, day),
+      entries: async () => usage.entries(),
+      importCounts: (entries) => usage.importCounts(entries),
     },
     keyUsage: {
       record: (keyId, at) => keyUsage.record(keyId, at),
       flush: () => keyUsage.flush(),
       range: async (keyId, from, to) => keyUsage.range(keyId, from, to),
+      entries: async () => keyUsage.entries(),
+      importCounts: (entries) => keyUsage.importCounts(entries),
       close: () => keyUsage.close(),
     },
     replayCache: new InProcessReplayCache(),

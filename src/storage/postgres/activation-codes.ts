@@ -38,6 +38,12 @@ export class PgActivationCodeRepository implements AsyncActivationCodeRepository
     return (rowCount ?? 0) > 0;
   }
 
+  async entries(): Promise<Array<{ codeSha256: string; record: ActivationCodeRecord }>> {
+    const { rows } = await this.db.query<CodeRow & { code_sha256: string }>(
+      `SELECT code_sha256, ${COLUMNS} FROM activation_codes ORDER BY code_sha256 COLLATE "C"`);
+    return rows.map((r) => ({ codeSha256: r.code_sha256, record: recordOf(r) }));
+  }
+
   async list(): Promise<ActivationCodeRecord[]> {
     const { rows } = await this.db.query<CodeRow>(`SELECT ${COLUMNS} FROM activation_codes ORDER BY created, code_id`);
     return rows.map(recordOf);

@@ -12,12 +12,13 @@ import type { AccountRecord } from '../accounts';
 import type { ActivationCodeRecord } from '../activation-codes';
 import type { ApiKeyRecord } from '../api-keys';
 import type { Change } from '../change-log';
-import type { KeyUsageDay } from '../key-usage';
+import type { KeyUsageDay, KeyUsageEntry } from '../key-usage';
 import type { Grant } from '../../domain/grants';
-import type { UsageRow } from '../licence-usage';
+import type { LicenceUsageEntry, UsageRow } from '../licence-usage';
 import type { ChangeOutcome, CreateOutcome, CreateRules, Decision, LicenceRecord, NewLicence } from '../licences';
 import type { AccountPersonMeta, CreateResult, PersonMeta, PersonRecord, TemplateBlock, TemplateInput } from '../persons';
 import type { Role } from '../../domain/roles';
+import type { QuotaEntry } from '../quota';
 import type { ServiceKeyPair } from '../service-key';
 import type { SessionRecord } from '../sessions';
 
@@ -91,6 +92,10 @@ export interface AsyncQuotaRepository {
   /** Counts one request unless `limit` is reached; false (nothing counted) when it is. Exact across nodes. */
   tryConsume(accountId: string, day: string, limit: number): Promise<boolean>;
   used(accountId: string, day: string): Promise<number>;
+  /** Every counter (moving a store: face-check migrate). */
+  entries(): Promise<QuotaEntry[]>;
+  /** Raises each counter to the moved count where it is lower, never lowers one; returns how many were written. */
+  importCounts(entries: readonly QuotaEntry[]): Promise<number>;
 }
 
 export interface AsyncServiceKeyRepository {
@@ -132,18 +137,29 @@ export interface AsyncLicenceRepository {
   /** A device's check-in: decide, record, and add the usage, in one transaction. */
   checkIn<R>(keySha256: string, decide: (current: LicenceRecord) => Decision<R>, usage: readonly UsageRow[]):
     Promise<ChangeOutcome<R>>;
+  /**
+   * Stores a licence moved from another store as it was there, `licenceKey` sealed under this store's data key
+   * (face-check migrate); nothing is written when its id or key hash is present. True when written.
+   */
+  importRecord(record: LicenceRecord, licenceKey: string): Promise<boolean>;
 }
 
 export interface AsyncActivationCodeRepository {
   /** Stores a new code by its hash; false if that hash exists already. */
   add(codeSha256: string, record: ActivationCodeRecord): Promise<boolean>;
   list(): Promise<ActivationCodeRecord[]>;
+  /** Every code by the SHA-256 it is stored under (moving a store: `add` stores them, used or not). */
+  entries(): Promise<Array<{ codeSha256: string; record: ActivationCodeRecord }>>;
 }
 
 export interface AsyncLicenceUsageRepository {
   add(licenceId: string, rows: readonly UsageRow[]): Promise<void>;
   range(licenceId: string, fromDay: string, toDay: string): Promise<UsageRow[]>;
   day(licenceId: string, day: string): Promise<Partial<Record<Grant, number>>>;
+  /** Every counter (moving a store: face-check migrate). */
+  entries(): Promise<LicenceUsageEntry[]>;
+  /** Raises each counter to the moved count where it is lower, never lowers one; returns how many were written. */
+  importCounts(entries: readonly LicenceUsageEntry[]): Promise<number>;
 }
 
 export interface AsyncKeyUsageRepository {
@@ -155,6 +171,10 @@ export interface AsyncKeyUsageRepository {
   flush(): Promise<void>;
   /** Written counts plus this node's unwritten ones (other nodes' appear after their next flush). */
   range(keyId: string, fromDay: string, toDay: string): Promise<KeyUsageDay[]>;
+  /** Every written counter (flush first), for moving a store. */
+  entries(): Promise<KeyUsageEntry[]>;
+  /** Raises each written counter to the moved count where it is lower, never lowers one; returns how many were written. */
+  importCounts(entries: readonly KeyUsageEntry[]): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -2,7 +2,7 @@
 // counts in memory; each node adds its counts to the shared rows every FLUSH_INTERVAL_MS and when it closes
 // (a crash loses at most one interval: statistics, not acknowledged data). A node's range() sees its own
 // unwritten counts and the others' once they have flushed.
-import { FLUSH_INTERVAL_MS, type KeyUsageDay } from '../key-usage';
+import { FLUSH_INTERVAL_MS, type KeyUsageDay, type KeyUsageEntry } from '../key-usage';
 import type { AsyncKeyUsageRepository } from './interfaces';
 import type { Db } from './pool';
 
@@ -61,6 +61,21 @@ export class PgKeyUsageRepository implements AsyncKeyUsageRepository {
       }
     }
     return [...byDay].sort(([a], [b]) => a.localeCompare(b)).map(([day, requests]) => ({ day, requests }));
+  }
+
+  async entries(): Promise<KeyUsageEntry[]> {
+    const { rows } = await this.db.query<{ key_id: string; day: string; requests: string }>(
+      'SELECT key_id, day, requests FROM key_usage ORDER BY key_id COLLATE "C", day COLLATE "C"');
+    return rows.map((r) => ({ keyId: r.key_id, day: r.day, requests: Number(r.requests) }));
+  }
+
+  async importCounts(entries: readonly KeyUsageEntry[]): Promise<number> {
+    if (entries.length === 0) return 0;
+    const { rowCount } = await this.db.query(`INSERT INTO key_usage AS u (key_id, day, requests)
+      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+      ON CONFLICT (key_id, day) DO UPDATE SET requests = EXCLUDED.requests WHERE u.requests < EXCLUDED.requests`,
+    [entries.map((e) => e.keyId), entries.map((e) => e.day), entries.map((e) => e.requests)]);
+    return rowCount ?? 0;
   }
 
   async close(): Promise<void> {

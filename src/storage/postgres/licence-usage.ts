@@ -2,7 +2,7 @@
 // one upsert; rows are summed per key and sorted first, since one statement may not touch a row twice and
 // two transactions adding the same keys in the same order cannot deadlock.
 import type { Grant } from '../../domain/grants';
-import type { UsageRow } from '../licence-usage';
+import type { LicenceUsageEntry, UsageRow } from '../licence-usage';
 import type { AsyncLicenceUsageRepository } from './interfaces';
 import type { Db, Queryable } from './pool';
 
@@ -18,6 +18,22 @@ export class PgLicenceUsageRepository implements AsyncLicenceUsageRepository {
       FROM licence_usage WHERE licence_id = $1 AND day >= $2 AND day <= $3 ORDER BY day COLLATE "C", operation COLLATE "C"`,
     [licenceId, fromDay, toDay]);
     return rows.map((r) => ({ day: r.day, operation: r.operation, requests: Number(r.requests) }));
+  }
+
+  async entries(): Promise<LicenceUsageEntry[]> {
+    const { rows } = await this.db.query<{ licence_id: string; day: string; operation: Grant; requests: string }>(`SELECT licence_id, day,
+      operation, requests FROM licence_usage ORDER BY licence_id COLLATE "C", day COLLATE "C", operation COLLATE "C"`);
+    return rows.map((r) => ({ licenceId: r.licence_id, day: r.day, operation: r.operation, requests: Number(r.requests) }));
+  }
+
+  /** Raises each counter to the moved count where it is lower, never lowers one; returns how many were written. */
+  async importCounts(entries: readonly LicenceUsageEntry[]): Promise<number> {
+    if (entries.length === 0) return 0;
+    const { rowCount } = await this.db.query(`INSERT INTO licence_usage AS u (licence_id, day, operation, requests)
+      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+      ON CONFLICT (licence_id, day, operation) DO UPDATE SET requests = EXCLUDED.requests WHERE u.requests < EXCLUDED.requests`,
+    [entries.map((e) => e.licenceId), entries.map((e) => e.day), entries.map((e) => e.operation), entries.map((e) => e.requests)]);
+    return rowCount ?? 0;
   }
 
   async day(licenceId: string, day: string): Promise<Partial<Record<Grant, number>>> {

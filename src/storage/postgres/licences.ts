@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import type { Grant, LicenceLimits } from '../../domain/grants';
 import type { Sealer } from '../crypto/sealer';
 import {
-  generateLicenceKey, licenceKeySha256, LICENCES_DB, type ChangeOutcome, type CreateOutcome, type CreateRules,
+  generateLicenceKey, licenceKeySha256, LICENCES_DB, movedLicence, type ChangeOutcome, type CreateOutcome, type CreateRules,
   type Decision, type LicenceRecord, type LicenceStatus, type NewLicence,
 } from '../licences';
 import type { UsageRow } from '../licence-usage';
@@ -112,6 +112,14 @@ export class PgLicenceRepository implements AsyncLicenceRepository {
     return byCreated(rows.map(recordOf));
   }
 
+  async importRecord(record: LicenceRecord, licenceKey: string): Promise<boolean> {
+    const moved = movedLicence(record, licenceKey, this.sealer);
+    // No conflict target: a present licence id or key hash both leave the row as it is.
+    const { rowCount } = await this.db.query(`INSERT INTO licences (${COLUMNS})
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING`, licenceValues(moved));
+    return (rowCount ?? 0) > 0;
+  }
+
   async update<R>(licenceId: string, decide: (current: LicenceRecord) => Decision<R>): Promise<ChangeOutcome<R>> {
     return this.db.transaction(async (tx) => {
       const { rows } = await tx.query<LicenceRow>(`SELECT ${COLUMNS} FROM licences WHERE licence_id = $1 FOR UPDATE`, [licenceId]);
@@ -139,8 +147,12 @@ async function heldBy(tx: Queryable, accountId: string): Promise<number> {
 
 async function insertLicence(tx: Queryable, r: LicenceRecord): Promise<void> {
   await tx.query(`INSERT INTO licences (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-    [r.licenceId, r.accountId, r.label, r.status, JSON.stringify(r.grants), JSON.stringify(r.limits), r.expires, r.created,
-      r.updated, r.revoked, r.keySha256, Buffer.from(r.sealedKey), json(r.device), json(r.lastCheck)]);
+    licenceValues(r));
+}
+
+function licenceValues(r: LicenceRecord): unknown[] {
+  return [r.licenceId, r.accountId, r.label, r.status, JSON.stringify(r.grants), JSON.stringify(r.limits), r.expires, r.created,
+    r.updated, r.revoked, r.keySha256, Buffer.from(r.sealedKey), json(r.device), json(r.lastCheck)];
 }
 
 /** `decide` on the locked row; an accepted record is written, keeping what ties it to its account and key. */

@@ -2,6 +2,7 @@
 // statement. The insert creates the day's row at 1; on conflict the update adds 1 only while used < limit,
 // and PostgreSQL re-checks that condition on the row's latest version after waiting for any concurrent
 // writer, so N requests on any number of nodes admit exactly min(N, limit). No row returned: refused.
+import type { QuotaEntry } from '../quota';
 import type { AsyncQuotaRepository } from './interfaces';
 import type { Db } from './pool';
 
@@ -19,5 +20,21 @@ export class PgQuotaRepository implements AsyncQuotaRepository {
   async used(accountId: string, day: string): Promise<number> {
     const { rows } = await this.db.query<{ used: number }>('SELECT used FROM quota WHERE account_id = $1 AND day = $2', [accountId, day]);
     return rows[0]?.used ?? 0;
+  }
+
+  async entries(): Promise<QuotaEntry[]> {
+    const { rows } = await this.db.query<{ account_id: string; day: string; used: number }>(
+      'SELECT account_id, day, used FROM quota ORDER BY account_id COLLATE "C", day COLLATE "C"');
+    return rows.map((r) => ({ accountId: r.account_id, day: r.day, used: r.used }));
+  }
+
+  /** Raises each counter to the moved count where it is lower, never lowers one; returns how many were written. */
+  async importCounts(entries: readonly QuotaEntry[]): Promise<number> {
+    if (entries.length === 0) return 0;
+    const { rowCount } = await this.db.query(`INSERT INTO quota AS q (account_id, day, used)
+      SELECT * FROM unnest($1::text[], $2::text[], $3::int[])
+      ON CONFLICT (account_id, day) DO UPDATE SET used = EXCLUDED.used WHERE q.used < EXCLUDED.used`,
+    [entries.map((e) => e.accountId), entries.map((e) => e.day), entries.map((e) => e.used)]);
+    return rowCount ?? 0;
   }
 }
