@@ -1,16 +1,25 @@
-// face-check migrate: an LMDB store's persons (templates of the installed model, images), accounts, API keys
-// and response-signing key moved to PostgreSQL and back, proven by counts and per-account checksums on both
-// sides; a second run copies nothing and still matches; a key made on LMDB authenticates on PostgreSQL.
+// face-check migrate: an LMDB store's persons (templates of the installed model, images), accounts, API keys,
+// response-signing key, activation codes (one unused, one used), a licence bound to a device with its usage,
+// quota counts (today's among them), key usage and a session, moved to PostgreSQL and back. Proven by counts
+// and checksums per kind and account on both sides; a second run copies nothing and still matches; on the
+// other side everything behaves as before: a key made on LMDB authenticates and is held to the moved quota
+// count, the unused code activates once, the used one is refused, the moved licence key checks in. A target
+// changed behind the copy's back is reported; no licence key or activation code reaches the database in clear.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import t from 'tap';
+import { Client } from 'pg';
+import t, { type Test } from 'tap';
 import { main } from '../src/cli';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
+import { ActivationCodes, activationCodeSha256, normaliseActivationCode } from '../src/licensing/activation-codes';
 import { personChecksums } from '../src/ops/migrate-store';
 import { lmdbAsyncStore } from '../src/storage/lmdb/async-store';
+import { licenceKeySha256, type LicenceRecord } from '../src/storage/licences';
+import type { AsyncStore } from '../src/storage/postgres/interfaces';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
+import { hashSessionToken } from '../src/storage/sessions';
 import { openStore } from '../src/storage/store';
 import { tempDir } from './helpers/app';
 import { postgresSkipReason, startPostgres } from './helpers/postgres';
@@ -20,6 +29,8 @@ if (skip) t.plan(0, skip);
 else void run();
 
 const MODEL = templateModelId();
+const TODAY = new Date().toISOString().slice(0, 10);
+const QUOTA_LIMIT = 5;
 
 function randomTemplate(): Float32Array {
   const v = Float32Array.from({ length: templateSize() }, () => Math.random() - 0.5);
@@ -33,12 +44,21 @@ function capture() {
   return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
 }
 
+const codeSha = (code: string) => activationCodeSha256(normaliseActivationCode(code)!);
+
+/** A licence record without its sealed key (sealed under each store's own data key) and with instants in one form. */
+function comparable(l: LicenceRecord | undefined) {
+  if (!l) return undefined;
+  const { sealedKey: _sealed, ...rest } = l;
+  return { ...rest, created: new Date(l.created).toISOString(), updated: new Date(l.updated).toISOString() };
+}
+
 async function run(): Promise<void> {
-  const pg = await startPostgres();
-  t.teardown(() => pg.stop());
+  const pgServer = await startPostgres();
+  t.teardown(() => pgServer.stop());
   const dir = tempDir();
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const url = await pg.createDatabase('moved');
+  const url = await pgServer.createDatabase('moved');
   const pgKey = path.join(dir, 'cluster.key');
   fs.writeFileSync(pgKey, crypto.randomBytes(32), { mode: 0o600 });
   const ini = (name: string, storage: string[]) => {
@@ -46,11 +66,16 @@ async function run(): Promise<void> {
     fs.writeFileSync(file, ['[server]', 'mode = cloud', '[storage]', ...storage].join('\n'));
     return file;
   };
+  const pgIni = (database: string, name: string) =>
+    ini(name, ['path = ./node', 'backend = postgres', `postgres_url = ${database}`, `key_file = ${pgKey}`]);
   const lmdbIni = ini('lmdb', ['path = ./lmdb']);
-  const pgIni = ini('pg', ['path = ./node', 'backend = postgres', `postgres_url = ${url}`, `key_file = ${pgKey}`]);
+  const toPg = pgIni(url, 'pg');
   const backIni = ini('back', ['path = ./back']);
+  const openPg = (database = url) => openPostgresStore(postgresSettings(database), { keyFile: pgKey });
 
-  // The source: two accounts' persons (one updated later), an operator account, two keys (one signing).
+  // The source: two accounts' persons (one updated later), an operator account, two keys (one signing), two
+  // activation codes of which one made the licence, the licence bound with a check-in's usage, quota counts of
+  // today and an earlier day, key usage, a session.
   const lmdb = lmdbAsyncStore(await openStore(path.join(dir, 'lmdb')));
   for (let i = 0; i < 25; i++) {
     const accountId = i % 3 ? 'acme' : 'default';
@@ -58,57 +83,158 @@ async function run(): Promise<void> {
     await lmdb.persons.create(accountId, `p${i}`, { modelId: MODEL, template: randomTemplate(), referenceImage: crypto.randomBytes(500 + i) }, at);
   }
   await lmdb.persons.replace('acme', 'p1', { modelId: MODEL, template: randomTemplate(), referenceImage: Buffer.from('newer') }, '2026-02-01T00:00:00.000Z');
-  const now = new Date().toISOString();
-  await lmdb.accounts.create({ accountId: 'acme', email: 'ops@acme.test', passwordHash: 'scrypt$x', role: 'operator', plan: 'paid', created: now, updated: now });
-  const { key: plainKey } = await lmdb.apiKeys.create('acme', 'match', 'plain', now);
+  const now = new Date();
+  const nowIso = now.toISOString();
+  await lmdb.accounts.create({ accountId: 'acme', email: 'ops@acme.test', passwordHash: 'scrypt$x', role: 'operator', plan: 'free', created: nowIso, updated: nowIso });
+  const { key: plainKey, record: plainKeyRecord } = await lmdb.apiKeys.create('acme', 'match', 'plain', nowIso);
   const signer = await lmdb.serviceKeys.responseSigning();
-  await lmdb.apiKeys.create('default', 'full', 'signed', now, signer.publicKey);
+  await lmdb.apiKeys.create('default', 'full', 'signed', nowIso, signer.publicKey);
+  const codes = new ActivationCodes(lmdb.activationCodes);
+  const unusedCode = (await codes.issue('free', 30, now)).code;
+  const usedCode = (await codes.issue('free', 30, now)).code;
+  const created = await lmdb.licences.create({ accountId: 'acme', label: 'door', grants: ['identify', 'verify'], limits: { maxPersons: 100 }, expires: null },
+    { now, maxLicences: 1, activationCode: { sha256: codeSha(usedCode), plan: 'free' } });
+  if (created.outcome !== 'created') throw new Error(`licence not created: ${created.outcome}`);
+  const licenceKey = created.licenceKey;
+  const checkedIn = await lmdb.licences.checkIn(licenceKeySha256(licenceKey), (current) => ({
+    accept: { ...current, device: { fingerprint: 'f'.repeat(64), boundAt: nowIso }, lastCheck: { at: nowIso, address: '10.0.0.7', version: '1.0.0', persons: 3 } },
+  }), [{ day: '2026-01-02', operation: 'identify', requests: 40 }, { day: TODAY, operation: 'verify', requests: 2 }]);
+  if (checkedIn.outcome !== 'written') throw new Error(`check-in not written: ${checkedIn.outcome}`);
+  for (let i = 0; i < QUOTA_LIMIT - 1; i++) await lmdb.quota.tryConsume('acme', TODAY, QUOTA_LIMIT);
+  await lmdb.quota.tryConsume('acme', '2026-01-02', QUOTA_LIMIT);
+  for (let i = 0; i < 3; i++) lmdb.keyUsage.record(plainKeyRecord.keyId, now);
+  await lmdb.keyUsage.flush();
+  await lmdb.sessions.create(hashSessionToken('fcs_session'), { accountId: 'acme', created: nowIso, lastSeen: nowIso, expires: new Date(now.getTime() + 3_600_000).toISOString() });
   const expected = await personChecksums(lmdb);
+  const sourceLicence = await lmdb.licences.get(created.record.licenceId);
   await lmdb.close();
 
   await t.test('LMDB to PostgreSQL: everything copied, counts and checksums match', async (t) => {
     const c = capture();
-    t.equal(await main(['migrate', '--from', lmdbIni, '--to', pgIni], c.io), 0, c.err.join('\n'));
-    t.match(c.out.join('\n'), /persons: 25 copied, 0 already there, 0 failed/);
-    t.match(c.out.join('\n'), /API keys: 2 copied/);
-    t.match(c.out.join('\n'), /migrate: complete/);
-    const target = await openPostgresStore(postgresSettings(url), { keyFile: pgKey });
+    t.equal(await main(['migrate', '--from', lmdbIni, '--to', toPg], c.io), 0, c.err.join('\n'));
+    const out = c.out.join('\n');
+    t.match(out, /persons: 25 copied, 0 already there, 0 failed/);
+    t.match(out, /API keys: 2 copied/);
+    t.match(out, /activation codes: 2 copied, 0 already there, 0 failed/);
+    t.match(out, /licences: 1 copied, 0 already there, 0 failed/);
+    t.match(out, /licence usage: 2 copied/);
+    t.match(out, /quota counters: 2 copied/);
+    t.match(out, /key usage: 1 copied/);
+    t.match(out, /sessions: 1 not moved \(operators sign in again/);
+    t.match(out, /migrate: licences: copying/, 'progress names each kind');
+    t.match(out, /account acme: match \(accounts 1, API keys 1, licences 1, licence usage 2, quota counters 2, key usage 1, persons 16\)/);
+    t.match(out, /store-wide: match \(activation codes 2\)/);
+    t.match(out, /migrate: complete/);
+    const target = await openPg();
     t.teardown(() => target.close());
     t.same(await personChecksums(target), expected, 'per-account counts and checksums equal the source\'s');
     t.equal((await target.apiKeys.lookup(plainKey))?.accountId, 'acme', 'a key made on LMDB authenticates on PostgreSQL');
     t.equal((await target.serviceKeys.responseSigning()).publicKey, signer.publicKey, 'the same response-signing key');
     t.equal((await target.persons.meta('acme', 'p1'))?.updated, '2026-02-01T00:00:00.000Z', 'updated kept');
-    t.equal((await target.accounts.byEmail('ops@acme.test'))?.plan, 'paid');
+    t.equal((await target.accounts.byEmail('ops@acme.test'))?.plan, 'free');
     let blocks = 0;
     for await (const b of target.persons.templateBlocks(MODEL)) blocks += b.ids.length;
     t.equal(blocks, 25, 'every template is of the model and in the gallery rebuild');
+    const moved = await target.licences.byKeySha256(licenceKeySha256(licenceKey));
+    t.same(comparable(moved), comparable(sourceLicence), 'the licence as stored: grants, limits, device binding, last check');
+    t.equal(await target.licences.openKey(moved!), licenceKey, 'its key, sealed again, opens with the cluster\'s data key');
+    t.same(await target.licenceUsage.range(moved!.licenceId, '2026-01-01', TODAY),
+      [{ day: '2026-01-02', operation: 'identify', requests: 40 }, { day: TODAY, operation: 'verify', requests: 2 }]);
+    t.equal(await target.quota.used('acme', TODAY), QUOTA_LIMIT - 1, 'today\'s quota count carried over');
+    t.same(await target.keyUsage.range(plainKeyRecord.keyId, TODAY, TODAY), [{ day: TODAY, requests: 3 }]);
+    t.equal(await target.sessions.count(), 0, 'sessions are not moved');
+    const { rows: tables } = await target.pool.query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'");
+    let text = '';
+    for (const { name } of tables) text += (await target.pool.query<{ row: string }>(`SELECT t::text AS row FROM "${name}" t`)).rows.map((r) => r.row).join('\n');
+    t.ok(text.includes(moved!.keySha256), 'the search finds what is stored (the key hash)');
+    for (const secret of [licenceKey, normaliseActivationCode(unusedCode)!, normaliseActivationCode(usedCode)!, plainKey]) {
+      t.notOk(text.includes(secret) || text.includes(Buffer.from(secret).toString('hex')), 'no licence key, activation code or API key in clear');
+    }
   });
 
   await t.test('a second run copies nothing and still matches', async (t) => {
     const c = capture();
-    t.equal(await main(['migrate', '--from', lmdbIni, '--to', pgIni], c.io), 0, c.err.join('\n'));
-    t.match(c.out.join('\n'), /persons: 0 copied, 25 already there/);
-    t.match(c.out.join('\n'), /API keys: 0 copied, 2 already there/);
-    t.match(c.out.join('\n'), /response-signing key: present/);
+    t.equal(await main(['migrate', '--from', lmdbIni, '--to', toPg], c.io), 0, c.err.join('\n'));
+    const out = c.out.join('\n');
+    t.match(out, /persons: 0 copied, 25 already there/);
+    t.match(out, /API keys: 0 copied, 2 already there/);
+    for (const kind of ['accounts', 'activation codes', 'licences', 'licence usage', 'quota counters', 'key usage']) {
+      t.match(out, new RegExp(`${kind}: 0 copied, [1-9]\\d* already there, 0 failed`), `${kind}: nothing copied`);
+    }
+    t.match(out, /response-signing key: present/);
+    t.match(out, /migrate: complete/);
   });
 
-  await t.test('PostgreSQL back to a new LMDB store: the same checksums', async (t) => {
+  await t.test('PostgreSQL back to a new LMDB store: the same checksums, the same licence', async (t) => {
     const c = capture();
-    t.equal(await main(['migrate', '--from', pgIni, '--to', backIni], c.io), 0, c.err.join('\n'));
+    t.equal(await main(['migrate', '--from', toPg, '--to', backIni], c.io), 0, c.err.join('\n'));
+    t.match(c.out.join('\n'), /licences: 1 copied/);
     const back = lmdbAsyncStore(await openStore(path.join(dir, 'back')));
     t.teardown(() => back.close());
     t.same(await personChecksums(back), expected);
-    t.equal((await back.apiKeys.lookup(plainKey))?.keyId, (await back.apiKeys.entries()).find((e) => e.record.label === 'plain')?.record.keyId);
+    t.equal((await back.apiKeys.lookup(plainKey))?.keyId, plainKeyRecord.keyId);
+    const moved = await back.licences.byKeySha256(licenceKeySha256(licenceKey));
+    t.same(comparable(moved), comparable(sourceLicence));
+    t.equal(await back.licences.openKey(moved!), licenceKey);
+    t.equal(await back.quota.used('acme', TODAY), QUOTA_LIMIT - 1);
   });
 
-  await t.test('a differing target is reported, not hidden', async (t) => {
-    const target = await openPostgresStore(postgresSettings(url), { keyFile: pgKey });
+  /** What a moved store must do with what it was given. */
+  const behaves = async (t: Test, store: AsyncStore) => {
+    const accountId = (await store.apiKeys.lookup(plainKey))?.accountId;
+    t.equal(accountId, 'acme', 'the key authenticates');
+    t.ok(await store.quota.tryConsume(accountId!, TODAY, QUOTA_LIMIT), 'the last request of today\'s quota is admitted');
+    t.notOk(await store.quota.tryConsume(accountId!, TODAY, QUOTA_LIMIT), 'the next one is refused: the quota was not reset');
+    const licence = { accountId: 'acme', label: 'second', grants: ['identify' as const], limits: { maxPersons: null }, expires: null };
+    const refused = await store.licences.create(licence, { now: new Date(), maxLicences: 0, activationCode: { sha256: codeSha(usedCode), plan: 'free' } });
+    t.match(refused, { outcome: 'code-refused', check: { outcome: 'used' } }, 'the used code stays used');
+    const activated = await store.licences.create(licence, { now: new Date(), maxLicences: 0, activationCode: { sha256: codeSha(unusedCode), plan: 'free' } });
+    t.equal(activated.outcome, 'created', 'the unused code activates');
+    const again = await store.licences.create(licence, { now: new Date(), maxLicences: 0, activationCode: { sha256: codeSha(unusedCode), plan: 'free' } });
+    t.match(again, { outcome: 'code-refused', check: { outcome: 'used' } }, 'once');
+    const checkIn = await store.licences.checkIn(licenceKeySha256(licenceKey), (current) => ({ accept: current }),
+      [{ day: TODAY, operation: 'verify', requests: 1 }]);
+    t.equal(checkIn.outcome, 'written', 'the device\'s licence key checks in');
+    t.same((await store.licenceUsage.day(sourceLicence!.licenceId, TODAY)).verify, 3, 'its usage adds to the moved count');
+  };
+
+  await t.test('on PostgreSQL the moved data behaves as it did', async (t) => {
+    const target = await openPg();
+    t.teardown(() => target.close());
+    await behaves(t, target);
+  });
+
+  await t.test('on the LMDB store moved back the data behaves as it did', async (t) => {
+    const back = lmdbAsyncStore(await openStore(path.join(dir, 'back')));
+    t.teardown(() => back.close());
+    await behaves(t, back);
+  });
+
+  await t.test('a target changed behind the copy is reported, not hidden', async (t) => {
+    const tamperedUrl = await pgServer.createDatabase('tampered');
+    const tamperedIni = pgIni(tamperedUrl, 'tampered');
+    const first = capture();
+    t.equal(await main(['migrate', '--from', lmdbIni, '--to', tamperedIni], first.io), 0, first.err.join('\n'));
+    const client = new Client({ connectionString: tamperedUrl });
+    await client.connect();
+    try {
+      // A used code made usable again, a licence's grants widened, today's quota count raised.
+      await client.query('UPDATE activation_codes SET used_at = NULL, used_by_account = NULL, used_for_licence = NULL WHERE used_at IS NOT NULL');
+      await client.query(`UPDATE licences SET grants = '["identify", "verify", "create"]'`);
+      await client.query('UPDATE quota SET used = used + 3 WHERE day = $1', [TODAY]);
+    } finally {
+      await client.end();
+    }
+    const target = await openPg(tamperedUrl);
     const removed = await target.persons.remove('acme', 'p2');
     await target.persons.create('acme', 'p2', { modelId: MODEL, template: randomTemplate(), referenceImage: Buffer.from('other') }, removed!.created);
     await target.close();
     const c = capture();
-    t.equal(await main(['migrate', '--from', lmdbIni, '--to', pgIni], c.io), 1);
-    t.match(c.out.join('\n'), /account acme: \d+ person\(s\) DIFFER/);
-    t.match(c.out.join('\n'), /INCOMPLETE/);
+    t.equal(await main(['migrate', '--from', lmdbIni, '--to', tamperedIni], c.io), 1);
+    const out = c.out.join('\n');
+    t.match(out, /account acme: DIFFER in licences \(source 1, target 1, other content\), quota counters \(source 2, target 2, other content\), persons \(source 16, target 16, other content\)/);
+    t.match(out, /store-wide: DIFFER in activation codes/);
+    t.match(out, /account default: match/, 'what was not changed still matches');
+    t.match(out, /INCOMPLETE/);
   });
 }

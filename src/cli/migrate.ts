@@ -1,10 +1,11 @@
-// face-check migrate --from <ini> --to <ini>: copies persons, accounts, API keys and the response-signing key
-// from one configured store to another (LMDB -> PostgreSQL or back), then compares counts and per-account
-// checksums of both. Re-runnable: what the target holds already stays. Run it with the source's service
-// stopped (LMDB: the store lock is taken), so nothing changes under the copy.
+// face-check migrate --from <ini> --to <ini>: copies everything a store holds but its sessions (accounts, API
+// keys, the response-signing key, activation codes, licences, their usage, quota counters, key-usage
+// statistics, persons) from one configured store to another (LMDB -> PostgreSQL or back), then compares
+// counts and checksums per kind and account on both. Re-runnable: what the target holds already stays. Run
+// it with the source's service stopped (LMDB: the store lock is taken), so nothing changes under the copy.
 import { loadConfig } from '../config/load';
 import type { Config } from '../config/types';
-import { migrateStore, personChecksums } from '../ops/migrate-store';
+import { migrateStore, STORE_SCOPE, verifyStores, type ScopeVerdict } from '../ops/migrate-store';
 import type { AsyncStore } from '../storage/postgres/interfaces';
 import { lockStore, type StoreLock } from '../storage/process-lock';
 import { type Args, type Io, UsageError } from './args';
@@ -20,6 +21,19 @@ function iniFlag(args: Args, name: string): string {
 
 function describe(config: Config): string {
   return config.storage.backend === 'lmdb' ? `LMDB ${config.storage.path}` : 'PostgreSQL';
+}
+
+function scopeName(scope: string): string {
+  return scope === STORE_SCOPE ? 'store-wide' : `account ${scope}`;
+}
+
+/** One line per account: what was compared and whether it matches, naming the kinds that differ. */
+function verdictLine(v: ScopeVerdict): string {
+  const counts = v.kinds.map((k) => `${k.name} ${k.source.count}`).join(', ');
+  if (v.same) return `${scopeName(v.scope)}: match (${counts}) ${v.digest.slice(0, 16)}`;
+  const differing = v.kinds.filter((k) => !k.same)
+    .map((k) => `${k.name} (source ${k.source.count}, target ${k.target?.count ?? 0}${k.target?.count === k.source.count ? ', other content' : ''})`);
+  return `${scopeName(v.scope)}: DIFFER in ${differing.join(', ')}`;
 }
 
 export async function migrateCommand(args: Args, io: Io): Promise<number> {
@@ -38,29 +52,23 @@ export async function migrateCommand(args: Args, io: Io): Promise<number> {
     source = await openCommandStore(from);
     target = await openCommandStore(to);
     io.out(`migrate: ${describe(from)} -> ${describe(to)}`);
-    const report = await migrateStore(source, target, (line) => io.out(`migrate: ${line}`));
-    io.out(`persons: ${report.persons.copied} copied, ${report.persons.present} already there, ${report.persons.failed.length} failed`);
-    for (const f of report.persons.failed) io.err(`  ${f.accountId}/${f.personId}: ${f.reason}`);
-    io.out(`accounts: ${report.accounts.copied} copied, ${report.accounts.present} already there`);
-    io.out(`API keys: ${report.apiKeys.copied} copied, ${report.apiKeys.present} already there`);
+    const progress = (line: string) => io.out(`migrate: ${line}`);
+    const report = await migrateStore(source, target, progress);
+    let failed = 0;
+    for (const k of report.kinds) {
+      io.out(`${k.name}: ${k.copied} copied, ${k.present} already there, ${k.failed.length} failed`);
+      for (const f of k.failed) io.err(`  ${k.name} ${f.item}: ${f.reason}`);
+      failed += k.failed.length;
+    }
     io.out(`response-signing key: ${report.responseSigningKey}`);
-    const { licences, activationCodes, sessions } = report.notMoved;
-    if (licences + activationCodes + sessions > 0) {
-      io.err(`not moved (not supported yet): ${licences} licence(s), ${activationCodes} activation code(s), ${sessions} session(s)`);
-    }
-    const [a, b] = [await personChecksums(source), await personChecksums(target)];
-    let mismatches = 0;
-    for (const [accountId, sum] of a) {
-      const other = b.get(accountId);
-      const same = other?.sha256 === sum.sha256 && other.persons === sum.persons;
-      io.out(`account ${accountId}: ${sum.persons} person(s) ${same ? 'match' : `DIFFER (target: ${other?.persons ?? 0})`} ${sum.sha256.slice(0, 16)}`);
-      if (!same) mismatches++;
-    }
     if (report.responseSigningKey === 'differs') {
       io.err('the target holds another response-signing key: clients that pinned the source\'s will not verify its responses');
     }
-    const complete = mismatches === 0 && report.persons.failed.length === 0 && report.responseSigningKey !== 'differs' &&
-      licences + activationCodes === 0;
+    io.out(`sessions: ${report.sessionsNotMoved} not moved (operators sign in again on the target)`);
+    const verification = await verifyStores(source, target, progress);
+    for (const v of verification.scopes) io.out(verdictLine(v));
+    for (const o of verification.onlyOnTarget) io.out(`${scopeName(o.scope)}: ${o.count} ${o.name} only on the target (left alone, not compared)`);
+    const complete = verification.same && failed === 0 && report.responseSigningKey !== 'differs';
     io.out(complete ? 'migrate: complete' : 'migrate: INCOMPLETE (see above)');
     return complete ? 0 : 1;
   } finally {

@@ -1,106 +1,89 @@
-// Moving a store's data to another backend (face-check migrate: LMDB -> PostgreSQL or back). Templates,
-// reference images and the response-signing private key are opened with the source's data key and sealed
-// again with the target's (each backend seals under its own key and places). Re-runnable: what the target
-// holds already (same person id, account id, key hash, a signing key) is left as it is and counted; the
-// result is proven by counts and a per-account checksum of the persons computed on both sides.
+// Moving a store's data to another backend (face-check migrate: LMDB -> PostgreSQL or back): every kind of
+// data in ./migrate/ (accounts, API keys, the response-signing key, activation codes, licences, their usage,
+// quota counters, key-usage statistics, persons). Secrets move as they are stored: hashes as hashes, sealed
+// values opened with the source's data key and sealed again with the target's. Re-runnable: what the target
+// holds already is left and counted (counters are raised to the source's count, never lowered). The result is
+// proven by counts and checksums per kind and account, computed on both sides. Sessions are not moved: they
+// are short-lived sign-ins, and operators sign in again on the moved store.
 import crypto from 'node:crypto';
 import type { AsyncStore } from '../storage/postgres/interfaces';
+import { ACCOUNTS, API_KEYS, copyResponseSigningKey, type SigningKeyOutcome } from './migrate/accounts';
+import type { Checksum } from './migrate/checksum';
+import { KEY_USAGE, LICENCE_USAGE, QUOTA } from './migrate/counters';
+import type { CopyCount, MovedKind, Progress } from './migrate/kind';
+import { ACTIVATION_CODES, LICENCES } from './migrate/licences';
+import { PERSONS } from './migrate/persons';
+
+export { personChecksums } from './migrate/persons';
+export { STORE_SCOPE } from './migrate/checksum';
+
+/** In copying order: persons, the bulk, last. */
+export const MOVED_KINDS: readonly MovedKind[] = [ACCOUNTS, API_KEYS, ACTIVATION_CODES, LICENCES, LICENCE_USAGE, QUOTA, KEY_USAGE, PERSONS];
 
 export interface MigrationReport {
-  persons: { copied: number; present: number; failed: Array<{ accountId: string; personId: string; reason: string }> };
-  accounts: { copied: number; present: number };
-  apiKeys: { copied: number; present: number };
-  /** 'copied', 'present' (the same key was there), 'differs' (the target made its own: clients pinned the source's). */
-  responseSigningKey: 'copied' | 'present' | 'differs' | 'none';
-  /** What this command does not move yet, as counts in the source (nothing of them is copied). */
-  notMoved: { licences: number; activationCodes: number; sessions: number };
+  kinds: Array<{ name: string } & CopyCount>;
+  responseSigningKey: SigningKeyOutcome;
+  /** Sessions in the source, not moved: operators sign in again on the target. */
+  sessionsNotMoved: number;
 }
 
-export interface AccountChecksum {
-  persons: number;
-  /** SHA-256 over the account's persons in id order: id, model, created, updated, template, image digest. */
-  sha256: string;
-}
-
-/** Per account: its persons' count and checksum, read through the interface (the same on both backends). */
-export async function personChecksums(store: AsyncStore): Promise<Map<string, AccountChecksum>> {
-  const ids = new Map<string, string[]>();
-  for await (const p of store.persons.all()) {
-    let list = ids.get(p.accountId);
-    if (!list) ids.set(p.accountId, (list = []));
-    list.push(p.personId);
-  }
-  const out = new Map<string, AccountChecksum>();
-  for (const accountId of [...ids.keys()].sort()) {
-    const hash = crypto.createHash('sha256');
-    const personIds = ids.get(accountId)!.sort();
-    for (const personId of personIds) {
-      const person = await store.persons.get(accountId, personId);
-      const image = await store.persons.referenceImage(accountId, personId);
-      if (!person) continue;  // removed meanwhile
-      hash.update(`${personId}\0${person.modelId}\0${person.created}\0${person.updated}\0`);
-      hash.update(new Uint8Array(person.template.buffer, person.template.byteOffset, person.template.byteLength));
-      hash.update(crypto.createHash('sha256').update(image ?? Buffer.alloc(0)).digest());
-    }
-    out.set(accountId, { persons: personIds.length, sha256: hash.digest('hex') });
-  }
-  return out;
-}
-
-export async function migrateStore(from: AsyncStore, to: AsyncStore, progress: (line: string) => void = () => undefined): Promise<MigrationReport> {
-  const report: MigrationReport = {
-    persons: { copied: 0, present: 0, failed: [] },
-    accounts: { copied: 0, present: 0 },
-    apiKeys: { copied: 0, present: 0 },
-    responseSigningKey: 'none',
-    notMoved: {
-      licences: (await from.licences.list()).length,
-      activationCodes: (await from.activationCodes.list()).length,
-      sessions: await from.sessions.count(),
-    },
-  };
-  for (const account of await from.accounts.list()) {
-    const outcome = await to.accounts.create(account);
-    if (outcome === 'created') report.accounts.copied++;
-    else report.accounts.present++;
-  }
-  for (const { keySha256, record } of await from.apiKeys.entries()) {
-    if (await to.apiKeys.importEntry(keySha256, record)) report.apiKeys.copied++;
-    else report.apiKeys.present++;
-  }
-  if (!await from.apiKeys.isEmpty() || report.accounts.copied + report.accounts.present > 0) {
-    const pair = await from.serviceKeys.responseSigning();
-    const stored = await to.serviceKeys.importResponseSigning(pair);
-    report.responseSigningKey = stored.publicKey !== pair.publicKey ? 'differs'
-      : stored.created === pair.created && report.apiKeys.copied + report.accounts.copied > 0 ? 'copied' : 'present';
-  }
-  // Collected first: a store must not be iterated while written (the source is not written, but one pass
-  // of ids is cheap and lets a long copy report its progress per account).
-  const persons: Array<{ accountId: string; personId: string }> = [];
-  for await (const { accountId, personId } of from.persons.all()) persons.push({ accountId, personId });
-  for (const { accountId, personId } of persons) {
-    try {
-      if (await to.persons.meta(accountId, personId)) {
-        report.persons.present++;
-        continue;
-      }
-      const person = await from.persons.get(accountId, personId);
-      const referenceImage = await from.persons.referenceImage(accountId, personId);
-      if (!person) continue;  // removed meanwhile
-      if (!referenceImage) throw new Error('no reference image stored');
-      const input = { modelId: person.modelId, template: person.template, referenceImage };
-      const result = await to.persons.create(accountId, personId, input, person.created);
-      if (!result.created) {
-        report.persons.present++;
-        continue;
-      }
-      // create stamps created and updated alike; a person updated since is brought to its own updated time.
-      if (person.updated !== person.created) await to.persons.replace(accountId, personId, input, person.updated);
-      report.persons.copied++;
-      if (report.persons.copied % 1000 === 0) progress(`${report.persons.copied} persons copied`);
-    } catch (err) {
-      report.persons.failed.push({ accountId, personId, reason: (err as Error).message });
-    }
+export async function migrateStore(from: AsyncStore, to: AsyncStore, progress: Progress = () => undefined): Promise<MigrationReport> {
+  const report: MigrationReport = { kinds: [], responseSigningKey: 'none', sessionsNotMoved: await from.sessions.count() };
+  for (const kind of MOVED_KINDS) {
+    progress(`${kind.name}: copying`);
+    const count = await kind.copy(from, to, progress);
+    report.kinds.push({ name: kind.name, ...count });
+    // Right after the keys: clients holding them verify responses with this key.
+    if (kind === API_KEYS) report.responseSigningKey = await copyResponseSigningKey(from, to, report.kinds);
   }
   return report;
+}
+
+/** One kind in one scope: the source's checksum and the target's (absent: the target holds none). */
+export interface KindVerdict {
+  name: string;
+  source: Checksum;
+  target: Checksum | undefined;
+  same: boolean;
+}
+
+export interface ScopeVerdict {
+  /** An account id, or STORE_SCOPE for what belongs to no account. */
+  scope: string;
+  kinds: KindVerdict[];
+  same: boolean;
+  /** SHA-256 over the scope's kinds and checksums on the source: one short value to compare runs by. */
+  digest: string;
+}
+
+export interface Verification {
+  /** Every scope of the source, in order. */
+  scopes: ScopeVerdict[];
+  /** Scopes only the target holds data of, per kind (left alone and not compared: the target may serve others too). */
+  onlyOnTarget: Array<{ name: string; scope: string; count: number }>;
+  same: boolean;
+}
+
+/** Counts and checksums of every kind, per account, computed on both sides. */
+export async function verifyStores(from: AsyncStore, to: AsyncStore, progress: Progress = () => undefined): Promise<Verification> {
+  const byScope = new Map<string, KindVerdict[]>();
+  const onlyOnTarget: Verification['onlyOnTarget'] = [];
+  for (const kind of MOVED_KINDS) {
+    progress(`${kind.name}: verifying`);
+    const [a, b] = [await kind.checksums(from), await kind.checksums(to)];
+    for (const [scope, source] of a) {
+      const target = b.get(scope);
+      let list = byScope.get(scope);
+      if (!list) byScope.set(scope, (list = []));
+      list.push({ name: kind.name, source, target, same: target?.count === source.count && target.sha256 === source.sha256 });
+    }
+    for (const [scope, target] of b) if (!a.has(scope)) onlyOnTarget.push({ name: kind.name, scope, count: target.count });
+  }
+  const scopes = [...byScope.keys()].sort().map((scope): ScopeVerdict => {
+    const kinds = byScope.get(scope)!;
+    const digest = crypto.createHash('sha256');
+    for (const k of kinds) digest.update(`${k.name}\0${k.source.count}\0${k.source.sha256}\0`);
+    return { scope, kinds, same: kinds.every((k) => k.same), digest: digest.digest('hex') };
+  });
+  return { scopes, onlyOnTarget, same: scopes.every((s) => s.same) };
 }

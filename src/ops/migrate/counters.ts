@@ -1,0 +1,60 @@
+// Counters: the licences' reported usage, the quota's metered requests per account and day (today's count
+// carries over, so a move does not reset anyone's quota) and the API keys' usage statistics. A counter is
+// raised to the source's count where the target's is lower and never lowered, so a re-run writes nothing and
+// a count that grew on the source since the last run catches up.
+import type { AsyncStore } from '../../storage/postgres/interfaces';
+import { canonical, checksumsOf, type Checksums } from './checksum';
+import { emptyCount, type CopyCount, type MovedKind } from './kind';
+
+/** Scope of a counter whose licence or key the store does not hold (it still moves and is compared). */
+export const UNKNOWN_OWNER = '(no owner)';
+
+function counted(total: number, written: number): CopyCount {
+  return { ...emptyCount(), copied: written, present: total - written };
+}
+
+export const LICENCE_USAGE: MovedKind = {
+  name: 'licence usage',
+  async copy(from, to) {
+    const entries = await from.licenceUsage.entries();
+    return counted(entries.length, await to.licenceUsage.importCounts(entries));
+  },
+  async checksums(store): Promise<Checksums> {
+    const owner = new Map((await store.licences.list()).map((l) => [l.licenceId, l.accountId]));
+    return checksumsOf((await store.licenceUsage.entries()).map((e) => ({
+      scope: owner.get(e.licenceId) ?? UNKNOWN_OWNER, key: `${e.licenceId} ${e.day} ${e.operation}`, content: canonical(e.requests),
+    })));
+  },
+};
+
+export const QUOTA: MovedKind = {
+  name: 'quota counters',
+  async copy(from, to) {
+    const entries = await from.quota.entries();
+    return counted(entries.length, await to.quota.importCounts(entries));
+  },
+  async checksums(store): Promise<Checksums> {
+    return checksumsOf((await store.quota.entries()).map((e) => ({ scope: e.accountId, key: e.day, content: canonical(e.used) })));
+  },
+};
+
+export const KEY_USAGE: MovedKind = {
+  name: 'key usage',
+  async copy(from, to) {
+    await from.keyUsage.flush();
+    const entries = await from.keyUsage.entries();
+    const written = await to.keyUsage.importCounts(entries);
+    return counted(entries.length, written);
+  },
+  async checksums(store): Promise<Checksums> {
+    await store.keyUsage.flush();
+    const owner = await keyOwners(store);
+    return checksumsOf((await store.keyUsage.entries()).map((e) => ({
+      scope: owner.get(e.keyId) ?? UNKNOWN_OWNER, key: `${e.keyId} ${e.day}`, content: canonical(e.requests),
+    })));
+  },
+};
+
+async function keyOwners(store: AsyncStore): Promise<Map<string, string>> {
+  return new Map((await store.apiKeys.list()).map((k) => [k.keyId, k.accountId]));
+}
