@@ -12,6 +12,7 @@ import { ErrorCatalog } from './errors';
 import { buildApp } from './http/app';
 import { GalleryFollower } from './matching/gallery-follower';
 import { nativeErrorTable } from './native';
+import { clusterHousekeeping } from './ops/housekeeping';
 import { logOptions } from './ops/log-options';
 import { closeWhenIdle, drain, ensureFirstKey, type RunningService, type StartOptions } from './ops/service-lifecycle';
 import { openBackend, type OpenedBackend } from './storage/open-backend';
@@ -69,11 +70,15 @@ export async function startCloudNode(config: Config, opts: StartOptions = {}): P
     const openEngine = engine;
     const openFollower = follower;
     const openBackendRef = backend;
+    // Change-log pruning and session purges for the cluster: one node at a time does them.
+    const housekeeping = clusterHousekeeping(store.pool, config, () => logger);
+    housekeeping.start();
     return {
       app, store, engine, address,
       close: async () => {
         await drain(app, config.server.drain_timeout_ms);
         await openFollower.stop();
+        await housekeeping.stop();
         await closeWhenIdle(openEngine);
         await openBackendRef.close();
         app.log.info({ camera: 'none' }, 'stopped');

@@ -8,6 +8,8 @@ import crypto from 'node:crypto';
 export const MIGRATION_LOCK = '7262011520466829313';
 /** Held from the change log append to COMMIT: change sequence numbers become visible in order (./change-log.ts). */
 export const CHANGE_LOG_LOCK = '7262011520466829314';
+/** Tried by a housekeeping pass (./housekeeping.ts): one node at a time prunes and purges. */
+export const HOUSEKEEPING_LOCK = '7262011520466829315';
 
 export type LockNamespace = 'account' | 'licences-of-account' | 'sign-in-throttle';
 
