@@ -1,13 +1,15 @@
 // The cluster's housekeeping over one PostgreSQL database: with two nodes running it, the change log is pruned
 // to [index] change_log_keep by one of them (the other skips), expired and idle sessions go while a live one
 // stays, expired request signatures go; a pass while another node holds the lock or right after another
-// node's pass does nothing; started on an interval it keeps the log bounded by itself; a database outage is
-// logged and the next pass works again.
+// node's pass does nothing; started on an interval it keeps the log bounded by itself; a cloud node runs it
+// from its start to its stop; a database outage is logged and the next pass works again.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import t from 'tap';
+import { startCloudNode } from '../src/cloud-node';
+import { defaultConfig } from '../src/config/load';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
 import { ClusterHousekeeping, type HousekeepingLog } from '../src/ops/housekeeping';
 import type { HousekeepingSettings } from '../src/storage/postgres/housekeeping';
@@ -15,6 +17,7 @@ import { HOUSEKEEPING_LOCK } from '../src/storage/postgres/lock-keys';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../src/storage/postgres/store';
 import { tempDir } from './helpers/app';
+import { FakeEngine } from './helpers/fake-engine';
 import { postgresSkipReason, startPostgres } from './helpers/postgres';
 
 const skip = postgresSkipReason();
@@ -112,6 +115,26 @@ async function run(): Promise<void> {
     await writeChanges(b, 5);
     await new Promise((r) => setTimeout(r, 300));
     t.equal(await a.changes.size(), KEEP + 5, 'stopped: nothing prunes any more');
+  });
+
+  await t.test('a cloud node runs it from its start to its stop', async (t) => {
+    const config = defaultConfig(dir);
+    Object.assign(config.server, { mode: 'cloud', host: '127.0.0.1', port: 0 });
+    Object.assign(config.storage, { path: path.join(dir, 'node'), backend: 'postgres', postgres_url: url, key_file: keyFile });
+    // Below the ini's bounds, set directly: a pass every second down to ten entries.
+    Object.assign(config.index, { snapshot_interval_s: 1, change_log_keep: KEEP });
+    const node = await startCloudNode(config, { engine: new FakeEngine(MODEL), print: () => undefined, logger: false });
+    let stopped = false;
+    t.teardown(() => (stopped ? undefined : node.close()));
+    await writeChanges(a, 30);
+    const deadline = Date.now() + 20_000;
+    while (await a.changes.size() > KEEP && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    t.equal(await a.changes.size(), KEEP, 'the node pruned the log');
+    await node.close();
+    stopped = true;
+    await writeChanges(a, 5);
+    await new Promise((r) => setTimeout(r, 2500));
+    t.equal(await a.changes.size(), KEEP + 5, 'a stopped node prunes nothing');
   });
 
   await t.test('a database outage is logged and the next pass works', async (t) => {
