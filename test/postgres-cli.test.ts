@@ -1,6 +1,7 @@
 // The commands that work on the store, on a PostgreSQL node's ini: keys are made in the shared
 // database (another store on it sees them), licences are listed from it, rotate-key re-wraps the database's
-// data key (the new file opens it, the old one no longer does), and an unreachable database exits 69.
+// data key (the new file opens it, the old one no longer does), migrate refuses one database as source and
+// target, and an unreachable database exits 69.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -62,6 +63,13 @@ async function run(): Promise<void> {
     t.ok((await store.apiKeys.list()).length >= 1, 'the new file opens the database');
     await store.close();
     await t.rejects(openPostgresStore(postgresSettings(url), { keyFile }), StoreKeyError, 'the old file no longer does');
+  });
+
+  await t.test('migrate refuses one database as both source and target (exit 2), touching nothing', async (t) => {
+    const c = capture();
+    const file = ini(url);
+    t.equal(await main(['migrate', '--from', file, '--to', file], c.io), 2);
+    t.match(c.err.join('\n'), /--from and --to name the same store/);
   });
 
   await t.test('an unreachable database: exit 69 (EX_UNAVAILABLE) within the connect timeout', async (t) => {

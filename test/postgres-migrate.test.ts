@@ -17,6 +17,7 @@ import { personChecksums } from '../src/ops/migrate-store';
 import { lmdbAsyncStore } from '../src/storage/lmdb/async-store';
 import { licenceKeySha256, type LicenceRecord } from '../src/storage/licences';
 import type { AsyncStore } from '../src/storage/postgres/interfaces';
+import { allRowsByKey } from '../src/storage/postgres/keyset';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
 import { hashSessionToken } from '../src/storage/sessions';
@@ -141,6 +142,8 @@ async function run(): Promise<void> {
     t.same(await target.licenceUsage.range(moved!.licenceId, '2026-01-01', TODAY),
       [{ day: '2026-01-02', operation: 'identify', requests: 40 }, { day: TODAY, operation: 'verify', requests: 2 }]);
     t.equal(await target.quota.used('acme', TODAY), QUOTA_LIMIT - 1, 'today\'s quota count carried over');
+    t.same((await allRowsByKey(target.pool, 'quota', 'account_id, day, used', ['account_id', 'day'], 1)).map((r) => `${r.day} ${r.used}`),
+      ['2026-01-02 1', `${TODAY} ${QUOTA_LIMIT - 1}`], 'read a page of one row at a time, every row comes once, in key order');
     t.same(await target.keyUsage.range(plainKeyRecord.keyId, TODAY, TODAY), [{ day: TODAY, requests: 3 }]);
     t.equal(await target.sessions.count(), 0, 'sessions are not moved');
     const { rows: tables } = await target.pool.query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'");

@@ -23,6 +23,11 @@ function describe(config: Config): string {
   return config.storage.backend === 'lmdb' ? `LMDB ${config.storage.path}` : 'PostgreSQL';
 }
 
+function sameStore(a: Config, b: Config): boolean {
+  if (a.storage.backend !== b.storage.backend) return false;
+  return a.storage.backend === 'lmdb' ? a.storage.path === b.storage.path : a.storage.postgres_url === b.storage.postgres_url;
+}
+
 function scopeName(scope: string): string {
   return scope === STORE_SCOPE ? 'store-wide' : `account ${scope}`;
 }
@@ -40,9 +45,7 @@ export async function migrateCommand(args: Args, io: Io): Promise<number> {
   if (args.positional.length > 1) throw new UsageError('migrate takes no arguments besides --from and --to');
   const from = loadConfig(iniFlag(args, 'from'));
   const to = loadConfig(iniFlag(args, 'to'));
-  if (from.storage.backend === to.storage.backend && from.storage.backend === 'lmdb' && from.storage.path === to.storage.path) {
-    throw new UsageError('--from and --to name the same store');
-  }
+  if (sameStore(from, to)) throw new UsageError('--from and --to name the same store');
   // An LMDB side is locked: neither a service nor another command may change it during the copy.
   const locks: StoreLock[] = [];
   let source: AsyncStore | undefined;

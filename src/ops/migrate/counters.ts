@@ -9,15 +9,20 @@ import { emptyCount, type CopyCount, type MovedKind } from './kind';
 /** Scope of a counter whose licence or key the store does not hold (it still moves and is compared). */
 export const UNKNOWN_OWNER = '(no owner)';
 
-function counted(total: number, written: number): CopyCount {
-  return { ...emptyCount(), copied: written, present: total - written };
+/** Counters written per call: one statement or transaction each, however many the store holds. */
+const IMPORT_BATCH = 5_000;
+
+/** Imports `entries` in batches; the count of those written and of those the target held already. */
+async function importInBatches<E>(entries: readonly E[], importCounts: (batch: readonly E[]) => Promise<number>): Promise<CopyCount> {
+  let written = 0;
+  for (let i = 0; i < entries.length; i += IMPORT_BATCH) written += await importCounts(entries.slice(i, i + IMPORT_BATCH));
+  return { ...emptyCount(), copied: written, present: entries.length - written };
 }
 
 export const LICENCE_USAGE: MovedKind = {
   name: 'licence usage',
   async copy(from, to) {
-    const entries = await from.licenceUsage.entries();
-    return counted(entries.length, await to.licenceUsage.importCounts(entries));
+    return importInBatches(await from.licenceUsage.entries(), (batch) => to.licenceUsage.importCounts(batch));
   },
   async checksums(store): Promise<Checksums> {
     const owner = new Map((await store.licences.list()).map((l) => [l.licenceId, l.accountId]));
@@ -30,8 +35,7 @@ export const LICENCE_USAGE: MovedKind = {
 export const QUOTA: MovedKind = {
   name: 'quota counters',
   async copy(from, to) {
-    const entries = await from.quota.entries();
-    return counted(entries.length, await to.quota.importCounts(entries));
+    return importInBatches(await from.quota.entries(), (batch) => to.quota.importCounts(batch));
   },
   async checksums(store): Promise<Checksums> {
     return checksumsOf((await store.quota.entries()).map((e) => ({ scope: e.accountId, key: e.day, content: canonical(e.used) })));
@@ -42,9 +46,7 @@ export const KEY_USAGE: MovedKind = {
   name: 'key usage',
   async copy(from, to) {
     await from.keyUsage.flush();
-    const entries = await from.keyUsage.entries();
-    const written = await to.keyUsage.importCounts(entries);
-    return counted(entries.length, written);
+    return importInBatches(await from.keyUsage.entries(), (batch) => to.keyUsage.importCounts(batch));
   },
   async checksums(store): Promise<Checksums> {
     await store.keyUsage.flush();

@@ -4,6 +4,7 @@
 import type { ActivationCodeRecord, RedeemCheck } from '../activation-codes';
 import type { Plan } from '../../domain/accounts';
 import type { AsyncActivationCodeRepository } from './interfaces';
+import { allRowsByKey } from './keyset';
 import type { Db, Queryable } from './pool';
 import { iso } from './rows';
 
@@ -39,8 +40,7 @@ export class PgActivationCodeRepository implements AsyncActivationCodeRepository
   }
 
   async entries(): Promise<Array<{ codeSha256: string; record: ActivationCodeRecord }>> {
-    const { rows } = await this.db.query<CodeRow & { code_sha256: string }>(
-      `SELECT code_sha256, ${COLUMNS} FROM activation_codes ORDER BY code_sha256 COLLATE "C"`);
+    const rows = await allRowsByKey<CodeRow & { code_sha256: string }>(this.db, 'activation_codes', `code_sha256, ${COLUMNS}`, ['code_sha256']);
     return rows.map((r) => ({ codeSha256: r.code_sha256, record: recordOf(r) }));
   }
 

@@ -4,6 +4,7 @@
 // unwritten counts and the others' once they have flushed.
 import { FLUSH_INTERVAL_MS, type KeyUsageDay, type KeyUsageEntry } from '../key-usage';
 import type { AsyncKeyUsageRepository } from './interfaces';
+import { allRowsByKey } from './keyset';
 import type { Db } from './pool';
 
 export class PgKeyUsageRepository implements AsyncKeyUsageRepository {
@@ -64,8 +65,8 @@ export class PgKeyUsageRepository implements AsyncKeyUsageRepository {
   }
 
   async entries(): Promise<KeyUsageEntry[]> {
-    const { rows } = await this.db.query<{ key_id: string; day: string; requests: string }>(
-      'SELECT key_id, day, requests FROM key_usage ORDER BY key_id COLLATE "C", day COLLATE "C"');
+    const rows = await allRowsByKey<{ key_id: string; day: string; requests: string }>(this.db, 'key_usage', 'key_id, day, requests',
+      ['key_id', 'day']);
     return rows.map((r) => ({ keyId: r.key_id, day: r.day, requests: Number(r.requests) }));
   }
 

@@ -4,6 +4,7 @@
 import type { Grant } from '../../domain/grants';
 import type { LicenceUsageEntry, UsageRow } from '../licence-usage';
 import type { AsyncLicenceUsageRepository } from './interfaces';
+import { allRowsByKey } from './keyset';
 import type { Db, Queryable } from './pool';
 
 export class PgLicenceUsageRepository implements AsyncLicenceUsageRepository {
@@ -21,8 +22,8 @@ export class PgLicenceUsageRepository implements AsyncLicenceUsageRepository {
   }
 
   async entries(): Promise<LicenceUsageEntry[]> {
-    const { rows } = await this.db.query<{ licence_id: string; day: string; operation: Grant; requests: string }>(`SELECT licence_id, day,
-      operation, requests FROM licence_usage ORDER BY licence_id COLLATE "C", day COLLATE "C", operation COLLATE "C"`);
+    const rows = await allRowsByKey<{ licence_id: string; day: string; operation: Grant; requests: string }>(this.db, 'licence_usage',
+      'licence_id, day, operation, requests', ['licence_id', 'day', 'operation']);
     return rows.map((r) => ({ licenceId: r.licence_id, day: r.day, operation: r.operation, requests: Number(r.requests) }));
   }
 

@@ -4,6 +4,7 @@
 // writer, so N requests on any number of nodes admit exactly min(N, limit). No row returned: refused.
 import type { QuotaEntry } from '../quota';
 import type { AsyncQuotaRepository } from './interfaces';
+import { allRowsByKey } from './keyset';
 import type { Db } from './pool';
 
 export class PgQuotaRepository implements AsyncQuotaRepository {
@@ -23,8 +24,8 @@ export class PgQuotaRepository implements AsyncQuotaRepository {
   }
 
   async entries(): Promise<QuotaEntry[]> {
-    const { rows } = await this.db.query<{ account_id: string; day: string; used: number }>(
-      'SELECT account_id, day, used FROM quota ORDER BY account_id COLLATE "C", day COLLATE "C"');
+    const rows = await allRowsByKey<{ account_id: string; day: string; used: number }>(this.db, 'quota', 'account_id, day, used',
+      ['account_id', 'day']);
     return rows.map((r) => ({ accountId: r.account_id, day: r.day, used: r.used }));
   }
 
