@@ -123,6 +123,7 @@ async function run(): Promise<void> {
     t.match(out, /key usage: 1 copied/);
     t.match(out, /sessions: 1 not moved \(operators sign in again/);
     t.match(out, /migrate: licences: copying/, 'progress names each kind');
+    t.match(out, /migrate: persons: 25 of 25 \(100 %\)/, 'and counts the persons copied of all');
     t.match(out, /account acme: match \(accounts 1, API keys 1, licences 1, licence usage 2, quota counters 2, key usage 1, persons 16\)/);
     t.match(out, /store-wide: match \(activation codes 2\)/);
     t.match(out, /migrate: complete/);

@@ -26,8 +26,8 @@ export function emptyCount(): CopyCount {
   return { copied: 0, present: 0, failed: [] };
 }
 
-/** Reports every `every` items of a long copy. */
-export function tick(count: CopyCount, name: string, progress: Progress, every = 1000): void {
+/** Reports every `every` items of a long copy, and its last, as "done of total". */
+export function tick(count: CopyCount, name: string, total: number, progress: Progress, every = 1000): void {
   const done = count.copied + count.present + count.failed.length;
-  if (done % every === 0) progress(`${name}: ${done} done`);
+  if (done % every === 0 || done === total) progress(`${name}: ${done} of ${total} (${Math.floor((done / total) * 100)} %)`);
 }

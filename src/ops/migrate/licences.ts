@@ -29,7 +29,8 @@ export const LICENCES: MovedKind = {
   name: 'licences',
   async copy(from, to, progress) {
     const count = emptyCount();
-    for (const record of await from.licences.list()) {
+    const licences = await from.licences.list();
+    for (const record of licences) {
       if (await to.licences.get(record.licenceId)) {
         count.present++;
       } else {
@@ -43,7 +44,7 @@ export const LICENCES: MovedKind = {
         if (await to.licences.importRecord(record, licenceKey)) count.copied++;
         else count.failed.push({ item: record.licenceId, reason: 'another licence of the target has its key' });
       }
-      tick(count, 'licences', progress);
+      tick(count, 'licences', licences.length, progress);
     }
     return count;
   },

@@ -46,7 +46,9 @@ export const PERSONS: MovedKind = {
   name: 'persons',
   async copy(from, to, progress) {
     const count = emptyCount();
-    for (const [accountId, list] of await personIds(from)) {
+    const ids = await personIds(from);
+    const total = [...ids.values()].reduce((n, list) => n + list.length, 0);
+    for (const [accountId, list] of ids) {
       for (const personId of list) {
         try {
           if (await to.persons.meta(accountId, personId)) {
@@ -59,7 +61,7 @@ export const PERSONS: MovedKind = {
         } catch (err) {
           count.failed.push({ item: `${accountId}/${personId}`, reason: (err as Error).message });
         }
-        tick(count, 'persons', progress);
+        tick(count, 'persons', total, progress);
       }
     }
     return count;
