@@ -24,17 +24,21 @@ export function housekeepingSettingsOf(config: Config): HousekeepingSettings {
   };
 }
 
+/** The first pass comes this soon after the start (or after one interval, if shorter): a node restarted more
+ *  often than the interval still does its share. */
+const FIRST_PASS_DELAY_MS = 60_000;
+
 export class ClusterHousekeeping {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<HousekeepingOutcome | undefined> | undefined;
+  private stopped = false;
 
   constructor(private readonly db: Db, private readonly settings: HousekeepingSettings, private readonly intervalMs: number,
     private readonly log: () => HousekeepingLog | undefined, private readonly now: () => Date = () => new Date()) {}
 
   start(): void {
-    if (this.timer) return;
-    // unref: the timer never keeps a stopping process alive.
-    this.timer = setInterval(() => { void this.runNow(); }, this.intervalMs).unref();
+    if (this.timer || this.stopped) return;
+    this.schedule(Math.min(this.intervalMs, FIRST_PASS_DELAY_MS));
   }
 
   /** One pass now (after the one in progress, if any); undefined when it failed (logged). */
@@ -51,9 +55,18 @@ export class ClusterHousekeeping {
 
   /** Stops the timer and waits for a pass in progress. */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.running;
+  }
+
+  /** The next pass after `delayMs`; each pass schedules the next when it ends, so passes never overlap. */
+  private schedule(delayMs: number): void {
+    // unref: the timer never keeps a stopping process alive.
+    this.timer = setTimeout(() => {
+      void this.runNow().then(() => { if (!this.stopped) this.schedule(this.intervalMs); });
+    }, delayMs).unref();
   }
 
   private async pass(): Promise<HousekeepingOutcome | undefined> {
