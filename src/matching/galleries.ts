@@ -161,6 +161,18 @@ export class Galleries {
     this.byAccount.delete(accountId);
   }
 
+  /**
+   * Takes over `other`'s galleries in one step and releases this instance's previous ones: a rebuild fills
+   * new galleries while searches keep using the old, then swaps. `other` is left empty.
+   */
+  adopt(other: Galleries): void {
+    const previous = [...this.byAccount.values()];
+    this.byAccount.clear();
+    for (const [accountId, g] of other.byAccount) this.byAccount.set(accountId, g);
+    other.byAccount.clear();
+    for (const g of previous) if (g instanceof IndexGallery) g.drop();
+  }
+
   /** Releases every account's gallery (native collections included). */
   close(): void {
     for (const g of this.byAccount.values()) if (g instanceof IndexGallery) g.drop();

@@ -2,18 +2,20 @@
 // step with every node's writes by one change follower (the store's change log, LISTEN/NOTIFY and a poll).
 // The follower is the only writer of these galleries, so what a search sees is always something the
 // database committed; writers on this node wait for it (reach, catchUp) instead of writing the gallery
-// themselves. Each account's index keeps int8 codes only and re-ranks its candidates with the templates
-// read from the database (an asynchronous TemplateSource: one round trip per search).
+// themselves. The galleries are a cache of the database that answers on its own: each account's index
+// keeps its int8 codes and a float32 copy of every template for the exact re-rank, so a search never
+// reads the database (identify keeps answering while it is unreachable).
 import crypto from 'node:crypto';
-import type { ChangeFollower, ChangeFollowerOptions } from '../storage/postgres/change-follower';
-import type { PersonChange } from '../storage/postgres/change-log';
+import type { ChangeFollower, ChangeFollowerOptions, FollowerStatus } from '../storage/postgres/change-follower';
+import type { FollowedChange } from '../storage/postgres/change-log';
 import type { AsyncChangeLog, AsyncPersonRepository } from '../storage/postgres/interfaces';
+import type { PgPersonRepository } from '../storage/postgres/persons';
 import { Galleries } from './galleries';
 import { IndexGallery } from './index-gallery';
 
-/** What the follower needs of the store (PostgresStore has it). */
+/** What the follower needs of the store (PostgresStore has it; the optional parts make it faster). */
 export interface FollowedStore {
-  readonly persons: AsyncPersonRepository;
+  readonly persons: AsyncPersonRepository & Partial<Pick<PgPersonRepository, 'copyTemplates' | 'openTemplate'>>;
   readonly changes: AsyncChangeLog;
   followChanges(options: Omit<ChangeFollowerOptions, 'settings'>): ChangeFollower;
 }
@@ -26,18 +28,20 @@ export interface GalleryFollowerOptions {
   /** Errors the follower handled itself (lost connection, a batch to retry), for the log. */
   onError?: (err: unknown) => void;
   pollIntervalMs?: number;
+  /** Connections reading the persons table at once during a build; default 2. */
+  buildParts?: number;
 }
 
+/** Templates per native load call during a build: large enough to amortise the call, small enough to overlap. */
+const LOAD_BLOCK = 4096;
+
 export class GalleryFollower {
-  readonly galleries: Galleries;
+  /** The node's galleries; a resync rebuilds into new ones and moves them in here, so this object stays. */
+  readonly galleries = new Galleries();
   private follower: ChangeFollower | undefined;
   private readonly name = crypto.randomUUID();
 
-  constructor(private readonly store: FollowedStore, private readonly options: GalleryFollowerOptions) {
-    const persons = store.persons;
-    this.galleries = new Galleries((accountId) =>
-      new IndexGallery(`${this.name}/${accountId}`, (ids) => persons.templatesOf(accountId, ids)));
-  }
+  constructor(private readonly store: FollowedStore, private readonly options: GalleryFollowerOptions) {}
 
   /** The change position before the build, the build, then following from that position. */
   async start(): Promise<{ loaded: number; stale: number }> {
@@ -45,6 +49,7 @@ export class GalleryFollower {
     const counts = await this.rebuild();
     this.follower = this.store.followChanges({
       after,
+      withTemplates: typeof this.store.persons.openTemplate === 'function',
       onChanges: (batch) => this.apply(batch),
       onResync: async () => {
         const seq = await this.store.changes.lastChange();
@@ -74,17 +79,22 @@ export class GalleryFollower {
     return this.follower?.position ?? 0;
   }
 
+  /** Where the follower stands (position, the log's last seq seen, lag), for metrics; undefined before start. */
+  status(): FollowerStatus | undefined {
+    return this.follower?.status();
+  }
+
   async stop(): Promise<void> {
     await this.follower?.stop();
     this.galleries.close();
   }
 
   /**
-   * Applies a batch by reading what the table holds now (idempotent, as the follower requires: a batch may
-   * come twice). A person whose current template is of another model leaves the gallery.
+   * Applies a batch with what the table holds now (idempotent, as the follower requires: a batch may come
+   * twice). A person whose current template is of another model leaves the gallery.
    */
-  private async apply(batch: readonly PersonChange[]): Promise<void> {
-    const latest = new Map<string, Map<string, PersonChange>>();
+  private async apply(batch: readonly FollowedChange[]): Promise<void> {
+    const latest = new Map<string, Map<string, FollowedChange>>();
     for (const change of batch) {
       let byPerson = latest.get(change.accountId);
       if (!byPerson) latest.set(change.accountId, (byPerson = new Map()));
@@ -92,36 +102,103 @@ export class GalleryFollower {
     }
     for (const [accountId, byPerson] of latest) {
       const ids = [...byPerson.keys()];
-      const templates = await this.store.persons.templatesOf(accountId, ids);
+      const templates = await this.currentTemplates(accountId, ids.map((id) => byPerson.get(id)!));
       const gallery = this.galleries.of(accountId);
       for (let i = 0; i < ids.length; i++) {
         const template = templates[i];
-        const current = template && byPerson.get(ids[i])!.op !== 'remove' && byPerson.get(ids[i])!.modelId === this.options.modelId;
-        if (current) await gallery.upsert(ids[i], template);
+        if (template) await gallery.upsert(ids[i], template);
         else await gallery.remove(ids[i]);
       }
     }
   }
 
-  /** Empties the galleries and loads every template of the model from the persons table, block by block. */
+  /** The changed persons' current templates of the model (undefined: gone or of another model). */
+  private async currentTemplates(accountId: string, changes: readonly FollowedChange[]): Promise<Array<Float32Array | undefined>> {
+    const { modelId } = this.options;
+    const open = this.store.persons.openTemplate?.bind(this.store.persons);
+    if (open && changes.every((c) => c.current !== undefined)) {
+      // Read with the log in the follower's one query: nothing more to fetch.
+      return changes.map((c) => (c.current && c.current.modelId === modelId
+        ? open(accountId, c.personId, modelId, c.current.sealedTemplate) : undefined));
+    }
+    const templates = await this.store.persons.templatesOf(accountId, changes.map((c) => c.personId));
+    return changes.map((c, i) => (c.op !== 'remove' && c.modelId === modelId ? templates[i] : undefined));
+  }
+
+  /**
+   * Loads every template of the model into new galleries, then moves them into this.galleries: during a
+   * resync searches keep answering from the old ones instead of empty ones.
+   */
   private async rebuild(): Promise<{ loaded: number; stale: number }> {
-    this.galleries.close();
-    const cleared = new Set<string>();
+    const fresh = new Galleries((accountId) => new IndexGallery(`${this.name}/${crypto.randomUUID()}/${accountId}`));
+    try {
+      const loaded = this.store.persons.copyTemplates ? await this.copyInto(fresh) : await this.blocksInto(fresh);
+      const stale = (await this.store.persons.count()) - loaded;
+      this.galleries.adopt(fresh);
+      return { loaded, stale };
+    } catch (err) {
+      fresh.close();
+      throw err;
+    }
+  }
+
+  /**
+   * Several COPY streams feed per-account batches; each full batch is handed to the index (its native load
+   * runs off the main thread) while the next rows arrive and are unsealed.
+   */
+  private async copyInto(galleries: Galleries): Promise<number> {
+    // Each template is copied into its account's batch at once, so the unsealed buffer dies young (cheap
+    // to collect) instead of waiting in a list for its batch to fill.
+    const filling = new Map<string, { ids: string[]; data: Float32Array; bytes: Uint8Array; size: number }>();
+    let loading: Promise<void> = Promise.resolve();
+    let failure: unknown;
+    const flush = (accountId: string) => {
+      const batch = filling.get(accountId)!;
+      filling.delete(accountId);
+      const dimension = batch.size / 4;
+      const data = batch.data.subarray(0, batch.ids.length * dimension);
+      const gallery = galleries.of(accountId) as IndexGallery;
+      loading = loading.then(() => gallery.load(batch.ids, data, dimension)).catch((err) => { failure ??= err; });
+    };
+    const loaded = await this.store.persons.copyTemplates!(this.options.modelId, (accountId, personId, bytes) => {
+      let batch = filling.get(accountId);
+      if (batch && batch.size !== bytes.length) {
+        flush(accountId);  // another dimension: its own load, which the index refuses with a clear error
+        batch = undefined;
+      }
+      if (!batch) {
+        // Small first: an account of a few persons must not hold a full block's buffer.
+        const data = new Float32Array(64 * (bytes.length / 4));
+        filling.set(accountId, (batch = { ids: [], data, bytes: new Uint8Array(data.buffer), size: bytes.length }));
+      }
+      const at = batch.ids.length * batch.size;
+      if (at + batch.size > batch.bytes.length) {
+        const data = new Float32Array(Math.min(LOAD_BLOCK, 2 * batch.ids.length) * (batch.size / 4));
+        const grown = new Uint8Array(data.buffer);
+        grown.set(batch.bytes);
+        batch.data = data;
+        batch.bytes = grown;
+      }
+      batch.bytes.set(bytes, at);
+      bytes.fill(0);
+      batch.ids.push(personId);
+      if (batch.ids.length >= LOAD_BLOCK) flush(accountId);
+    }, { parts: this.options.buildParts });
+    for (const accountId of [...filling.keys()]) flush(accountId);
+    await loading;
+    if (failure) throw failure;
+    return loaded;
+  }
+
+  /** The generic path (a store without copyTemplates): the repository's template blocks, one after another. */
+  private async blocksInto(galleries: Galleries): Promise<number> {
     let loaded = 0;
     for await (const block of this.store.persons.templateBlocks(this.options.modelId)) {
-      const gallery = this.galleries.of(block.accountId);
       // A copy aligned for Float32Array: the block's bytes may be a view of a larger buffer at any offset.
       const data = new Float32Array(Uint8Array.from(block.bytes).buffer);
-      if (gallery instanceof IndexGallery) {
-        await gallery.load(block.ids, data, block.dimension, { clear: !cleared.has(block.accountId) });
-      } else {
-        for (let i = 0; i < block.ids.length; i++) {
-          await gallery.upsert(block.ids[i], data.slice(i * block.dimension, (i + 1) * block.dimension));
-        }
-      }
-      cleared.add(block.accountId);
+      await (galleries.of(block.accountId) as IndexGallery).load(block.ids, data, block.dimension);
       loaded += block.ids.length;
     }
-    return { loaded, stale: (await this.store.persons.count()) - loaded };
+    return loaded;
   }
 }

@@ -11,7 +11,7 @@
 // must be idempotent, e.g. "upsert what the persons table holds now"). When the log was pruned past the
 // position (a node away for longer than the retention) onResync is called to rebuild from the table.
 import { Client, type Notification } from 'pg';
-import { CHANGE_CHANNEL, changesAfter, prunedThrough, type PersonChange } from './change-log';
+import { CHANGE_CHANNEL, readForFollower, type FollowedChange } from './change-log';
 import { DatabaseUnavailableError, unavailability } from './errors';
 import { clientOptions, type PostgresSettings } from './pool';
 
@@ -20,7 +20,9 @@ export interface ChangeFollowerOptions {
   /** Deliver changes after this seq (lastSeq() read before the gallery was built). */
   after: number;
   /** Applies one ordered batch; a throw means "not applied" and the batch comes again. */
-  onChanges(batch: readonly PersonChange[]): Promise<void>;
+  onChanges(batch: readonly FollowedChange[]): Promise<void>;
+  /** Read each change with the person's current sealed template (FollowedChange.current), in the same query. */
+  withTemplates?: boolean;
   /** The log no longer holds changes this follower missed: rebuild from the persons table, return lastSeq() read before. */
   onResync(): Promise<number>;
   /** Errors the follower handled itself (connection lost, callback failed), for the log. */
@@ -43,6 +45,18 @@ export interface FollowerStats {
   resyncs: number;
 }
 
+/** Where the follower stands, for metrics. */
+export interface FollowerStatus {
+  /** The last seq delivered. */
+  position: number;
+  /** The highest seq known to be committed (read from the log or notified). */
+  lastSeen: number;
+  /** 0 when caught up; else seconds since it fell behind or, if later, since its last delivery. */
+  lagSeconds: number;
+  connected: boolean;
+  stats: FollowerStats;
+}
+
 interface Waiter {
   seq: number;
   resolve(): void;
@@ -55,6 +69,9 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export class ChangeFollower {
   readonly stats: FollowerStats = { reconnects: 0, notifications: 0, batches: 0, delivered: 0, resyncs: 0 };
   private positionSeq: number;
+  private lastSeenSeq: number;
+  /** performance.now() when the follower first knew of a change it had not delivered; undefined: caught up. */
+  private behindSince: number | undefined;
   private client: Client | undefined;
   private connecting: Promise<void> | undefined;
   private connectedOnce = false;
@@ -70,6 +87,7 @@ export class ChangeFollower {
 
   constructor(private readonly options: ChangeFollowerOptions) {
     this.positionSeq = options.after;
+    this.lastSeenSeq = options.after;
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.batchSize = options.batchSize ?? 500;
     this.minDelay = options.reconnectDelayMs ?? 100;
@@ -83,6 +101,11 @@ export class ChangeFollower {
 
   get connected(): boolean {
     return this.client !== undefined;
+  }
+
+  status(): FollowerStatus {
+    const lagSeconds = this.behindSince === undefined ? 0 : (performance.now() - this.behindSince) / 1000;
+    return { position: this.positionSeq, lastSeen: this.lastSeenSeq, lagSeconds, connected: this.connected, stats: { ...this.stats } };
   }
 
   /** Connects, LISTENs and catches up; resolves once caught up (retrying while the database is unreachable). */
@@ -186,7 +209,9 @@ export class ChangeFollower {
     if (n.channel !== CHANGE_CHANNEL) return;
     this.stats.notifications++;
     // Payload: the highest seq of the committing transaction; nothing to read when delivered already.
-    if (Number(n.payload) > this.positionSeq) this.kick();
+    const seq = Number(n.payload);
+    this.seen(seq);
+    if (seq > this.positionSeq) this.kick();
   }
 
   private async pump(): Promise<void> {
@@ -194,14 +219,16 @@ export class ChangeFollower {
       this.dirty = false;
       const c = this.client;
       try {
-        const horizon = await prunedThrough(c);
-        if (horizon > this.positionSeq) {
+        // The horizon, the log's end and the next batch in one round trip: a wake-up costs one read.
+        const read = await readForFollower(c, this.positionSeq, this.batchSize, this.options.withTemplates ?? false);
+        this.seen(read.lastSeq);
+        if (read.horizon > this.positionSeq) {
           this.stats.resyncs++;
-          this.advance(Math.max(await this.options.onResync(), horizon));
+          this.advance(Math.max(await this.options.onResync(), read.horizon));
           this.dirty = true;
           continue;
         }
-        const batch = await changesAfter(c, this.positionSeq, this.batchSize);
+        const batch = read.changes;
         if (batch.length === 0) continue;
         await this.options.onChanges(batch);
         this.stats.batches++;
@@ -221,9 +248,18 @@ export class ChangeFollower {
     }
   }
 
+  private seen(seq: number): void {
+    if (!Number.isFinite(seq) || seq <= this.lastSeenSeq) return;
+    this.lastSeenSeq = seq;
+    if (seq > this.positionSeq) this.behindSince ??= performance.now();
+  }
+
   private advance(seq: number): void {
     if (seq <= this.positionSeq) return;
     this.positionSeq = seq;
+    this.lastSeenSeq = Math.max(this.lastSeenSeq, seq);
+    // Still behind: the lag counts from this delivery (a follower that keeps delivering is not stalled).
+    this.behindSince = seq >= this.lastSeenSeq ? undefined : performance.now();
     for (const w of this.waiters) {
       if (w.seq > seq) continue;
       clearTimeout(w.timer);

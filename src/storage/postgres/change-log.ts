@@ -75,6 +75,45 @@ function changeOf(r: ChangeRow): PersonChange {
   return { seq: Number(r.seq), accountId: r.account_id, personId: r.person_id, op: r.op, modelId: r.model_id, at: r.at.toISOString() };
 }
 
+/** A change as the follower reads it, with what the persons table holds now when asked for. */
+export interface FollowedChange extends PersonChange {
+  /** The person's current model and sealed template; null when the person is gone. Absent unless asked for. */
+  current?: { modelId: string; sealedTemplate: Buffer } | null;
+}
+
+/** What one follower read returns: the prune horizon, the log's last seq and the changes after the position. */
+export interface FollowerRead {
+  horizon: number;
+  lastSeq: number;
+  changes: FollowedChange[];
+}
+
+/**
+ * One round trip for a follower's wake-up: the prune horizon, the log's last seq and the changes after
+ * `afterSeq` (at most `limit`), with the persons' current templates when `withTemplates` (so applying them
+ * needs no second read). A row with no change carries the horizon and last seq alone.
+ */
+export async function readForFollower(q: Queryable, afterSeq: number, limit: number, withTemplates: boolean): Promise<FollowerRead> {
+  const current = withTemplates ? 'p.model_id AS current_model, p.sealed_template' : 'NULL AS current_model, NULL::bytea AS sealed_template';
+  const join = withTemplates ? 'LEFT JOIN persons p ON p.account_id = c.account_id AND p.person_id = c.person_id' : '';
+  const { rows } = await q.query<Partial<ChangeRow> & { horizon: string; last_seq: string | null; current_model: string | null; sealed_template: Buffer | null }>(
+    `SELECT coalesce((SELECT convert_from(value, 'UTF8')::bigint FROM meta WHERE key = $3), 0) AS horizon,
+       (SELECT max(seq) FROM person_changes) AS last_seq, x.*
+     FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+       SELECT c.seq, c.account_id, c.person_id, c.op, c.model_id, c.at, ${current}
+       FROM person_changes c ${join} WHERE c.seq > $1 ORDER BY c.seq LIMIT $2) AS x ON true`,
+    [afterSeq, limit, PRUNED_THROUGH]);
+  const horizon = Number(rows[0]?.horizon ?? 0);
+  const changes: FollowedChange[] = [];
+  for (const r of rows) {
+    if (r.seq === null || r.seq === undefined) continue;
+    const change: FollowedChange = changeOf(r as ChangeRow);
+    if (withTemplates) change.current = r.current_model !== null && r.sealed_template !== null ? { modelId: r.current_model, sealedTemplate: r.sealed_template } : null;
+    changes.push(change);
+  }
+  return { horizon, lastSeq: Math.max(Number(rows[0]?.last_seq ?? 0), horizon), changes };
+}
+
 /** Changes after `afterSeq`, oldest first, at most `limit`. */
 export async function changesAfter(q: Queryable, afterSeq: number, limit: number): Promise<PersonChange[]> {
   const { rows } = await q.query<ChangeRow>(
@@ -88,9 +127,12 @@ export async function changesAfter(q: Queryable, afterSeq: number, limit: number
  * sequence's last value, which may belong to a transaction that has not committed yet.
  */
 export async function lastSeq(q: Queryable): Promise<number> {
-  const { rows } = await q.query<{ seq: string | null }>('SELECT max(seq) AS seq FROM person_changes');
-  // An emptied (pruned) log still continues after what it held.
-  return Math.max(Number(rows[0].seq ?? 0), await prunedThrough(q));
+  // One round trip (a writer waits on it for read-your-writes). An emptied (pruned) log still continues
+  // after what it held: the horizon.
+  const { rows } = await q.query<{ seq: string | null; horizon: string | null }>(
+    `SELECT (SELECT max(seq) FROM person_changes) AS seq,
+       (SELECT convert_from(value, 'UTF8')::bigint FROM meta WHERE key = $1) AS horizon`, [PRUNED_THROUGH]);
+  return Math.max(Number(rows[0].seq ?? 0), Number(rows[0].horizon ?? 0));
 }
 
 /** The account's last committed change (0: none ever). */

@@ -10,7 +10,8 @@ import { IMAGES_DB } from '../persons';
 import type { Sealer } from '../crypto/sealer';
 import { appendChanges, PgChangeLog } from './change-log';
 import type { AsyncPersonRepository } from './interfaces';
-import type { Db } from './pool';
+import { PostgresPool, type Db } from './pool';
+import { copySealedTemplates } from './template-copy';
 
 /** Place of a sealed template; the model is part of it, so a template cannot be passed off under another model. */
 export const TEMPLATES_PLACE = 'person-templates';
@@ -217,6 +218,27 @@ export class PgPersonRepository implements AsyncPersonRepository {
     if (rest) yield rest;
   }
 
+  /**
+   * Every template of `modelId`, unsealed (a fresh buffer each), in no particular order: a node's start-up
+   * fill. On the node's pool it reads with `parts` binary COPY streams at once (./template-copy.ts: no hex
+   * text, no pages); inside a transaction it falls back to templateBlocks. Resolves with the count.
+   */
+  async copyTemplates(modelId: string, onTemplate: (accountId: string, personId: string, bytes: Buffer) => void,
+    options: { parts?: number } = {}): Promise<number> {
+    if (!(this.db instanceof PostgresPool)) {
+      let n = 0;
+      for await (const block of this.templateBlocks(modelId)) {
+        const size = block.dimension * 4;
+        block.ids.forEach((id, i) => onTemplate(block.accountId, id, Buffer.from(block.bytes.subarray(i * size, (i + 1) * size))));
+        n += block.ids.length;
+      }
+      return n;
+    }
+    return copySealedTemplates(this.db.pool, modelId,
+      (accountId, personId, sealed) => onTemplate(accountId, personId, this.sealer.open(TEMPLATES_PLACE, [accountId, personId, modelId], sealed)),
+      { parts: options.parts, timeoutMs: Math.max(60_000, 10 * this.db.settings.statementTimeoutMs) });
+  }
+
   async accountsWithTemplates(modelId: string): Promise<string[]> {
     const { rows } = await this.db.query<{ account_id: string }>(
       'SELECT DISTINCT account_id FROM persons WHERE model_id = $1 ORDER BY account_id', [modelId]);
@@ -240,7 +262,8 @@ export class PgPersonRepository implements AsyncPersonRepository {
     return this.sealer.seal(TEMPLATES_PLACE, [accountId, personId, modelId], templateBytes(template));
   }
 
-  private openTemplate(accountId: string, personId: string, modelId: string, sealed: Uint8Array): Float32Array {
+  /** A template as sealed in the table (e.g. read with the change log by the follower), opened. */
+  openTemplate(accountId: string, personId: string, modelId: string, sealed: Uint8Array): Float32Array {
     return templateOf(this.sealer.open(TEMPLATES_PLACE, [accountId, personId, modelId], sealed));
   }
 }

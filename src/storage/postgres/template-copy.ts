@@ -1,0 +1,163 @@
+// Reading every template of a model for a node's start-up, as fast as the server can hand them out. The
+// paged SELECT (./persons.ts templateBlocks) spends most of its time outside the data: bytea travels as hex
+// text (twice its size, decoded in JavaScript) and every page is one more round trip. Here each part is one
+// `COPY (SELECT …) TO STDOUT (FORMAT binary)` whose rows arrive as raw buffers (node-pg hands COPY data
+// through untouched), on its own pooled connection; several parts, split by a hash of the person id, run at
+// once so the server detoasts on one core while this process unseals on another.
+import type { Pool, PoolClient } from 'pg';
+import { translated } from './errors';
+
+/** A row as copied; `sealed` is only valid during the callback. */
+export type OnSealedTemplate = (accountId: string, personId: string, sealed: Buffer) => void;
+
+export interface CopyTemplatesOptions {
+  /** Connections reading at once (hash partitions of the persons); default 2. */
+  parts?: number;
+  /** Longest time one part may take, server and client side; default 60 s. */
+  timeoutMs?: number;
+}
+
+const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+
+/** Parses PostgreSQL's binary COPY stream (header, tuples, trailer) whatever its chunking. */
+export class BinaryCopyParser {
+  private pending: Buffer = Buffer.alloc(0);
+  private headerDone = false;
+  finished = false;
+
+  constructor(private readonly onRow: (fields: Array<Buffer | null>) => void) {}
+
+  push(chunk: Buffer): void {
+    // Rows never outlive this call: the driver may reuse the chunk's memory for the next message.
+    const buf = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    let at = 0;
+    if (!this.headerDone) {
+      if (buf.length < SIGNATURE.length + 8) return this.keep(buf, at);
+      if (!buf.subarray(0, SIGNATURE.length).equals(SIGNATURE)) throw new Error('COPY: not a binary COPY stream');
+      const extension = buf.readInt32BE(SIGNATURE.length + 4);
+      if (buf.length < SIGNATURE.length + 8 + extension) return this.keep(buf, at);
+      at = SIGNATURE.length + 8 + extension;
+      this.headerDone = true;
+    }
+    while (at + 2 <= buf.length) {
+      const count = buf.readInt16BE(at);
+      if (count === -1) {
+        this.finished = true;
+        at += 2;
+        break;
+      }
+      const fields: Array<Buffer | null> = new Array(count);
+      let p = at + 2;
+      let complete = true;
+      for (let i = 0; i < count; i++) {
+        if (p + 4 > buf.length) { complete = false; break; }
+        const len = buf.readInt32BE(p);
+        p += 4;
+        if (len === -1) { fields[i] = null; continue; }
+        if (p + len > buf.length) { complete = false; break; }
+        fields[i] = buf.subarray(p, p + len);
+        p += len;
+      }
+      if (!complete) break;
+      this.onRow(fields);
+      at = p;
+    }
+    this.keep(buf, at);
+  }
+
+  private keep(buf: Buffer, from: number): void {
+    this.pending = from < buf.length ? Buffer.from(buf.subarray(from)) : Buffer.alloc(0);
+  }
+}
+
+/** A query object node-pg runs as is: the COPY in the simple protocol, its data handed to a parser. */
+class CopyOut {
+  readonly query_timeout: number;
+  readonly done: Promise<void>;
+  private settle!: (err?: unknown) => void;
+  private failure: unknown;
+
+  constructor(private readonly text: string, private readonly parser: BinaryCopyParser, timeoutMs: number) {
+    this.query_timeout = timeoutMs;
+    this.done = new Promise<void>((resolve, reject) => {
+      this.settle = (err) => (err ? reject(err) : resolve());
+    });
+  }
+
+  submit(connection: { query(text: string): void }): void {
+    connection.query(this.text);
+  }
+
+  handleCopyData(msg: { chunk: Buffer }): void {
+    if (this.failure) return;
+    try {
+      this.parser.push(msg.chunk);
+    } catch (err) {
+      this.failure = err;  // reported once the server is done with the statement
+    }
+  }
+
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handleCommandComplete(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+
+  handleError(err: unknown): void {
+    this.failure ??= err;
+    this.settle(this.failure);
+  }
+
+  handleReadyForQuery(): void {
+    this.settle(this.failure);
+  }
+}
+
+function literal(value: string): string {
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
+/**
+ * Streams every sealed template of `modelId` (of one account if given) out of the persons table in no
+ * particular order; `onRow` runs synchronously for each. Resolves with the count once every part finished.
+ */
+export async function copySealedTemplates(pool: Pool, modelId: string, onRow: OnSealedTemplate,
+  options: CopyTemplatesOptions & { accountId?: string } = {}): Promise<number> {
+  const parts = Math.max(1, Math.floor(options.parts ?? 2));
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  let copied = 0;
+  const onePart = async (part: number): Promise<void> => {
+    const filter = [`model_id = ${literal(modelId)}`];
+    if (options.accountId !== undefined) filter.push(`account_id = ${literal(options.accountId)}`);
+    if (parts > 1) filter.push(`(hashtext(person_id) & 2147483647) % ${parts} = ${part}`);
+    // One transaction, so the longer timeout ends with it and the pooled connection keeps its own.
+    const text = `BEGIN; SET LOCAL statement_timeout = ${timeoutMs};
+      COPY (SELECT account_id, person_id, sealed_template FROM persons WHERE ${filter.join(' AND ')}) TO STDOUT (FORMAT binary);
+      COMMIT`;
+    const parser = new BinaryCopyParser((fields) => {
+      copied++;
+      onRow(fields[0]!.toString('utf8'), fields[1]!.toString('utf8'), fields[2]!);
+    });
+    let client: PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (err) {
+      throw translated(err);
+    }
+    let broken: unknown;
+    try {
+      const copy = new CopyOut(text, parser, timeoutMs + 1_000);
+      client.query(copy as never);
+      await copy.done;
+      if (!parser.finished) throw new Error('COPY: the stream ended without its trailer');
+    } catch (err) {
+      broken = err;
+      throw translated(err);
+    } finally {
+      // A connection left inside a failed transaction is not given back to the pool.
+      client.release(broken ? true : undefined);
+    }
+  };
+  await Promise.all(Array.from({ length: parts }, (_, part) => onePart(part)));
+  return copied;
+}
