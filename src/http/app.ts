@@ -16,7 +16,7 @@ import { RequestSigning } from '../services/request-signing';
 import { createServices, type LiveFaceSource } from '../services';
 import type { PackageFile } from '../licensing/package-file';
 import { readiness } from '../ops/health';
-import { cameraMetricsSourceOf, ServiceMetrics, type LicenceMetricsSource } from '../ops/metrics';
+import { cameraMetricsSourceOf, followerMetricsSourceOf, ServiceMetrics, type LicenceMetricsSource } from '../ops/metrics';
 import { timedEngine } from '../ops/timed-engine';
 import type { Store } from '../storage/store';
 import type { AsyncStore } from '../storage/postgres/interfaces';
@@ -80,7 +80,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await galleries.restore(lmdb.persons, deps.engine.modelId, config.index.snapshot ? snapshotPlaceOf(lmdb) : undefined);
   }
   const metrics = new ServiceMetrics({
-    config, store, galleries, licence: deps.licence, camera: cameraMetricsSourceOf(deps.camera),
+    config, store, galleries, licence: deps.licence, camera: cameraMetricsSourceOf(deps.camera), follower: followerMetricsSourceOf(deps.galleryFeed),
     now: deps.now ?? (() => new Date()),
   });
   const services = createServices({

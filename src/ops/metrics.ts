@@ -36,12 +36,23 @@ export function cameraMetricsSourceOf(source: object | undefined): CameraMetrics
   return source && typeof (source as Partial<CameraMetricsSource>).status === 'function' ? source as CameraMetricsSource : undefined;
 }
 
+/** Where a PostgreSQL node's change follower stands (src/matching/gallery-follower.ts status()). */
+export interface FollowerMetricsSource {
+  status(): { position: number; lastSeen: number; lagSeconds: number; connected: boolean; stats: { reconnects: number; resyncs: number } } | undefined;
+}
+
+/** The follower of a PostgreSQL node's galleries, when the app was given one (an LMDB service has none). */
+export function followerMetricsSourceOf(feed: object | undefined): FollowerMetricsSource | undefined {
+  return feed && typeof (feed as Partial<FollowerMetricsSource>).status === 'function' ? feed as FollowerMetricsSource : undefined;
+}
+
 export interface MetricsSources {
   config: Config;
   store: AsyncStore;
   galleries: Galleries;
   licence?: LicenceMetricsSource;
   camera?: CameraMetricsSource;
+  follower?: FollowerMetricsSource;
   now: () => Date;
 }
 
@@ -79,6 +90,7 @@ export class ServiceMetrics {
     this.eventLoopGauges(registers);
     if (sources.licence) this.licenceMetrics(sources.licence, registers);
     if (sources.camera) this.cameraMetrics(sources.camera, registers);
+    if (sources.follower) this.followerMetrics(sources.follower, registers);
   }
 
   /** One answered request; `route` is the matched route's pattern (undefined: none matched). */
@@ -220,6 +232,31 @@ export class ServiceMetrics {
       licence.on('check', onCheck);
       this.cleanups.push(() => licence.off!('check', onCheck));
     }
+  }
+
+  private followerMetrics(follower: FollowerMetricsSource, registers: Registry[]): void {
+    const gauge = (name: string, help: string, read: (s: NonNullable<ReturnType<FollowerMetricsSource['status']>>) => number) => new Gauge({
+      name: `${METRICS_PREFIX}${name}`, help, registers,
+      collect() {
+        const s = follower.status();
+        if (s) this.set(read(s));
+      },
+    });
+    gauge('change_follower_position', 'The last person change this node\'s galleries hold (change log seq)', (s) => s.position);
+    gauge('change_log_last_seq', 'The highest person change seq this node has seen committed', (s) => s.lastSeen);
+    gauge('change_follower_behind', 'Person changes seen committed and not yet in this node\'s galleries (seqs; gaps count)', (s) => Math.max(0, s.lastSeen - s.position));
+    gauge('change_follower_lag_seconds', 'Seconds this node\'s galleries have been behind the change log without catching up (0: caught up)', (s) => s.lagSeconds);
+    gauge('change_follower_connected', '1 while the change follower\'s connection is up', (s) => (s.connected ? 1 : 0));
+    const cumulative = (name: string, help: string, read: (s: { reconnects: number; resyncs: number }) => number) => new Counter({
+      name: `${METRICS_PREFIX}${name}`, help, registers,
+      collect() {
+        const s = follower.status();
+        this.reset();
+        this.inc(s ? read(s.stats) : 0);
+      },
+    });
+    cumulative('change_follower_reconnects_total', 'Times the change follower reconnected to the database', (s) => s.reconnects);
+    cumulative('change_follower_resyncs_total', 'Galleries rebuilt because the change log was pruned past this node', (s) => s.resyncs);
   }
 
   private cameraMetrics(camera: CameraMetricsSource, registers: Registry[]): void {
