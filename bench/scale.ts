@@ -1,122 +1,303 @@
-// npm run bench:scale — what a second cloud node over one PostgreSQL database costs and gains, without the
-// face engine (the storage and gallery side only): bulk enrolment into the shared table, a node's start-up
-// rebuild of its galleries from it (time, memory), a gallery search whose exact re-rank reads the candidates'
-// templates from the database beside the same search over LMDB's rows, and how long after a write on node A
-// node B's galleries hold it (four concurrent writers).
-// Needs an empty database: BENCH_SCALE_POSTGRES_URL=postgres://user@host:port/db (e.g. the one test/helpers/
-// postgres.ts makes). BENCH_SCALE_PERSONS (default 20000) and BENCH_SCALE_ACCOUNTS (4) size the gallery.
+// npm run bench:scale — cloud mode over HTTP with real node processes (bench/scale-node.ts: the service's
+// start-up with the tests' fake face engine, so what is compared is the storage and gallery side; with the
+// real engine its ~17 ms of CPU per face would dominate every figure on two cores):
+// - identify and create throughput and p50/p99: LMDB single node, PostgreSQL single node, PostgreSQL with
+//   two nodes (load spread over both), each over a gallery preloaded with BENCH_SCALE_PERSONS persons;
+// - the catch-up lag of node B after a burst of 1,000 creates on node A (B's /metrics follower position);
+// - cross-node visibility: A acknowledged a create -> an identify on B finds the person (p50/p99);
+// - a node joining with BENCH_SCALE_JOIN_PERSONS (100k) persons in the database: process start to the first
+//   identify served, and its resident memory beside an empty node's.
+// PostgreSQL: BENCH_SCALE_POSTGRES_URL (a server whose user may CREATE DATABASE), else a throwaway server
+// (test/helpers/postgres.ts). Ends with one JSON line.
+import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Client } from 'pg';
 
 import { templateModelId, templateSize } from '../src/engine/template-spec';
-import { Galleries } from '../src/matching/galleries';
-import { GalleryFollower } from '../src/matching/gallery-follower';
 import { postgresSettings } from '../src/storage/postgres/pool';
-import { openPostgresStore, type PostgresStore } from '../src/storage/postgres/store';
+import { openPostgresStore } from '../src/storage/postgres/store';
 import { openStore } from '../src/storage/store';
+import { fakePhotoB64, templateFor } from '../test/helpers/fake-engine';
+import { startPostgres } from '../test/helpers/postgres';
 import { mapLimit, percentile, printJsonLine } from './common';
 
-const URL_ = process.env.BENCH_SCALE_POSTGRES_URL;
-const PERSONS = Number(process.env.BENCH_SCALE_PERSONS ?? 20000);
-const ACCOUNTS = Number(process.env.BENCH_SCALE_ACCOUNTS ?? 4);
-const SEARCHES = 300;
-const CHUNK = 500;
+const PERSONS = Number(process.env.BENCH_SCALE_PERSONS ?? 20_000);
+const JOIN_PERSONS = Number(process.env.BENCH_SCALE_JOIN_PERSONS ?? 100_000);
+const CREATES = Number(process.env.BENCH_SCALE_CREATES ?? 1_000);
+const IDENTIFIES = Number(process.env.BENCH_SCALE_IDENTIFIES ?? 2_000);
+const CONCURRENCY = Number(process.env.BENCH_SCALE_CONCURRENCY ?? 8);
+const VISIBILITY_SAMPLES = 200;
+const BURST = 1_000;
+const BOOTSTRAP = 'bench-scale-bootstrap-key-0123456789';
+const ACCOUNT = 'default';  // the bootstrap key's account
 const MODEL = templateModelId();
+const NODE_MAIN = path.join(__dirname, 'scale-node.js');
+
+const round = (x: number, digits = 1) => +x.toFixed(digits);
+const stats = (v: number[]) => ({ p50: round(percentile(v, 50), 2), p99: round(percentile(v, 99), 2), max: round(Math.max(...v), 2) });
 
 function randomTemplate(): Float32Array {
   const v = Float32Array.from({ length: templateSize() }, () => Math.random() - 0.5);
-  const norm = Math.hypot(...v);
-  return v.map((x) => x / norm);
+  let n = 0;
+  for (const x of v) n += x * x;
+  return v.map((x) => x / Math.sqrt(n));
 }
 
-const ms = (since: number) => +(performance.now() - since).toFixed(1);
-const stats = (v: number[]) => ({ p50: +percentile(v, 50).toFixed(2), p99: +percentile(v, 99).toFixed(2), max: +Math.max(...v).toFixed(2) });
-const accountOf = (i: number) => `acc${i % ACCOUNTS}`;
-
-async function searchTimes(galleries: Galleries, probes: Float32Array[]): Promise<number[]> {
-  const times: number[] = [];
-  for (let i = 0; i < probes.length; i++) {
-    const started = performance.now();
-    await galleries.of(accountOf(i)).search(probes[i], 1, 0.5);
-    times.push(performance.now() - started);
+/** Preloaded persons: random templates (no fake identity's photo matches them) and a small image. */
+function* preload(count: number, prefix: string): Generator<Array<{ personId: string; modelId: string; template: Float32Array; referenceImage: Buffer }>> {
+  const image = crypto.randomBytes(2_000);
+  for (let from = 0; from < count; from += 1000) {
+    yield Array.from({ length: Math.min(1000, count - from) }, (_, i) => ({
+      personId: `${prefix}${from + i}`, modelId: MODEL, template: randomTemplate(), referenceImage: image,
+    }));
   }
-  return times;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface NodeProcess {
+  base: string;
+  child: ChildProcess;
+  /** Milliseconds from spawn to the first answer of `ready`. */
+  startMs: number;
+  rssMiB(): number;
+  stop(): Promise<void>;
+}
+
+async function writeIni(dir: string, name: string, storage: string[]): Promise<{ ini: string; port: number }> {
+  const port = await freePort();
+  const ini = path.join(dir, `${name}.ini`);
+  fs.writeFileSync(ini, [
+    '[server]', 'mode = cloud', 'host = 127.0.0.1', `port = ${port}`,
+    '[storage]', ...storage,
+    '[auth]', `bootstrap_key = ${BOOTSTRAP}`,
+    '[log]', 'level = warn',
+    '[camera]', 'source = none',
+  ].join('\n'));
+  return { ini, port };
+}
+
+/** Spawns a node and polls `ready` (default: the live probe) until it answers 200. */
+async function startNode(ini: string, port: number, ready?: (base: string) => Promise<boolean>): Promise<NodeProcess> {
+  const base = `http://127.0.0.1:${port}`;
+  const started = performance.now();
+  const child = spawn(process.execPath, [NODE_MAIN, ini], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let errors = '';
+  child.stderr!.on('data', (c: Buffer) => { errors += c.toString('utf8'); });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let gone = false;
+  void exited.then(() => { gone = true; });
+  const check = ready ?? (async (b: string) => (await fetch(`${b}/health/live`)).ok);
+  for (;;) {
+    if (gone) throw new Error(`node ${ini} exited:\n${errors}`);
+    if (performance.now() - started > 120_000) throw new Error(`node ${ini} not ready after 120 s:\n${errors}`);
+    if (await check(base).catch(() => false)) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return {
+    base, child, startMs: round(performance.now() - started),
+    rssMiB: () => {
+      const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+      return m ? round(Number(m[1]) / 1024) : NaN;
+    },
+    stop: async () => {
+      if (!gone) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function call(base: string, method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${base}${url}`, {
+    method, headers: { 'api-key': BOOTSTRAP, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text };
+}
+
+const photos = new Map<number, string>();
+async function photo(identity: number): Promise<{ faceImage: string }> {
+  let b64 = photos.get(identity);
+  if (!b64) photos.set(identity, (b64 = await fakePhotoB64({ identity })));
+  return { faceImage: b64 };
+}
+
+/** Requests at CONCURRENCY in flight: throughput and latency; every answer must have the expected status. */
+async function load(label: string, count: number, send: (i: number) => Promise<number>, expected: number) {
+  const times: number[] = [];
+  const started = performance.now();
+  await mapLimit(Array.from({ length: count }, (_, i) => i), CONCURRENCY, async (i) => {
+    const t0 = performance.now();
+    const status = await send(i);
+    times.push(performance.now() - t0);
+    if (status !== expected) throw new Error(`${label}: request ${i} answered ${status}, expected ${expected}`);
+  });
+  const seconds = (performance.now() - started) / 1000;
+  return { perSecond: Math.round(count / seconds), ...stats(times) };
+}
+
+/** Creates and identifies over `nodes` (round robin): identities from `first`, CREATES of them, IDENTIFIES of those. */
+async function createAndIdentify(nodes: NodeProcess[], first: number) {
+  await mapLimit(Array.from({ length: CREATES }, (_, i) => first + i), 4, photo);  // the photos' encoding is not measured
+  const create = await load('create', CREATES, async (i) =>
+    (await call(nodes[i % nodes.length].base, 'POST', `/person/face/id-${first + i}`, await photo(first + i))).status, 200);
+  const identify = await load('identify', IDENTIFIES, async (i) => {
+    const identity = first + ((i * 7919) % CREATES);
+    const res = await call(nodes[i % nodes.length].base, 'POST', '/person/recognize-face', await photo(identity));
+    if (res.status === 200 && res.body.personId !== `id-${identity}`) throw new Error(`identify ${identity}: ${res.body.personId}`);
+    return res.status;
+  }, 200);
+  return { create, identify };
+}
+
+async function metric(base: string, name: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : NaN;
 }
 
 async function main(): Promise<void> {
-  if (!URL_) throw new Error('bench:scale needs BENCH_SCALE_POSTGRES_URL (an empty database)');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-scale-'));
+  const ownServer = process.env.BENCH_SCALE_POSTGRES_URL ? undefined : await startPostgres();
+  const serverUrl = process.env.BENCH_SCALE_POSTGRES_URL ?? ownServer!.url;
+  const databaseUrl = async (name: string): Promise<string> => {
+    const c = new Client({ connectionString: serverUrl });
+    await c.connect();
+    try {
+      await c.query(`DROP DATABASE IF EXISTS ${name}`);
+      await c.query(`CREATE DATABASE ${name}`);
+    } finally {
+      await c.end();
+    }
+    const u = new URL(serverUrl);
+    u.pathname = `/${name}`;
+    return u.toString();
+  };
   const keyFile = path.join(dir, 'cluster.key');
   fs.writeFileSync(keyFile, crypto.randomBytes(32), { mode: 0o600 });
-  const open = () => openPostgresStore(postgresSettings(URL_, { poolSize: 4 }), { keyFile });
-  const nodeA: PostgresStore = await open();
-  const nodeB: PostgresStore = await open();
-  const lmdb = await openStore(path.join(dir, 'lmdb'));
+  const pgStorage = (url: string) => ['backend = postgres', `path = ${dir}/node-files`, `postgres_url = ${url}`, `key_file = ${keyFile}`];
+  const running: NodeProcess[] = [];
+  const started = (n: NodeProcess) => { running.push(n); return n; };
   try {
-    // Enrolment in bulk (createMany per account and chunk), the same persons into LMDB for the comparison.
-    const templates = Array.from({ length: PERSONS }, randomTemplate);
-    const image = crypto.randomBytes(20_000);
+    // LMDB, one node.
+    const lmdbDir = path.join(dir, 'lmdb');
+    const lmdb = await openStore(lmdbDir);
     const now = new Date().toISOString();
-    let started = performance.now();
-    for (let from = 0; from < PERSONS; from += CHUNK * ACCOUNTS) {
-      for (let a = 0; a < ACCOUNTS; a++) {
-        const batch = [];
-        for (let i = from + a; i < Math.min(PERSONS, from + CHUNK * ACCOUNTS); i += ACCOUNTS) {
-          batch.push({ personId: `p${i}`, modelId: MODEL, template: templates[i], referenceImage: image });
-        }
-        if (batch.length) await nodeA.persons.createMany(`acc${a}`, batch, now);
-      }
-    }
-    const insertMs = ms(started);
-    for (let i = 0; i < PERSONS; i++) {
-      await lmdb.persons.create(accountOf(i), `p${i}`, { modelId: MODEL, template: templates[i], referenceImage: image }, now);
-    }
-
-    // Node B starts: rebuild from the table, then follow.
-    const rssBefore = process.memoryUsage().rss;
-    started = performance.now();
-    const follower = new GalleryFollower(nodeB, { modelId: MODEL, waitTimeoutMs: 10_000 });
-    const { loaded } = await follower.start();
-    const rebuildMs = ms(started);
-    const rssMiB = +((process.memoryUsage().rss - rssBefore) / 2 ** 20).toFixed(1);
-
-    const lmdbGalleries = Galleries.forStore(lmdb.persons);
-    started = performance.now();
-    await lmdbGalleries.rebuild(lmdb.persons, MODEL);
-    const lmdbRebuildMs = ms(started);
-
-    // Searches for a known person (a slightly moved copy of an enrolled template), both backends.
-    const probes = Array.from({ length: SEARCHES }, (_, i) => {
-      const t = templates[(i * 7919) % PERSONS].map((x, j) => x + (j % 2 ? 0.001 : -0.001));
-      const norm = Math.hypot(...t);
-      return t.map((x) => x / norm);
-    });
-    const pgSearch = await searchTimes(follower.galleries, probes);
-    const lmdbSearch = await searchTimes(lmdbGalleries, probes);
-
-    // Cross-node lag: four writers on A; for each acknowledged write, until B's galleries hold it.
-    const lags = await mapLimit(Array.from({ length: 200 }, (_, i) => i), 4, async (i) => {
-      await nodeA.persons.create('lag', `w${i}`, { modelId: MODEL, template: randomTemplate(), referenceImage: image }, now);
-      const acknowledged = performance.now();
-      await follower.reach(await nodeA.changes.lastChange());
-      return performance.now() - acknowledged;
-    });
-
-    printJsonLine({
-      bench: 'scale', persons: PERSONS, accounts: ACCOUNTS, dimension: templateSize(),
-      insert: { ms: insertMs, personsPerSecond: Math.round(PERSONS / (insertMs / 1000)) },
-      nodeStart: { loaded, rebuildMs, rssMiB, lmdbRebuildMs },
-      searchMs: { postgres: stats(pgSearch), lmdb: stats(lmdbSearch) },
-      crossNodeLagMs: stats(lags),
-    });
-    await follower.stop();
-    lmdbGalleries.close();
-  } finally {
-    await nodeA.close();
-    await nodeB.close();
+    for (const batch of preload(PERSONS, 'pre-')) await lmdb.persons.createMany(ACCOUNT, batch, now);
     await lmdb.close();
+    const lmdbIni = await writeIni(dir, 'lmdb', [`path = ${lmdbDir}`]);
+    const lmdbNode = started(await startNode(lmdbIni.ini, lmdbIni.port));
+    const lmdbRun = await createAndIdentify([lmdbNode], 1);
+    await lmdbNode.stop();
+
+    // PostgreSQL, one node, then a second node on the same database with the load spread over both.
+    const clusterUrl = await databaseUrl('bench_scale_cluster');
+    const admin = await openPostgresStore(postgresSettings(clusterUrl, { poolSize: 2 }), { keyFile });
+    let t0 = performance.now();
+    for (const batch of preload(PERSONS, 'pre-')) await admin.persons.createMany(ACCOUNT, batch, now);
+    const preloadPerSecond = Math.round(PERSONS / ((performance.now() - t0) / 1000));
+    const iniA = await writeIni(dir, 'a', pgStorage(clusterUrl));
+    const iniB = await writeIni(dir, 'b', pgStorage(clusterUrl));
+    const a = started(await startNode(iniA.ini, iniA.port));
+    const pgSingle = await createAndIdentify([a], 10_001);
+    const b = started(await startNode(iniB.ini, iniB.port));
+    const pgPair = await createAndIdentify([a, b], 20_001);
+
+    // Catch-up: a burst of creates on A; B's follower position (its /metrics) until it holds the last.
+    await mapLimit(Array.from({ length: BURST }, (_, i) => 30_001 + i), 4, photo);
+    let maxBehind = 0;
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        maxBehind = Math.max(maxBehind, await metric(b.base, 'face_check_change_follower_behind').catch(() => 0));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    t0 = performance.now();
+    await load('burst', BURST, async (i) =>
+      (await call(a.base, 'POST', `/person/face/burst-${i}`, await photo(30_001 + i))).status, 200);
+    const burstMs = performance.now() - t0;
+    const lastAcknowledged = performance.now();
+    const target = await admin.changes.lastChange();
+    while (await metric(b.base, 'face_check_change_follower_position') < target) await new Promise((r) => setTimeout(r, 1));
+    const catchUpMs = round(performance.now() - lastAcknowledged);
+    watching = false;
+    await watcher;
+
+    // Visibility: one create at a time on A; from its 200, identifies on B until B names the person.
+    await mapLimit(Array.from({ length: VISIBILITY_SAMPLES }, (_, i) => 40_001 + i), 4, photo);
+    const visibility: number[] = [];
+    for (let i = 0; i < VISIBILITY_SAMPLES; i++) {
+      const identity = 40_001 + i;
+      const body = await photo(identity);
+      const created = await call(a.base, 'POST', `/person/face/vis-${identity}`, body);
+      if (created.status !== 200) throw new Error(`visibility create: ${created.status}`);
+      const acknowledged = performance.now();
+      for (;;) {
+        const found = await call(b.base, 'POST', '/person/recognize-face', body);
+        if (found.status === 200 && found.body.personId === `vis-${identity}`) break;
+        if (performance.now() - acknowledged > 10_000) throw new Error(`vis-${identity} not visible on B after 10 s`);
+      }
+      visibility.push(performance.now() - acknowledged);
+    }
+    await a.stop();
+    await b.stop();
+    await admin.close();
+
+    // A node joining a database of JOIN_PERSONS persons: spawn to the first identify (of a person among them) served.
+    const joinUrl = await databaseUrl('bench_scale_join');
+    const joinAdmin = await openPostgresStore(postgresSettings(joinUrl, { poolSize: 2 }), { keyFile });
+    for (const batch of preload(JOIN_PERSONS - 1, 'join-')) await joinAdmin.persons.createMany(ACCOUNT, batch, now);
+    await joinAdmin.persons.create(ACCOUNT, 'known', { modelId: MODEL, template: templateFor(50_001, 0, 1), referenceImage: Buffer.from('x') }, now);
+    await joinAdmin.close();
+    const emptyUrl = await databaseUrl('bench_scale_empty');
+    const emptyIni = await writeIni(dir, 'empty', pgStorage(emptyUrl));
+    const empty = started(await startNode(emptyIni.ini, emptyIni.port));
+    await call(empty.base, 'POST', '/person/recognize-face', await photo(50_001));
+    const emptyRss = empty.rssMiB();
+    await empty.stop();
+    const knownPhoto = await photo(50_001);
+    const joinIni = await writeIni(dir, 'join', pgStorage(joinUrl));
+    const joined = started(await startNode(joinIni.ini, joinIni.port, async (base) =>
+      (await call(base, 'POST', '/person/recognize-face', knownPhoto)).body?.personId === 'known'));
+    const joinRss = joined.rssMiB();
+    await joined.stop();
+
+    const result = {
+      bench: 'scale', persons: PERSONS, dimension: templateSize(), concurrency: CONCURRENCY, cpus: os.cpus().length,
+      engine: 'fake (tests\' engine: the storage and gallery side only)',
+      lmdbSingle: lmdbRun, postgresSingle: pgSingle, postgresTwoNodes: pgPair,
+      ratios: {
+        identifyPostgresOverLmdb: round(pgSingle.identify.perSecond / lmdbRun.identify.perSecond, 2),
+        createP99PostgresOverLmdb: round(pgSingle.create.p99 / lmdbRun.create.p99, 2),
+      },
+      preloadPersonsPerSecond: preloadPerSecond,
+      burst: { creates: BURST, onNodeA: { perSecond: Math.round(BURST / (burstMs / 1000)) }, nodeBCatchUpMsAfterLastAck: catchUpMs, nodeBMaxBehindSeqs: maxBehind },
+      crossNodeVisibilityMs: stats(visibility),
+      join: { persons: JOIN_PERSONS, startToFirstIdentifyMs: joined.startMs, rssMiB: joinRss, emptyNodeRssMiB: emptyRss,
+        bytesPerPerson: Math.round(((joinRss - emptyRss) * 2 ** 20) / JOIN_PERSONS) },
+      twoCores: 'the database server, every node and this load generator share the machine\'s cores: two nodes show ' +
+        'that the cluster is correct and what coordination costs (follower, locks, change log), not added capacity; ' +
+        'throughput per added node needs nodes on their own cores',
+    };
+    printJsonLine(result);
+  } finally {
+    for (const n of running) await n.stop().catch(() => undefined);
+    await ownServer?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
