@@ -98,6 +98,27 @@ async function run(): Promise<void> {
     t.equal((await request(b.address, 'POST', '/person/recognize-face', await enrolBody(100))).status, 410, 'gone on B at once');
   });
 
+  await t.test('each node\'s /metrics says where its change follower stands', async (t) => {
+    await request(a.address, 'POST', '/person/face/metrics-probe', await enrolBody(99));
+    const last = await admin.changes.lastChange();
+    for (const node of [a, b]) {
+      let position = NaN;
+      const until = performance.now() + 2_000;
+      do {
+        const text = await (await fetch(`${node.address}/metrics`)).text();
+        position = Number(/^face_check_change_follower_position (\S+)$/m.exec(text)?.[1]);
+        if (position >= last) {
+          t.match(text, /^face_check_change_log_last_seq \d+$/m, 'the log\'s last seq seen');
+          t.match(text, /^face_check_change_follower_behind 0$/m, 'nothing behind once caught up');
+          t.match(text, /^face_check_change_follower_connected 1$/m, 'connected');
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      } while (performance.now() < until);
+      t.equal(position, last, 'the follower position is the log\'s last change');
+    }
+  });
+
   await t.test('a daily quota is exact over both nodes', async (t) => {
     const now = new Date().toISOString();
     await admin.accounts.create({ accountId: 'acc_quota', email: 'quota@example.com', passwordHash: 'scrypt$x', role: 'operator', plan: 'free', created: now, updated: now });

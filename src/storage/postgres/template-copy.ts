@@ -73,6 +73,8 @@ export class BinaryCopyParser {
 /** A query object node-pg runs as is: the COPY in the simple protocol, its data handed to a parser. */
 class CopyOut {
   readonly query_timeout: number;
+  /** Set by node-pg around a query with a read timeout: calling it clears the timer. */
+  callback?: (err?: unknown) => void;
   readonly done: Promise<void>;
   private settle!: (err?: unknown) => void;
   private failure: unknown;
@@ -80,7 +82,12 @@ class CopyOut {
   constructor(private readonly text: string, private readonly parser: BinaryCopyParser, timeoutMs: number) {
     this.query_timeout = timeoutMs;
     this.done = new Promise<void>((resolve, reject) => {
-      this.settle = (err) => (err ? reject(err) : resolve());
+      this.settle = (err) => {
+        this.callback?.(err);
+        this.callback = undefined;
+        if (err) reject(err);
+        else resolve();
+      };
     });
   }
 
