@@ -30,6 +30,8 @@ const JOIN_PERSONS = Number(process.env.BENCH_SCALE_JOIN_PERSONS ?? 100_000);
 const CREATES = Number(process.env.BENCH_SCALE_CREATES ?? 1_000);
 const IDENTIFIES = Number(process.env.BENCH_SCALE_IDENTIFIES ?? 2_000);
 const CONCURRENCY = Number(process.env.BENCH_SCALE_CONCURRENCY ?? 8);
+const ROUNDS = 4;
+const JOIN_RUNS = 3;
 const VISIBILITY_SAMPLES = 200;
 const BURST = 1_000;
 const BOOTSTRAP = 'bench-scale-bootstrap-key-0123456789';
@@ -136,32 +138,55 @@ async function photo(identity: number): Promise<{ faceImage: string }> {
   return { faceImage: b64 };
 }
 
-/** Requests at CONCURRENCY in flight: throughput and latency; every answer must have the expected status. */
-async function load(label: string, count: number, send: (i: number) => Promise<number>, expected: number) {
+interface Sample { times: number[]; seconds: number }
+
+/** Requests at CONCURRENCY in flight; every answer must have the expected status. */
+async function load(label: string, indexes: number[], send: (i: number) => Promise<number>, expected: number): Promise<Sample> {
   const times: number[] = [];
   const started = performance.now();
-  await mapLimit(Array.from({ length: count }, (_, i) => i), CONCURRENCY, async (i) => {
+  await mapLimit(indexes, CONCURRENCY, async (i) => {
     const t0 = performance.now();
     const status = await send(i);
     times.push(performance.now() - t0);
     if (status !== expected) throw new Error(`${label}: request ${i} answered ${status}, expected ${expected}`);
   });
-  const seconds = (performance.now() - started) / 1000;
-  return { perSecond: Math.round(count / seconds), ...stats(times) };
+  return { times, seconds: (performance.now() - started) / 1000 };
 }
 
-/** Creates and identifies over `nodes` (round robin): identities from `first`, CREATES of them, IDENTIFIES of those. */
-async function createAndIdentify(nodes: NodeProcess[], first: number) {
-  await mapLimit(Array.from({ length: CREATES }, (_, i) => first + i), 4, photo);  // the photos' encoding is not measured
-  const create = await load('create', CREATES, async (i) =>
-    (await call(nodes[i % nodes.length].base, 'POST', `/person/face/id-${first + i}`, await photo(first + i))).status, 200);
-  const identify = await load('identify', IDENTIFIES, async (i) => {
-    const identity = first + ((i * 7919) % CREATES);
-    const res = await call(nodes[i % nodes.length].base, 'POST', '/person/recognize-face', await photo(identity));
-    if (res.status === 200 && res.body.personId !== `id-${identity}`) throw new Error(`identify ${identity}: ${res.body.personId}`);
-    return res.status;
-  }, 200);
-  return { create, identify };
+function summary(samples: Sample[]) {
+  const times = samples.flatMap((s) => s.times);
+  const seconds = samples.reduce((n, s) => n + s.seconds, 0);
+  return { perSecond: Math.round(times.length / seconds), ...stats(times) };
+}
+
+interface Setup { name: string; nodes: NodeProcess[]; first: number }
+
+/**
+ * Creates, then identifies of the created persons, for each setup over its nodes (round robin). The setups
+ * take turns in ROUNDS rounds, so other work on the machine meanwhile weighs on each alike.
+ */
+async function createAndIdentify(setups: Setup[]) {
+  for (const s of setups) await mapLimit(Array.from({ length: CREATES }, (_, i) => s.first + i), 4, photo);  // not measured
+  const creates = new Map<string, Sample[]>(setups.map((s) => [s.name, []]));
+  const identifies = new Map<string, Sample[]>(setups.map((s) => [s.name, []]));
+  const slice = (n: number, r: number) => Array.from({ length: Math.ceil(n / ROUNDS) }, (_, i) => r * Math.ceil(n / ROUNDS) + i).filter((i) => i < n);
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const s of setups) {
+      creates.get(s.name)!.push(await load('create', slice(CREATES, r), async (i) =>
+        (await call(s.nodes[i % s.nodes.length].base, 'POST', `/person/face/id-${s.first + i}`, await photo(s.first + i))).status, 200));
+    }
+  }
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const s of setups) {
+      identifies.get(s.name)!.push(await load('identify', slice(IDENTIFIES, r), async (i) => {
+        const identity = s.first + ((i * 7919) % CREATES);
+        const res = await call(s.nodes[i % s.nodes.length].base, 'POST', '/person/recognize-face', await photo(identity));
+        if (res.status === 200 && res.body.personId !== `id-${identity}`) throw new Error(`identify ${identity}: ${res.body.personId}`);
+        return res.status;
+      }, 200));
+    }
+  }
+  return Object.fromEntries(setups.map((s) => [s.name, { create: summary(creates.get(s.name)!), identify: summary(identifies.get(s.name)!) }]));
 }
 
 async function metric(base: string, name: string): Promise<number> {
@@ -201,10 +226,8 @@ async function main(): Promise<void> {
     await lmdb.close();
     const lmdbIni = await writeIni(dir, 'lmdb', [`path = ${lmdbDir}`]);
     const lmdbNode = started(await startNode(lmdbIni.ini, lmdbIni.port));
-    const lmdbRun = await createAndIdentify([lmdbNode], 1);
-    await lmdbNode.stop();
 
-    // PostgreSQL, one node, then a second node on the same database with the load spread over both.
+    // PostgreSQL, one node (taking turns with LMDB's), then a second node with the load spread over both.
     const clusterUrl = await databaseUrl('bench_scale_cluster');
     const admin = await openPostgresStore(postgresSettings(clusterUrl, { poolSize: 2 }), { keyFile });
     let t0 = performance.now();
@@ -213,9 +236,12 @@ async function main(): Promise<void> {
     const iniA = await writeIni(dir, 'a', pgStorage(clusterUrl));
     const iniB = await writeIni(dir, 'b', pgStorage(clusterUrl));
     const a = started(await startNode(iniA.ini, iniA.port));
-    const pgSingle = await createAndIdentify([a], 10_001);
+    const single = await createAndIdentify([{ name: 'lmdb', nodes: [lmdbNode], first: 1 }, { name: 'postgres', nodes: [a], first: 10_001 }]);
+    const lmdbRun = single.lmdb;
+    const pgSingle = single.postgres;
+    await lmdbNode.stop();
     const b = started(await startNode(iniB.ini, iniB.port));
-    const pgPair = await createAndIdentify([a, b], 20_001);
+    const pgPair = (await createAndIdentify([{ name: 'pair', nodes: [a, b], first: 20_001 }])).pair;
 
     // Catch-up: a burst of creates on A; B's follower position (its /metrics) until it holds the last.
     await mapLimit(Array.from({ length: BURST }, (_, i) => 30_001 + i), 4, photo);
@@ -228,7 +254,7 @@ async function main(): Promise<void> {
       }
     })();
     t0 = performance.now();
-    await load('burst', BURST, async (i) =>
+    await load('burst', Array.from({ length: BURST }, (_, i) => i), async (i) =>
       (await call(a.base, 'POST', `/person/face/burst-${i}`, await photo(30_001 + i))).status, 200);
     const burstMs = performance.now() - t0;
     const lastAcknowledged = performance.now();
@@ -272,13 +298,18 @@ async function main(): Promise<void> {
     await empty.stop();
     const knownPhoto = await photo(50_001);
     const joinIni = await writeIni(dir, 'join', pgStorage(joinUrl));
-    const joined = started(await startNode(joinIni.ini, joinIni.port, async (base) =>
-      (await call(base, 'POST', '/person/recognize-face', knownPhoto)).body?.personId === 'known'));
-    const joinRss = joined.rssMiB();
-    await joined.stop();
+    const joins: number[] = [];
+    let joinRss = NaN;
+    for (let run = 0; run < JOIN_RUNS; run++) {
+      const joined = started(await startNode(joinIni.ini, joinIni.port, async (base) =>
+        (await call(base, 'POST', '/person/recognize-face', knownPhoto)).body?.personId === 'known'));
+      joins.push(joined.startMs);
+      joinRss = joined.rssMiB();
+      await joined.stop();
+    }
 
     const result = {
-      bench: 'scale', persons: PERSONS, dimension: templateSize(), concurrency: CONCURRENCY, cpus: os.cpus().length,
+      bench: 'scale', persons: PERSONS, rounds: ROUNDS, dimension: templateSize(), concurrency: CONCURRENCY, cpus: os.cpus().length,
       engine: 'fake (tests\' engine: the storage and gallery side only)',
       lmdbSingle: lmdbRun, postgresSingle: pgSingle, postgresTwoNodes: pgPair,
       ratios: {
@@ -288,7 +319,7 @@ async function main(): Promise<void> {
       preloadPersonsPerSecond: preloadPerSecond,
       burst: { creates: BURST, onNodeA: { perSecond: Math.round(BURST / (burstMs / 1000)) }, nodeBCatchUpMsAfterLastAck: catchUpMs, nodeBMaxBehindSeqs: maxBehind },
       crossNodeVisibilityMs: stats(visibility),
-      join: { persons: JOIN_PERSONS, startToFirstIdentifyMs: joined.startMs, rssMiB: joinRss, emptyNodeRssMiB: emptyRss,
+      join: { persons: JOIN_PERSONS, startToFirstIdentifyMs: joins, medianMs: percentile(joins, 50), rssMiB: joinRss, emptyNodeRssMiB: emptyRss,
         bytesPerPerson: Math.round(((joinRss - emptyRss) * 2 ** 20) / JOIN_PERSONS) },
       twoCores: 'the database server, every node and this load generator share the machine\'s cores: two nodes show ' +
         'that the cluster is correct and what coordination costs (follower, locks, change log), not added capacity; ' +

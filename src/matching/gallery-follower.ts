@@ -150,15 +150,20 @@ export class GalleryFollower {
     // Each template is copied into its account's batch at once, so the unsealed buffer dies young (cheap
     // to collect) instead of waiting in a list for its batch to fill.
     const filling = new Map<string, { ids: string[]; data: Float32Array; bytes: Uint8Array; size: number }>();
+    const large = new Set<string>();  // accounts that filled a block already: their next one is allocated whole
+    const spare: Float32Array[] = [];  // whole blocks whose load settled: reused, not allocated and faulted in again
     let loading: Promise<void> = Promise.resolve();
     let failure: unknown;
     const flush = (accountId: string) => {
       const batch = filling.get(accountId)!;
       filling.delete(accountId);
+      if (batch.ids.length >= LOAD_BLOCK) large.add(accountId);
       const dimension = batch.size / 4;
       const data = batch.data.subarray(0, batch.ids.length * dimension);
       const gallery = galleries.of(accountId) as IndexGallery;
-      loading = loading.then(() => gallery.load(batch.ids, data, dimension)).catch((err) => { failure ??= err; });
+      loading = loading.then(() => gallery.load(batch.ids, data, dimension)).then(() => {
+        if (batch.data.length === LOAD_BLOCK * dimension) spare.push(batch.data);
+      }).catch((err) => { failure ??= err; });
     };
     const loaded = await this.store.persons.copyTemplates!(this.options.modelId, (accountId, personId, bytes) => {
       let batch = filling.get(accountId);
@@ -168,7 +173,9 @@ export class GalleryFollower {
       }
       if (!batch) {
         // Small first: an account of a few persons must not hold a full block's buffer.
-        const data = new Float32Array(64 * (bytes.length / 4));
+        const whole = LOAD_BLOCK * (bytes.length / 4);
+        const data = large.has(accountId) ? (spare.find((b) => b.length === whole) ?? new Float32Array(whole)) : new Float32Array(64 * (bytes.length / 4));
+        if (spare.includes(data)) spare.splice(spare.indexOf(data), 1);
         filling.set(accountId, (batch = { ids: [], data, bytes: new Uint8Array(data.buffer), size: bytes.length }));
       }
       const at = batch.ids.length * batch.size;
