@@ -251,4 +251,16 @@ async function run(): Promise<void> {
     }
     t.equal(await admin.persons.count('default') >= acknowledged.length, true, 'every acknowledged person is in the table');
   });
+
+  await t.test('a third node started over the populated database holds and identifies every person', async (t) => {
+    const c: ServiceProcess = await startServiceProcess(nodeIni(dir, 'c', url, keyFile), 'fake');
+    t.teardown(() => c.stop());
+    const stored = await admin.persons.count('default');
+    const text = await (await fetch(`${c.address}/metrics`)).text();
+    t.equal(Number(/^face_check_index_persons\{account="default"\} (\d+)$/m.exec(text)?.[1]), stored, `all ${stored} persons in C's index`);
+    for (const i of [1, 7, 19]) {
+      const found = await request(c.address, 'POST', '/person/recognize-face', await enrolBody(100 + i));
+      t.equal(found.body?.personId, `vis-${i}`, `vis-${i}, enrolled on A before C started, identified on C`);
+    }
+  });
 }
