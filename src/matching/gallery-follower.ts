@@ -187,7 +187,6 @@ export class GalleryFollower {
         batch.bytes = grown;
       }
       batch.bytes.set(bytes, at);
-      bytes.fill(0);
       batch.ids.push(personId);
       if (batch.ids.length >= LOAD_BLOCK) flush(accountId);
     }, { parts: this.options.buildParts });
