@@ -1,18 +1,36 @@
 // POST /person/recognize-face: 1:N search of the largest face over the caller's account.
 // Codes: F_011 when the face is smaller than [quality] min_face_size; RF_001 when no face is found or no
 // enrolled person reaches [matching] identify_threshold.
+import type { DecodedImage } from '../image/decode';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { faceInputImage, type FaceInput } from './face-input';
 import { releasing } from './images';
 import { personView, type PersonView } from './person-view';
-import { consumeQuota } from './quota';
+import { meterRequest } from './quota';
 
 export async function identifyPerson(ctx: ServiceContext, caller: Caller, input: FaceInput): Promise<PersonView> {
   const image = await faceInputImage(ctx, input);
-  const [face] = await releasing(image, async () => {
-    await consumeQuota(ctx, caller.accountId);
-    return analyse(ctx, image.rgb, 1, 'match');
-  });
+  // The request is counted after the search rather than before the analysis, so that the plan read, the count
+  // and the match's meta are one statement (one round trip on PostgreSQL). What the caller sees is as if it
+  // were counted first: every request past validation is counted, and CP_005 (not counted) takes precedence
+  // over whatever the analysis or search concluded. A refused request costs its analysis, nothing more.
+  let matched: string | undefined;
+  let failure: unknown;
+  try {
+    matched = await search(ctx, caller, image);
+  } catch (err) {
+    failure = err;
+  }
+  const person = await meterRequest(ctx, caller.accountId, matched);
+  if (failure !== undefined) throw failure;
+  // Read after the search: a person removed meanwhile (on any node) is not returned.
+  if (!person) throw ctx.errors.create('NoPersonMatched', `${matched} removed during the search`);
+  return personView(person);
+}
+
+/** The best match's person_id, or throws F_011 / RF_001. */
+async function search(ctx: ServiceContext, caller: Caller, image: DecodedImage): Promise<string> {
+  const [face] = await releasing(image, () => analyse(ctx, image.rgb, 1, 'match'));
   if (!face) throw ctx.errors.create('NoPersonMatched', 'no face in the probe image');
   const minSize = ctx.config.quality.min_face_size;
   if (face.faceSize < minSize) throw ctx.errors.create('WrongFaceSize', `face ${face.faceSize} px < ${minSize} px`);
@@ -25,7 +43,5 @@ export async function identifyPerson(ctx: ServiceContext, caller: Caller, input:
   if (!best || similarity < threshold) {
     throw ctx.errors.create('NoPersonMatched', `best similarity ${similarity} < ${threshold}`);
   }
-  const person = await ctx.store.persons.meta(caller.accountId, best.personId);
-  if (!person) throw ctx.errors.create('NoPersonMatched', `${best.personId} removed during the search`);
-  return personView(person);
+  return best.personId;
 }

@@ -7,13 +7,13 @@ import { analyse, type Caller, type ServiceContext } from './context';
 import { faceInputImage, type FaceInput } from './face-input';
 import { releasing } from './images';
 import { personView, type PersonView } from './person-view';
-import { consumeQuota } from './quota';
+import { meterRequest } from './quota';
 
 export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId: string, input: FaceInput): Promise<PersonView> {
   const image = await faceInputImage(ctx, input);
   const { person, face } = await releasing(image, async () => {
-    await consumeQuota(ctx, caller.accountId);
-    const stored = await ctx.store.persons.meta(caller.accountId, personId);
+    // The count and the person's meta in one statement (one round trip on PostgreSQL).
+    const stored = await meterRequest(ctx, caller.accountId, personId);
     if (!stored) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
     if (stored.modelId !== ctx.engine.modelId) {
       // Templates of another model are not comparable; `face-check reindex` recomputes them.

@@ -99,6 +99,14 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
     },
     quota: {
       tryConsume: (accountId, day, limit) => store.quota.tryConsume(accountId, day, limit),
+      // LMDB's reads cost no round trip: the plan and the person are read beside the counter's transaction.
+      meter: async ({ accountId, day, limits, personId }) => {
+        const plan = acc.get(accountId)?.plan;
+        const limit = plan === undefined ? limits.noRecord : plan === 'paid' ? limits.paid : limits.free;
+        const admitted = limit === 0 || await store.quota.tryConsume(accountId, day, limit);
+        const person = admitted && personId !== undefined ? store.persons.meta(accountId, personId) : undefined;
+        return person ? { limit, admitted, person } : { limit, admitted };
+      },
       used: async (accountId, day) => store.quota.used(accountId, day),
       entries: async () => store.quota.entries(),
       importCounts: (entries) => store.quota.importCounts(entries),

@@ -88,9 +88,39 @@ export interface AsyncApiKeyRepository {
   importEntry(keySha256: string, record: ApiKeyRecord): Promise<boolean>;
 }
 
+/** Requests per UTC day by the kind of account (0 = unlimited): what [quota] and [plans] configure. */
+export interface PlanLimits {
+  /** An account without an AccountRecord ([quota] requests_per_day). */
+  noRecord: number;
+  free: number;
+  paid: number;
+}
+
+/** One metered request: the account's limit comes from its plan as stored now; `personId` asks for its meta too. */
+export interface MeterRequest {
+  accountId: string;
+  day: string;
+  limits: PlanLimits;
+  personId?: string;
+}
+
+export interface MeterResult {
+  /** The limit that applied (0 = unlimited: nothing counted, nothing written). */
+  limit: number;
+  /** False: the limit was reached, nothing counted (CP_005). */
+  admitted: boolean;
+  /** The asked person as stored when the request was counted; undefined when absent (or not asked). */
+  person?: PersonMeta & { modelId: string };
+}
+
 export interface AsyncQuotaRepository {
   /** Counts one request unless `limit` is reached; false (nothing counted) when it is. Exact across nodes. */
   tryConsume(accountId: string, day: string, limit: number): Promise<boolean>;
+  /**
+   * The account's plan, the request counted against that plan's limit (exact across nodes, as tryConsume)
+   * and, when asked, a person's meta: one statement in PostgreSQL, so a metered request costs one round trip.
+   */
+  meter(request: MeterRequest): Promise<MeterResult>;
   used(accountId: string, day: string): Promise<number>;
   /** Every counter (moving a store: face-check migrate). */
   entries(): Promise<QuotaEntry[]>;

@@ -3,7 +3,7 @@
 // and PostgreSQL re-checks that condition on the row's latest version after waiting for any concurrent
 // writer, so N requests on any number of nodes admit exactly min(N, limit). No row returned: refused.
 import type { QuotaEntry } from '../quota';
-import type { AsyncQuotaRepository } from './interfaces';
+import type { AsyncQuotaRepository, MeterRequest, MeterResult } from './interfaces';
 import { allRowsByKey } from './keyset';
 import type { Db } from './pool';
 
@@ -14,8 +14,35 @@ export class PgQuotaRepository implements AsyncQuotaRepository {
     if (limit <= 0) return false;
     const { rows } = await this.db.query(`INSERT INTO quota AS q (account_id, day, used) VALUES ($1, $2, 1)
       ON CONFLICT (account_id, day) DO UPDATE SET used = q.used + 1 WHERE q.used < $3
-      RETURNING q.used`, [accountId, day, limit]);
+      RETURNING q.used`, [accountId, day, limit], 'face_check_quota_consume');
     return rows.length > 0;
+  }
+
+  /**
+   * The plan read, the counter's check-and-increment (the same upsert as tryConsume, skipped when the plan's
+   * limit is 0) and the person's meta in one statement. The counter's WHERE re-reads the limit from `lim`,
+   * computed once, so the re-check after waiting for a concurrent writer is the one tryConsume makes.
+   * The person is read in the statement's snapshot, taken when it starts: one removed before is absent.
+   */
+  async meter(request: MeterRequest): Promise<MeterResult> {
+    const { accountId, day, limits, personId } = request;
+    const { rows } = await this.db.query<{ n: number; admitted: boolean; created: Date | null; updated: Date | null;
+      model_id: string | null }>(`WITH lim AS (
+        SELECT CASE WHEN p.plan IS NULL THEN $3::int WHEN p.plan = 'paid' THEN $5::int ELSE $4::int END AS n
+        FROM (SELECT (SELECT plan FROM accounts WHERE account_id = $1) AS plan) p),
+      counted AS (
+        INSERT INTO quota AS q (account_id, day, used) SELECT $1, $2, 1 FROM lim WHERE lim.n > 0
+        ON CONFLICT (account_id, day) DO UPDATE SET used = q.used + 1 WHERE q.used < (SELECT n FROM lim)
+        RETURNING q.used)
+      SELECT lim.n, (lim.n = 0 OR EXISTS (SELECT 1 FROM counted)) AS admitted, m.created, m.updated, m.model_id
+      FROM lim LEFT JOIN persons m ON m.account_id = $1 AND m.person_id = $6::text`,
+    [accountId, day, limits.noRecord, limits.free, limits.paid, personId ?? null], 'face_check_quota_meter');
+    const r = rows[0];
+    const result: MeterResult = { limit: r.n, admitted: r.admitted };
+    if (r.admitted && personId !== undefined && r.created && r.updated && r.model_id !== null) {
+      result.person = { personId, created: r.created.toISOString(), updated: r.updated.toISOString(), modelId: r.model_id };
+    }
+    return result;
   }
 
   async used(accountId: string, day: string): Promise<number> {
