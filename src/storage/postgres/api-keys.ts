@@ -26,9 +26,23 @@ function recordOf(r: ApiKeyRow): ApiKeyRecord {
   return record;
 }
 
+/**
+ * How long a node answers a known key's lookups from memory. A revocation made on another node therefore stops
+ * the key here within this bound (one made on this node at once); a key's first use, and any unknown key, is
+ * always read, so a key created on any node works everywhere at once. Every authenticated request reads its
+ * key, so without this a busy key costs a round trip per request.
+ */
+export const KEY_LOOKUP_CACHE_MS = 1_000;
+/** Keys held at most; past it the expired ones are dropped, then all (the next uses read again). */
+const KEY_LOOKUP_CACHE_SIZE = 10_000;
+
 export class PgApiKeyRepository implements AsyncApiKeyRepository {
   /** keyId -> when this node last wrote its lastUsed (ms): most uses then cost no statement at all. */
   private readonly lastUseWritten = new Map<string, number>();
+  /** SHA-256 of the key -> its record as read, and until when (performance.now()) it may be answered. */
+  private readonly recent = new Map<string, { record: ApiKeyRecord; until: number }>();
+  /** Raised by each change this node makes: a lookup read before it is answered but not held. */
+  private changes = 0;
 
   constructor(private readonly db: Db) {}
 
@@ -58,8 +72,25 @@ export class PgApiKeyRepository implements AsyncApiKeyRepository {
   }
 
   async lookup(key: string): Promise<ApiKeyRecord | undefined> {
-    const { rows } = await this.db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE key_sha256 = $1`, [hashKey(key)]);
-    return rows[0] && recordOf(rows[0]);
+    const hash = hashKey(key);
+    const t = performance.now();
+    const held = this.recent.get(hash);
+    if (held && held.until > t) return { ...held.record };
+    const seen = this.changes;
+    const { rows } = await this.db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE key_sha256 = $1`, [hash], 'face_check_key_lookup');
+    const record = rows[0] && recordOf(rows[0]);
+    if (record && seen === this.changes) this.hold(hash, record, t + KEY_LOOKUP_CACHE_MS);
+    else this.recent.delete(hash);
+    return record;
+  }
+
+  private hold(hash: string, record: ApiKeyRecord, until: number): void {
+    if (this.recent.size >= KEY_LOOKUP_CACHE_SIZE && !this.recent.has(hash)) {
+      const t = performance.now();
+      for (const [h, e] of this.recent) if (e.until <= t) this.recent.delete(h);
+      if (this.recent.size >= KEY_LOOKUP_CACHE_SIZE) this.recent.clear();
+    }
+    this.recent.set(hash, { record, until });
   }
 
   async list(): Promise<ApiKeyRecord[]> {
@@ -77,6 +108,9 @@ export class PgApiKeyRepository implements AsyncApiKeyRepository {
     await this.db.query(`UPDATE api_keys SET last_used = $2 WHERE key_sha256 = $1
       AND (last_used IS NULL OR last_used <= $2::timestamptz - make_interval(secs => $3))`,
     [hash, now.toISOString(), LAST_USED_INTERVAL_MS / 1000]);
+    // The held record's lastUsed is now stale: the next lookup reads it (at most once a minute per key).
+    this.changes++;
+    this.recent.delete(hash);
   }
 
   async revoke(keyId: string, now: string, accountId?: string): Promise<boolean> {
@@ -84,6 +118,9 @@ export class PgApiKeyRepository implements AsyncApiKeyRepository {
       WHERE key_sha256 = (SELECT key_sha256 FROM api_keys WHERE key_id = $1 AND ($3::text IS NULL OR account_id = $3)
                           ORDER BY created LIMIT 1)
       RETURNING 1`, [keyId, now, accountId ?? null]);
+    // This node refuses the key from now on; the others within KEY_LOOKUP_CACHE_MS.
+    this.changes++;
+    for (const [h, e] of this.recent) if (e.record.keyId === keyId) this.recent.delete(h);
     return rows.length > 0;
   }
 
