@@ -7,6 +7,7 @@
 // - cross-node visibility: A acknowledged a create -> an identify on B finds the person (p50/p99);
 // - a node joining with BENCH_SCALE_JOIN_PERSONS (100k) persons in the database: process start to the first
 //   identify served, and its resident memory beside an empty node's.
+// BENCH_SCALE_ONLY=join runs only the join part (BENCH_SCALE_JOIN_RUNS starts, default 3).
 // PostgreSQL: BENCH_SCALE_POSTGRES_URL (a server whose user may CREATE DATABASE), else a throwaway server
 // (test/helpers/postgres.ts). Ends with one JSON line.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -31,7 +32,8 @@ const CREATES = Number(process.env.BENCH_SCALE_CREATES ?? 1_000);
 const IDENTIFIES = Number(process.env.BENCH_SCALE_IDENTIFIES ?? 2_000);
 const CONCURRENCY = Number(process.env.BENCH_SCALE_CONCURRENCY ?? 8);
 const ROUNDS = 4;
-const JOIN_RUNS = 3;
+const JOIN_RUNS = Number(process.env.BENCH_SCALE_JOIN_RUNS ?? 3);
+const ONLY_JOIN = process.env.BENCH_SCALE_ONLY === 'join';
 const VISIBILITY_SAMPLES = 200;
 const BURST = 1_000;
 const BOOTSTRAP = 'bench-scale-bootstrap-key-0123456789';
@@ -195,6 +197,35 @@ async function metric(base: string, name: string): Promise<number> {
   return m ? Number(m[1]) : NaN;
 }
 
+/** A node joining a database of JOIN_PERSONS persons: spawn to the first identify (of a person among them) served. */
+async function joining(databaseUrl: (name: string) => Promise<string>, pgStorage: (url: string) => string[], keyFile: string,
+  dir: string, now: string, started: (n: NodeProcess) => NodeProcess): Promise<object> {
+  const joinUrl = await databaseUrl('bench_scale_join');
+  const joinAdmin = await openPostgresStore(postgresSettings(joinUrl, { poolSize: 2 }), { keyFile });
+  for (const batch of preload(JOIN_PERSONS - 1, 'join-')) await joinAdmin.persons.createMany(ACCOUNT, batch, now);
+  await joinAdmin.persons.create(ACCOUNT, 'known', { modelId: MODEL, template: templateFor(50_001, 0, 1), referenceImage: Buffer.from('x') }, now);
+  await joinAdmin.close();
+  const emptyUrl = await databaseUrl('bench_scale_empty');
+  const emptyIni = await writeIni(dir, 'empty', pgStorage(emptyUrl));
+  const empty = started(await startNode(emptyIni.ini, emptyIni.port));
+  await call(empty.base, 'POST', '/person/recognize-face', await photo(50_001));
+  const emptyRss = empty.rssMiB();
+  await empty.stop();
+  const knownPhoto = await photo(50_001);
+  const joinIni = await writeIni(dir, 'join', pgStorage(joinUrl));
+  const joins: number[] = [];
+  let joinRss = NaN;
+  for (let run = 0; run < JOIN_RUNS; run++) {
+    const joined = started(await startNode(joinIni.ini, joinIni.port, async (base) =>
+      (await call(base, 'POST', '/person/recognize-face', knownPhoto)).body?.personId === 'known'));
+    joins.push(joined.startMs);
+    joinRss = joined.rssMiB();
+    await joined.stop();
+  }
+  return { persons: JOIN_PERSONS, startToFirstIdentifyMs: joins, medianMs: percentile(joins, 50), rssMiB: joinRss, emptyNodeRssMiB: emptyRss,
+    bytesPerPerson: Math.round(((joinRss - emptyRss) * 2 ** 20) / JOIN_PERSONS) };
+}
+
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-scale-'));
   const ownServer = process.env.BENCH_SCALE_POSTGRES_URL ? undefined : await startPostgres();
@@ -218,10 +249,14 @@ async function main(): Promise<void> {
   const running: NodeProcess[] = [];
   const started = (n: NodeProcess) => { running.push(n); return n; };
   try {
+    const now = new Date().toISOString();
+    if (ONLY_JOIN) {
+      printJsonLine({ bench: 'scale', only: 'join', cpus: os.cpus().length, join: await joining(databaseUrl, pgStorage, keyFile, dir, now, started) });
+      return;
+    }
     // LMDB, one node.
     const lmdbDir = path.join(dir, 'lmdb');
     const lmdb = await openStore(lmdbDir);
-    const now = new Date().toISOString();
     for (const batch of preload(PERSONS, 'pre-')) await lmdb.persons.createMany(ACCOUNT, batch, now);
     await lmdb.close();
     const lmdbIni = await writeIni(dir, 'lmdb', [`path = ${lmdbDir}`]);
@@ -284,29 +319,7 @@ async function main(): Promise<void> {
     await b.stop();
     await admin.close();
 
-    // A node joining a database of JOIN_PERSONS persons: spawn to the first identify (of a person among them) served.
-    const joinUrl = await databaseUrl('bench_scale_join');
-    const joinAdmin = await openPostgresStore(postgresSettings(joinUrl, { poolSize: 2 }), { keyFile });
-    for (const batch of preload(JOIN_PERSONS - 1, 'join-')) await joinAdmin.persons.createMany(ACCOUNT, batch, now);
-    await joinAdmin.persons.create(ACCOUNT, 'known', { modelId: MODEL, template: templateFor(50_001, 0, 1), referenceImage: Buffer.from('x') }, now);
-    await joinAdmin.close();
-    const emptyUrl = await databaseUrl('bench_scale_empty');
-    const emptyIni = await writeIni(dir, 'empty', pgStorage(emptyUrl));
-    const empty = started(await startNode(emptyIni.ini, emptyIni.port));
-    await call(empty.base, 'POST', '/person/recognize-face', await photo(50_001));
-    const emptyRss = empty.rssMiB();
-    await empty.stop();
-    const knownPhoto = await photo(50_001);
-    const joinIni = await writeIni(dir, 'join', pgStorage(joinUrl));
-    const joins: number[] = [];
-    let joinRss = NaN;
-    for (let run = 0; run < JOIN_RUNS; run++) {
-      const joined = started(await startNode(joinIni.ini, joinIni.port, async (base) =>
-        (await call(base, 'POST', '/person/recognize-face', knownPhoto)).body?.personId === 'known'));
-      joins.push(joined.startMs);
-      joinRss = joined.rssMiB();
-      await joined.stop();
-    }
+    const join = await joining(databaseUrl, pgStorage, keyFile, dir, now, started);
 
     const result = {
       bench: 'scale', persons: PERSONS, rounds: ROUNDS, dimension: templateSize(), concurrency: CONCURRENCY, cpus: os.cpus().length,
@@ -319,8 +332,7 @@ async function main(): Promise<void> {
       preloadPersonsPerSecond: preloadPerSecond,
       burst: { creates: BURST, onNodeA: { perSecond: Math.round(BURST / (burstMs / 1000)) }, nodeBCatchUpMsAfterLastAck: catchUpMs, nodeBMaxBehindSeqs: maxBehind },
       crossNodeVisibilityMs: stats(visibility),
-      join: { persons: JOIN_PERSONS, startToFirstIdentifyMs: joins, medianMs: percentile(joins, 50), rssMiB: joinRss, emptyNodeRssMiB: emptyRss,
-        bytesPerPerson: Math.round(((joinRss - emptyRss) * 2 ** 20) / JOIN_PERSONS) },
+      join,
       twoCores: 'the database server, every node and this load generator share the machine\'s cores: two nodes show ' +
         'that the cluster is correct and what coordination costs (follower, locks, change log), not added capacity; ' +
         'throughput per added node needs nodes on their own cores',

@@ -2,6 +2,7 @@
 // every stored person (parallel COPY streams), a search re-ranks with the float32 copies the index keeps,
 // so it answers with the database stopped and its top-1 score is the exact float32 cosine. The follower
 // applies other writers' changes, a resync swaps rebuilt galleries in, and its status says where it stands.
+// A template that does not open fails the start (never a gallery missing that person).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -128,6 +129,22 @@ async function run(): Promise<void> {
       await searchWithoutDatabase(t, node);
     } finally {
       await pg.resume();
+    }
+  });
+
+  await t.test('a template that does not open fails the start instead of leaving the person out', async (t) => {
+    const { rows } = await writer.pool.query<{ sealed_template: Buffer }>("SELECT sealed_template FROM persons WHERE account_id = 'acc2' AND person_id = 'p5'");
+    const original = rows[0].sealed_template;
+    const damaged = Buffer.from(original);
+    damaged[damaged.length - 1] ^= 1;  // the tag
+    await writer.pool.query("UPDATE persons SET sealed_template = $1 WHERE account_id = 'acc2' AND person_id = 'p5'", [damaged]);
+    try {
+      const node = new GalleryFollower(reader, { modelId: MODEL, waitTimeoutMs: 1000 });
+      t.teardown(() => node.stop());
+      await t.rejects(node.start(), { name: 'SealError', message: /"acc2","p5".*does not open/ });
+      t.equal(node.galleries.of('acc2').size, 0, 'nothing was adopted');
+    } finally {
+      await writer.pool.query("UPDATE persons SET sealed_template = $1 WHERE account_id = 'acc2' AND person_id = 'p5'", [original]);
     }
   });
 

@@ -1,8 +1,21 @@
 // The binary COPY parser behind a PostgreSQL node's start-up build: rows come out whole and in order however
-// the stream is cut into messages, NULLs stay NULL, and a stream that is not binary COPY is refused.
+// the stream is cut into messages, NULLs stay NULL, and a stream that is not binary COPY is refused. Over a
+// real server, copyTemplates unsealing on worker threads hands over exactly the templates the repository
+// opens one by one (and those of the same code on the calling thread), in blocks of one account of at most
+// 4,096; a sealed value that does not open fails the copy with a SealError naming the person.
 import crypto from 'node:crypto';
-import t from 'tap';
+import fs from 'node:fs';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import { templateModelId, templateSize } from '../src/engine/template-spec';
+import { SealError } from '../src/storage/crypto/aead';
+import type { PgPersonRepository } from '../src/storage/postgres/persons';
+import { postgresSettings } from '../src/storage/postgres/pool';
+import { openPostgresStore } from '../src/storage/postgres/store';
 import { BinaryCopyParser } from '../src/storage/postgres/template-copy';
+import type { TemplateRows } from '../src/storage/postgres/unseal-worker';
+import { tempDir } from './helpers/app';
+import { postgresSkipReason, startPostgres } from './helpers/postgres';
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
@@ -49,3 +62,74 @@ t.test('an unfinished stream is not finished', async (t) => {
   parser.push(bytes.subarray(0, bytes.length - 5));
   t.notOk(parser.finished);
 });
+
+const skip = postgresSkipReason();
+if (skip) t.test('copyTemplates over a server', async (t) => { t.plan(0, skip); });
+else void t.test('copyTemplates over a server', overServer);
+
+async function overServer(t: Test): Promise<void> {
+  const MODEL = templateModelId();
+  const DIM = templateSize();
+  const pg = await startPostgres();
+  t.teardown(() => pg.stop());
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const keyFile = path.join(dir, 'cluster.key');
+  fs.writeFileSync(keyFile, crypto.randomBytes(32), { mode: 0o600 });
+  const store = await openPostgresStore(postgresSettings(await pg.createDatabase('copy'), { poolSize: 4 }), { keyFile });
+  t.teardown(() => store.close());
+  const now = new Date().toISOString();
+  const image = crypto.randomBytes(32);
+  // One account over a whole block (5,000), two small ones, and a person of another model.
+  const sizes: Record<string, number> = { big: 5000, small: 3, one: 1 };
+  for (const [accountId, n] of Object.entries(sizes)) {
+    for (let from = 0; from < n; from += 1000) {
+      await store.persons.createMany(accountId, Array.from({ length: Math.min(1000, n - from) }, (_, i) => ({
+        personId: `p${from + i}`, modelId: MODEL, referenceImage: image,
+        template: Float32Array.from({ length: DIM }, () => Math.random() - 0.5),
+      })), now);
+    }
+  }
+  await store.persons.create('small', 'other-model', { modelId: `${MODEL}+old`, template: new Float32Array(DIM), referenceImage: image }, now);
+
+  const collect = async (workers: boolean, parts = 2) => {
+    const got = new Map<string, string>();
+    const blocks: Array<{ accountId: string; n: number }> = [];
+    const count = await (store.persons as PgPersonRepository).copyTemplates(MODEL, (rows: TemplateRows) => {
+      t.equal(rows.data.length, rows.ids.length * rows.dimension);
+      blocks.push({ accountId: rows.accountId, n: rows.ids.length });
+      rows.ids.forEach((id, i) => got.set(`${rows.accountId}/${id}`,
+        Buffer.from(rows.data.buffer, rows.data.byteOffset + i * rows.dimension * 4, rows.dimension * 4).toString('base64')));
+      rows.release();
+    }, { workers, parts });
+    return { count, got, blocks };
+  };
+
+  await t.test('worker threads hand over the same templates as the repository opens one by one', async (t) => {
+    const expected = new Map<string, string>();
+    for (const [accountId, n] of Object.entries(sizes)) {
+      const ids = Array.from({ length: n }, (_, i) => `p${i}`);
+      const templates = await store.persons.templatesOf(accountId, ids);
+      ids.forEach((id, i) => expected.set(`${accountId}/${id}`, Buffer.from(templates[i]!.buffer, templates[i]!.byteOffset, templates[i]!.byteLength).toString('base64')));
+    }
+    for (const [workers, parts] of [[true, 2], [false, 2], [true, 1]] as const) {
+      const { count, got, blocks } = await collect(workers, parts);
+      t.equal(count, 5004, `workers ${workers}, ${parts} parts: every person of the model counted`);
+      t.same(got, expected, `workers ${workers}, ${parts} parts: identical templates`);
+      t.ok(blocks.every((b) => b.n >= 1 && b.n <= 4096), 'blocks of at most 4,096');
+      t.ok(blocks.some((b) => b.accountId === 'big' && b.n === 4096) || parts > 1, 'a whole block for the large account');
+    }
+  });
+
+  await t.test('a sealed value that does not open fails the copy, naming the person', async (t) => {
+    await store.pool.query(`UPDATE persons SET sealed_template = set_byte(sealed_template, 40, (get_byte(sealed_template, 40) + 1) % 256)
+      WHERE account_id = 'big' AND person_id = 'p1234'`);
+    t.teardown(() => store.pool.query("DELETE FROM persons WHERE account_id = 'big' AND person_id = 'p1234'"));
+    for (const workers of [true, false]) {
+      const err = await collect(workers).then(() => undefined, (e: unknown) => e);
+      t.type(err, SealError, `workers ${workers}: a SealError`);
+      t.match((err as Error).message, /"big","p1234"/, `workers ${workers}: names the person`);
+      t.match((err as Error).message, /does not open/);
+    }
+  });
+}

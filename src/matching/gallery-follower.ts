@@ -32,9 +32,6 @@ export interface GalleryFollowerOptions {
   buildParts?: number;
 }
 
-/** Templates per native load call during a build: large enough to amortise the call, small enough to overlap. */
-const LOAD_BLOCK = 4096;
-
 export class GalleryFollower {
   /** The node's galleries; a resync rebuilds into new ones and moves them in here, so this object stays. */
   readonly galleries = new Galleries();
@@ -143,54 +140,24 @@ export class GalleryFollower {
   }
 
   /**
-   * Several COPY streams feed per-account batches; each full batch is handed to the index (its native load
-   * runs off the main thread) while the next rows arrive and are unsealed.
+   * Several COPY streams, each parsed and unsealed on a worker thread, hand over blocks of up to 4,096
+   * templates of one account; each goes to the index (its native load runs off the main thread) while the
+   * next rows arrive, and its memory goes back to its worker once the index has copied it.
    */
   private async copyInto(galleries: Galleries): Promise<number> {
-    // Each template is copied into its account's batch at once, so the unsealed buffer dies young (cheap
-    // to collect) instead of waiting in a list for its batch to fill.
-    const filling = new Map<string, { ids: string[]; data: Float32Array; bytes: Uint8Array; size: number }>();
-    const large = new Set<string>();  // accounts that filled a block already: their next one is allocated whole
-    const spare: Float32Array[] = [];  // whole blocks whose load settled: reused, not allocated and faulted in again
     let loading: Promise<void> = Promise.resolve();
     let failure: unknown;
-    const flush = (accountId: string) => {
-      const batch = filling.get(accountId)!;
-      filling.delete(accountId);
-      if (batch.ids.length >= LOAD_BLOCK) large.add(accountId);
-      const dimension = batch.size / 4;
-      const data = batch.data.subarray(0, batch.ids.length * dimension);
-      const gallery = galleries.of(accountId) as IndexGallery;
-      loading = loading.then(() => gallery.load(batch.ids, data, dimension)).then(() => {
-        if (batch.data.length === LOAD_BLOCK * dimension) spare.push(batch.data);
-      }).catch((err) => { failure ??= err; });
-    };
-    const loaded = await this.store.persons.copyTemplates!(this.options.modelId, (accountId, personId, bytes) => {
-      let batch = filling.get(accountId);
-      if (batch && batch.size !== bytes.length) {
-        flush(accountId);  // another dimension: its own load, which the index refuses with a clear error
-        batch = undefined;
-      }
-      if (!batch) {
-        // Small first: an account of a few persons must not hold a full block's buffer.
-        const whole = LOAD_BLOCK * (bytes.length / 4);
-        const data = large.has(accountId) ? (spare.find((b) => b.length === whole) ?? new Float32Array(whole)) : new Float32Array(64 * (bytes.length / 4));
-        if (spare.includes(data)) spare.splice(spare.indexOf(data), 1);
-        filling.set(accountId, (batch = { ids: [], data, bytes: new Uint8Array(data.buffer), size: bytes.length }));
-      }
-      const at = batch.ids.length * batch.size;
-      if (at + batch.size > batch.bytes.length) {
-        const data = new Float32Array(Math.min(LOAD_BLOCK, 2 * batch.ids.length) * (batch.size / 4));
-        const grown = new Uint8Array(data.buffer);
-        grown.set(batch.bytes);
-        batch.data = data;
-        batch.bytes = grown;
-      }
-      batch.bytes.set(bytes, at);
-      batch.ids.push(personId);
-      if (batch.ids.length >= LOAD_BLOCK) flush(accountId);
-    }, { parts: this.options.buildParts });
-    for (const accountId of [...filling.keys()]) flush(accountId);
+    let loaded: number;
+    try {
+      loaded = await this.store.persons.copyTemplates!(this.options.modelId, (rows) => {
+        const gallery = galleries.of(rows.accountId) as IndexGallery;
+        loading = loading.then(() => gallery.load(rows.ids, rows.data, rows.dimension))
+          .then(() => rows.release(), (err: unknown) => { failure ??= err; });
+      }, { parts: this.options.buildParts });
+    } catch (err) {
+      await loading;  // loads still running settle before the caller closes these galleries
+      throw err;
+    }
     await loading;
     if (failure) throw failure;
     return loaded;

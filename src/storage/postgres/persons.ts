@@ -3,6 +3,7 @@
 // persons would be a row that concurrent enrolments on several nodes all rewrite (lock contention and a
 // 68 KB rewrite per enrolment); the gallery rebuild pays one decryption per person instead of per 32.
 // Every write appends to the change log in the same transaction (./change-log.ts).
+import type crypto from 'node:crypto';
 import type {
   AccountPersonMeta, CreateResult, PersonMeta, PersonRecord, TemplateBlock, TemplateInput,
 } from '../persons';
@@ -11,7 +12,8 @@ import type { Sealer } from '../crypto/sealer';
 import { appendChanges, PgChangeLog } from './change-log';
 import type { AsyncPersonRepository } from './interfaces';
 import { PostgresPool, type Db } from './pool';
-import { copySealedTemplates } from './template-copy';
+import { copyTemplateParts } from './template-copy';
+import { inProcessUnsealer, UnsealWorker, type TemplateRows } from './unseal-worker';
 
 /** Place of a sealed template; the model is part of it, so a template cannot be passed off under another model. */
 export const TEMPLATES_PLACE = 'person-templates';
@@ -43,7 +45,8 @@ interface MetaRow {
 export class PgPersonRepository implements AsyncPersonRepository {
   readonly changes: PgChangeLog;
 
-  constructor(private readonly db: Db, private readonly sealer: Sealer) {
+  /** `dataKey`: the sealer's key, for unsealing the start-up fill on worker threads (copyTemplates). */
+  constructor(private readonly db: Db, private readonly sealer: Sealer, private readonly dataKey?: crypto.KeyObject) {
     this.changes = new PgChangeLog(db);
   }
 
@@ -219,23 +222,28 @@ export class PgPersonRepository implements AsyncPersonRepository {
   }
 
   /**
-   * Every template of `modelId`, unsealed (a fresh buffer each), in no particular order: a node's start-up
-   * fill. On the node's pool it reads with `parts` binary COPY streams at once (./template-copy.ts: no hex
-   * text, no pages); inside a transaction it falls back to templateBlocks. Resolves with the count.
+   * Every template of `modelId`, unsealed, in blocks of up to 4,096 persons of one account, in no particular
+   * order: a node's start-up fill. On the node's pool it reads with `parts` binary COPY streams at once
+   * (./template-copy.ts: no hex text, no pages), each parsed and unsealed on a worker thread of its own
+   * (./unseal-worker.ts; `workers: false` does it on this thread); inside a transaction, or without the data
+   * key, it falls back to templateBlocks. A template that does not open rejects (SealError), as does a
+   * stream that fails midway: never a partial count. Resolves with the count.
    */
-  async copyTemplates(modelId: string, onTemplate: (accountId: string, personId: string, bytes: Buffer) => void,
-    options: { parts?: number } = {}): Promise<number> {
-    if (!(this.db instanceof PostgresPool)) {
+  async copyTemplates(modelId: string, onRows: (rows: TemplateRows) => void,
+    options: { parts?: number; workers?: boolean } = {}): Promise<number> {
+    if (!(this.db instanceof PostgresPool) || !this.dataKey) {
       let n = 0;
       for await (const block of this.templateBlocks(modelId)) {
-        const size = block.dimension * 4;
-        block.ids.forEach((id, i) => onTemplate(block.accountId, id, Buffer.from(block.bytes.subarray(i * size, (i + 1) * size))));
+        // A copy aligned for Float32Array: the block's bytes may be a view of a larger buffer at any offset.
+        const data = new Float32Array(Uint8Array.from(block.bytes).buffer);
+        onRows({ accountId: block.accountId, ids: block.ids, data, dimension: block.dimension, release: () => undefined });
         n += block.ids.length;
       }
       return n;
     }
-    return copySealedTemplates(this.db.pool, modelId,
-      (accountId, personId, sealed) => onTemplate(accountId, personId, this.sealer.open(TEMPLATES_PLACE, [accountId, personId, modelId], sealed)),
+    const settings = { key: this.dataKey, place: TEMPLATES_PLACE, modelId };
+    return copyTemplateParts(this.db.pool, modelId,
+      () => (options.workers === false ? inProcessUnsealer(settings, onRows) : new UnsealWorker(settings, onRows)),
       { parts: options.parts, timeoutMs: Math.max(60_000, 10 * this.db.settings.statementTimeoutMs) });
   }
 

@@ -52,7 +52,7 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
     const dataKey = await unlockPostgresDataKey(pool, keyFile, describeUrl(settings.url));
     const sealer = new DataKeySealer(dataKey);
     const keyUsage = new PgKeyUsageRepository(pool, options.keyUsageFlushMs);
-    const persons = new PgPersonRepository(pool, sealer);
+    const persons = new PgPersonRepository(pool, sealer, dataKey);
     return {
       pool,
       keyFile,

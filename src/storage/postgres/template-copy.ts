@@ -3,7 +3,8 @@
 // text (twice its size, decoded in JavaScript) and every page is one more round trip. Here each part is one
 // `COPY (SELECT …) TO STDOUT (FORMAT binary)` whose rows arrive as raw buffers (node-pg hands COPY data
 // through untouched), on its own pooled connection; several parts, split by a hash of the person id, run at
-// once so the server detoasts on one core while this process unseals on another.
+// once, each into a sink of its own (./unseal-worker.ts: a worker thread that parses and unseals it), so the
+// server's reading and this process's unsealing spread over the cores.
 import type { Pool, PoolClient } from 'pg';
 import { translated } from './errors';
 
@@ -79,7 +80,7 @@ class CopyOut {
   private settle!: (err?: unknown) => void;
   private failure: unknown;
 
-  constructor(private readonly text: string, private readonly parser: BinaryCopyParser, timeoutMs: number) {
+  constructor(private readonly text: string, private readonly parser: { push(chunk: Buffer): void }, timeoutMs: number) {
     this.query_timeout = timeoutMs;
     this.done = new Promise<void>((resolve, reject) => {
       this.settle = (err) => {
@@ -124,16 +125,26 @@ function literal(value: string): string {
   return `'${value.replace(/'/g, "''")}'`;
 }
 
+/** What one part's bytes feed: `push` per message, then `end` for the rows and whether the trailer came. */
+export interface CopyPartSink {
+  push(chunk: Buffer): void;
+  end(): Promise<{ rows: number; finished: boolean }>;
+  /** The stream failed: stop, deliver nothing more. */
+  abort(): void;
+}
+
 /**
- * Streams every sealed template of `modelId` (of one account if given) out of the persons table in no
- * particular order; `onRow` runs synchronously for each. Resolves with the count once every part finished.
+ * Streams the rows (account_id, person_id, sealed_template) of every person of `modelId` (of one account if
+ * given) in `parts` binary COPY streams at once, each into the sink `sinkFor(part)` made before its
+ * connection is taken (a worker boots meanwhile). Resolves with the count once every part and its sink
+ * finished; a part that fails (the server, the connection, a sink) fails the whole and aborts every sink.
  */
-export async function copySealedTemplates(pool: Pool, modelId: string, onRow: OnSealedTemplate,
+export async function copyTemplateParts(pool: Pool, modelId: string, sinkFor: (part: number) => CopyPartSink,
   options: CopyTemplatesOptions & { accountId?: string } = {}): Promise<number> {
   const parts = Math.max(1, Math.floor(options.parts ?? 2));
   const timeoutMs = options.timeoutMs ?? 60_000;
-  let copied = 0;
-  const onePart = async (part: number): Promise<void> => {
+  const sinks = Array.from({ length: parts }, (_, part) => sinkFor(part));
+  const onePart = async (part: number): Promise<number> => {
     const filter = [`model_id = ${literal(modelId)}`];
     if (options.accountId !== undefined) filter.push(`account_id = ${literal(options.accountId)}`);
     if (parts > 1) filter.push(`(hashtext(person_id) & 2147483647) % ${parts} = ${part}`);
@@ -141,10 +152,7 @@ export async function copySealedTemplates(pool: Pool, modelId: string, onRow: On
     const text = `BEGIN; SET LOCAL statement_timeout = ${timeoutMs};
       COPY (SELECT account_id, person_id, sealed_template FROM persons WHERE ${filter.join(' AND ')}) TO STDOUT (FORMAT binary);
       COMMIT`;
-    const parser = new BinaryCopyParser((fields) => {
-      copied++;
-      onRow(fields[0]!.toString('utf8'), fields[1]!.toString('utf8'), fields[2]!);
-    });
+    const sink = sinks[part];
     let client: PoolClient;
     try {
       client = await pool.connect();
@@ -153,10 +161,9 @@ export async function copySealedTemplates(pool: Pool, modelId: string, onRow: On
     }
     let broken: unknown;
     try {
-      const copy = new CopyOut(text, parser, timeoutMs + 1_000);
+      const copy = new CopyOut(text, sink, timeoutMs + 1_000);
       client.query(copy as never);
       await copy.done;
-      if (!parser.finished) throw new Error('COPY: the stream ended without its trailer');
     } catch (err) {
       broken = err;
       throw translated(err);
@@ -164,7 +171,35 @@ export async function copySealedTemplates(pool: Pool, modelId: string, onRow: On
       // A connection left inside a failed transaction is not given back to the pool.
       client.release(broken ? true : undefined);
     }
+    const { rows, finished } = await sink.end();
+    if (!finished) throw new Error('COPY: the stream ended without its trailer');
+    return rows;
   };
-  await Promise.all(Array.from({ length: parts }, (_, part) => onePart(part)));
-  return copied;
+  try {
+    const counts = await Promise.all(sinks.map((_, part) => onePart(part)));
+    return counts.reduce((a, b) => a + b, 0);
+  } catch (err) {
+    for (const sink of sinks) sink.abort();
+    throw err;
+  }
+}
+
+/**
+ * Streams every sealed template of `modelId` (of one account if given) out of the persons table in no
+ * particular order; `onRow` runs synchronously for each. Resolves with the count once every part finished.
+ */
+export async function copySealedTemplates(pool: Pool, modelId: string, onRow: OnSealedTemplate,
+  options: CopyTemplatesOptions & { accountId?: string } = {}): Promise<number> {
+  return copyTemplateParts(pool, modelId, () => {
+    let rows = 0;
+    const parser = new BinaryCopyParser((fields) => {
+      rows++;
+      onRow(fields[0]!.toString('utf8'), fields[1]!.toString('utf8'), fields[2]!);
+    });
+    return {
+      push: (chunk) => parser.push(chunk),
+      end: async () => ({ rows, finished: parser.finished }),
+      abort: () => undefined,
+    };
+  }, options);
 }
