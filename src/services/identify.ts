@@ -15,14 +15,14 @@ export async function identifyPerson(ctx: ServiceContext, caller: Caller, input:
   // were counted first: every request past validation is counted, and CP_005 (not counted) takes precedence
   // over whatever the analysis or search concluded. A refused request costs its analysis, nothing more.
   let matched: string | undefined;
-  let failure: unknown;
+  let failure: { error: unknown } | undefined;
   try {
     matched = await search(ctx, caller, image);
-  } catch (err) {
-    failure = err;
+  } catch (error) {
+    failure = { error };
   }
   const person = await meterRequest(ctx, caller.accountId, matched);
-  if (failure !== undefined) throw failure;
+  if (failure) throw failure.error;
   // Read after the search: a person removed meanwhile (on any node) is not returned.
   if (!person) throw ctx.errors.create('NoPersonMatched', `${matched} removed during the search`);
   return personView(person);
