@@ -140,9 +140,9 @@ export class GalleryFollower {
   }
 
   /**
-   * Several COPY streams, each parsed and unsealed on a worker thread, hand over blocks of up to 4,096
-   * templates of one account; each goes to the index (its native load runs off the main thread) while the
-   * next rows arrive, and its memory goes back to its worker once the index has copied it.
+   * Several COPY streams (parsed and unsealed on worker threads where there are cores to spare) hand over
+   * blocks of up to 4,096 templates of one account; each goes to the index (its native load runs off the
+   * main thread) while the next rows arrive, and its memory is reused once the index has copied it.
    */
   private async copyInto(galleries: Galleries): Promise<number> {
     let loading: Promise<void> = Promise.resolve();

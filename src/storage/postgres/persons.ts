@@ -4,6 +4,7 @@
 // 68 KB rewrite per enrolment); the gallery rebuild pays one decryption per person instead of per 32.
 // Every write appends to the change log in the same transaction (./change-log.ts).
 import type crypto from 'node:crypto';
+import os from 'node:os';
 import type {
   AccountPersonMeta, CreateResult, PersonMeta, PersonRecord, TemplateBlock, TemplateInput,
 } from '../persons';
@@ -20,6 +21,12 @@ export const TEMPLATES_PLACE = 'person-templates';
 
 /** Rows read per round trip when walking every person or template. */
 const PAGE = 1000;
+/**
+ * Cores from which the start-up fill unseals on worker threads. On two cores shared with the database
+ * server the workers only added contention and memory (a 100k join: 2.2-4.1 s and +80-170 MiB, against
+ * 2.0-2.2 s on the main thread, which already overlaps the server's two COPY backends).
+ */
+const UNSEAL_WORKERS_FROM_CORES = 4;
 /** Persons per template block handed to the gallery rebuild. */
 const BLOCK = 1024;
 
@@ -225,7 +232,8 @@ export class PgPersonRepository implements AsyncPersonRepository {
    * Every template of `modelId`, unsealed, in blocks of up to 4,096 persons of one account, in no particular
    * order: a node's start-up fill. On the node's pool it reads with `parts` binary COPY streams at once
    * (./template-copy.ts: no hex text, no pages), each parsed and unsealed on a worker thread of its own
-   * (./unseal-worker.ts; `workers: false` does it on this thread); inside a transaction, or without the data
+   * (./unseal-worker.ts) on a machine of UNSEAL_WORKERS_FROM_CORES cores or more, else on this thread
+   * (`workers` decides instead when given); inside a transaction, or without the data
    * key, it falls back to templateBlocks. A template that does not open rejects (SealError), as does a
    * stream that fails midway: never a partial count. Resolves with the count.
    */
@@ -242,8 +250,9 @@ export class PgPersonRepository implements AsyncPersonRepository {
       return n;
     }
     const settings = { key: this.dataKey, place: TEMPLATES_PLACE, modelId };
+    const workers = options.workers ?? os.availableParallelism() >= UNSEAL_WORKERS_FROM_CORES;
     return copyTemplateParts(this.db.pool, modelId,
-      () => (options.workers === false ? inProcessUnsealer(settings, onRows) : new UnsealWorker(settings, onRows)),
+      () => (workers ? new UnsealWorker(settings, onRows) : inProcessUnsealer(settings, onRows)),
       { parts: options.parts, timeoutMs: Math.max(60_000, 10 * this.db.settings.statementTimeoutMs) });
   }
 
