@@ -1,7 +1,8 @@
 // One metered request in one store call (quota.meter): the account's plan as stored now picks the limit, the
 // count is exact (across two PostgreSQL nodes too), and a person asked for comes back only while it exists.
 // Over HTTP on both backends: identify counts after its search yet answers as if it counted first (CP_005
-// before RF_001, no-face and removed-match requests counted), and a plan change applies to the next request.
+// before RF_001, no-face and removed-match requests counted; past the quota, refused before the analysis), and
+// a plan change applies to the next request.
 import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
@@ -12,7 +13,7 @@ import { openPostgresStore } from '../src/storage/postgres/store';
 import { openStore } from '../src/storage/store';
 import { tempDir } from './helpers/app';
 import { BACKENDS, backendSkipReason, startBackendApp } from './helpers/backends';
-import { fakePhotoB64 } from './helpers/fake-engine';
+import { FakeEngine, fakePhotoB64 } from './helpers/fake-engine';
 import { startPostgres } from './helpers/postgres';
 
 const DAY = '2024-05-01';
@@ -111,5 +112,11 @@ for (const backend of BACKENDS) {
     const over = await identify(stranger);
     t.same([over.statusCode, over.json()], [400, CP_005], 'CP_005 takes precedence over the search outcome');
     t.equal(await app.store.quota.used('default', new Date().toISOString().slice(0, 10)), 3, 'a refusal is not counted');
+    // Past its quota, a client's next photos are refused before any face analysis (for EXHAUSTED_MEMO_MS).
+    const engine = app.engine as FakeEngine;
+    const analysed = engine.calls;
+    const again = await identify(alice);
+    t.same([again.statusCode, again.json()], [400, CP_005], 'refused again');
+    t.equal(engine.calls, analysed, 'without analysing the photo');
   });
 }

@@ -6,14 +6,16 @@ import { analyse, type Caller, type ServiceContext } from './context';
 import { faceInputImage, type FaceInput } from './face-input';
 import { releasing } from './images';
 import { personView, type PersonView } from './person-view';
-import { meterRequest } from './quota';
+import { meterRequest, refuseIfKnownExhausted } from './quota';
 
 export async function identifyPerson(ctx: ServiceContext, caller: Caller, input: FaceInput): Promise<PersonView> {
   const image = await faceInputImage(ctx, input);
+  refuseIfKnownExhausted(ctx, caller.accountId);
   // The request is counted after the search rather than before the analysis, so that the plan read, the count
   // and the match's meta are one statement (one round trip on PostgreSQL). What the caller sees is as if it
   // were counted first: every request past validation is counted, and CP_005 (not counted) takes precedence
-  // over whatever the analysis or search concluded. A refused request costs its analysis, nothing more.
+  // over whatever the analysis or search concluded. A client past its quota is then refused before
+  // the analysis for a few seconds (refuseIfKnownExhausted).
   let matched: string | undefined;
   let failure: { error: unknown } | undefined;
   try {

@@ -31,11 +31,43 @@ export function planLimits(config: Config): PlanLimits {
  */
 export async function meterRequest(ctx: ServiceContext, accountId: string, personId?: string):
   Promise<(PersonMeta & { modelId: string }) | undefined> {
-  const request: MeterRequest = { accountId, day: utcDay(ctx.now()), limits: planLimits(ctx.config) };
+  const day = utcDay(ctx.now());
+  const request: MeterRequest = { accountId, day, limits: planLimits(ctx.config) };
   if (personId !== undefined) request.personId = personId;
   const { limit, admitted, person } = await ctx.store.quota.meter(request);
-  if (!admitted) throw ctx.errors.create('QuotaExceeded', `account ${accountId}: ${limit} requests per day used`);
+  if (!admitted) {
+    exhaustedOf(ctx).set(accountId, { day, limit, until: ctx.now().getTime() + EXHAUSTED_MEMO_MS });
+    throw ctx.errors.create('QuotaExceeded', `account ${accountId}: ${limit} requests per day used`);
+  }
   return person;
+}
+
+/**
+ * How long a node answers CP_005 from memory after the store refused an account's request. Identify and verify
+ * count after their analysis (one round trip); without this, a client past its quota would still have every
+ * face analysed. A plan raised meanwhile takes effect on this node within this bound.
+ */
+export const EXHAUSTED_MEMO_MS = 5_000;
+
+const exhaustedByContext = new WeakMap<ServiceContext, Map<string, { day: string; limit: number; until: number }>>();
+
+function exhaustedOf(ctx: ServiceContext): Map<string, { day: string; limit: number; until: number }> {
+  let memo = exhaustedByContext.get(ctx);
+  if (!memo) exhaustedByContext.set(ctx, (memo = new Map()));
+  return memo;
+}
+
+/** CP_005 before any analysis when the store refused this account today less than EXHAUSTED_MEMO_MS ago (not counted). */
+export function refuseIfKnownExhausted(ctx: ServiceContext, accountId: string): void {
+  const memo = exhaustedOf(ctx);
+  const known = memo.get(accountId);
+  if (!known) return;
+  const now = ctx.now();
+  if (known.day !== utcDay(now) || now.getTime() >= known.until) {
+    memo.delete(accountId);
+    return;
+  }
+  throw ctx.errors.create('QuotaExceeded', `account ${accountId}: ${known.limit} requests per day used`);
 }
 
 export async function consumeQuota(ctx: ServiceContext, accountId: string): Promise<void> {
