@@ -11,9 +11,15 @@
 // Cold: `sync`, then every file of the store and of the snapshot folder dropped from the page cache with
 // `dd if=FILE iflag=nocache count=0` (posix_fadvise DONTNEED on the whole file), as bench:board does. Warm:
 // the same start ran just before (unmeasured), so the page cache holds what a start reads.
-// SNAPSHOT_BENCH_WORKERS sets the unsealing threads (0: the main thread alone), SNAPSHOT_BENCH_ROUNDS the
-// rounds of the command line (cold, warm and, unless SNAPSHOT_BENCH_REBUILD=0, the start without snapshots
-// that rebuilds from the store, interleaved).
+// The snapshot is unsealed natively where the process's OpenSSL is reachable (Collection.importSealed), else
+// in JavaScript; SNAPSHOT_BENCH_UNSEAL=js|native picks one for the children (FACE_CHECK_SNAPSHOT_UNSEAL), =both
+// runs each measurement with both, one after the other (the fairest comparison on a shared machine).
+// SNAPSHOT_BENCH_WORKERS sets the JavaScript path's unsealing threads (0: the main thread alone),
+// SNAPSHOT_BENCH_ROUNDS the rounds of the command line (cold, warm and, unless SNAPSHOT_BENCH_REBUILD=0, the
+// start without snapshots that rebuilds from the store, interleaved). Each line splits the time to the answer:
+//   process (spawn to the child's main, node and its modules) + store open + restore (headers; natively: read /
+//   open / keys busy times summed over the threads, within the import's wall time; in JavaScript: read /
+//   unseal / import busy times) + first search; the child's CPU time (all threads) and resident memory.
 import { execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -23,6 +29,7 @@ import { templateModelId, templateSize } from '../src/engine/template-spec';
 import { Galleries } from '../src/matching/galleries';
 import { snapshotFileName, snapshotPlaceOf } from '../src/matching/snapshot/place';
 import { closeSnapshot, openSnapshot } from '../src/matching/snapshot/read';
+import type { Unsealer } from '../src/matching/snapshot/restore';
 import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
 import { openStore, SCHEMA_VERSION } from '../src/storage/store';
 
@@ -127,9 +134,10 @@ function dropFromPageCache(dir: string): void {
 }
 
 /** Spawns the child; resolves with its answer line and when it came. */
-async function runChild(storeDir: string, modelId: string, probe: number, from: 'snapshot' | 'rebuild' = 'snapshot'): Promise<{ answer: { line: string; at: number }; spawnedAt: number }> {
+async function runChild(storeDir: string, modelId: string, probe: number, from: 'snapshot' | 'rebuild' = 'snapshot', unseal?: Unsealer): Promise<{ answer: { line: string; at: number }; spawnedAt: number }> {
+  const env = unseal ? { ...process.env, FACE_CHECK_SNAPSHOT_UNSEAL: unseal } : process.env;
   const spawnedAt = performance.timeOrigin + performance.now();
-  const child = spawn(process.execPath, [__filename, 'child', storeDir, modelId, String(probe), from], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [__filename, 'child', storeDir, modelId, String(probe), from], { stdio: ['ignore', 'pipe', 'inherit'], env });
   let out = '';
   const answer = await new Promise<{ line: string; at: number }>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => {
@@ -144,7 +152,7 @@ async function runChild(storeDir: string, modelId: string, probe: number, from: 
 }
 
 /** One fresh process: open, restore, identify; ms from spawn to the answer and the child's split. */
-export async function measureSnapshotStart(opts: { persons: number; cold: boolean; from?: 'snapshot' | 'rebuild' }): Promise<{ readyMs: number; details: Record<string, unknown> }> {
+export async function measureSnapshotStart(opts: { persons: number; cold: boolean; from?: 'snapshot' | 'rebuild'; unseal?: Unsealer }): Promise<{ readyMs: number; details: Record<string, unknown> }> {
   const { dir, info } = await benchStore(opts.persons);
   const storeDir = path.join(dir, 'store');
   execFileSync('sync');
@@ -152,8 +160,8 @@ export async function measureSnapshotStart(opts: { persons: number; cold: boolea
   const from = opts.from ?? 'snapshot';
   // Warm: the same start just ran, so the page cache holds what a start reads (the snapshot, LMDB's pages).
   if (opts.cold) dropFromPageCache(storeDir);
-  else await runChild(storeDir, info.modelId, probe, from);
-  const { answer, spawnedAt } = await runChild(storeDir, info.modelId, probe, from);
+  else await runChild(storeDir, info.modelId, probe, from, opts.unseal);
+  const { answer, spawnedAt } = await runChild(storeDir, info.modelId, probe, from, opts.unseal);
   const r = JSON.parse(answer.line) as { hit: string; timeOrigin: number; answeredAt: number; marks: Record<string, number>; restore: Record<string, unknown> };
   if (r.hit !== `person-${probe}`) throw new Error(`identify answered ${r.hit}, expected person-${probe}`);
   const readyMs = answer.at - spawnedAt;
@@ -191,7 +199,7 @@ async function child(storeDir: string, modelId: string, probe: number, from: str
   marks.rssMB = process.memoryUsage().rss / 1e6;
   process.stdout.write(`${JSON.stringify({
     hit: hits[0]?.personId, timeOrigin: performance.timeOrigin, answeredAt: performance.timeOrigin + performance.now(), marks,
-    restore: { ...report.timings, bytes: report.bytes, workers: report.workers, accounts: report.accounts.map((a) => ({ source: a.source, reason: a.reason, size: a.size })) },
+    restore: { ...report.timings, bytes: report.bytes, workers: report.workers, unsealer: report.unsealer, accounts: report.accounts.map((a) => ({ source: a.source, reason: a.reason, size: a.size })) },
   })}\n`);
 }
 
@@ -199,18 +207,24 @@ async function main(): Promise<void> {
   const sizes = (process.argv[2] ?? '100000,1000000').split(',').map(Number);
   const modes = process.argv[3] === 'cold' ? [true] : process.argv[3] === 'warm' ? [false] : [false, true];
   const rounds = Number(process.env.SNAPSHOT_BENCH_ROUNDS ?? 3);
+  const which = process.env.SNAPSHOT_BENCH_UNSEAL;
+  const unsealers: Array<Unsealer | undefined> = which === 'both' ? ['js', 'native'] : which === 'js' || which === 'native' ? [which] : [undefined];
   for (const persons of sizes) {
     const { info } = await benchStore(persons);
     console.log(`${persons} persons: store ${(info.storeBytes / 1e6).toFixed(0)} MB written in ${info.writeS.toFixed(1)} s; snapshot ${(info.snapshotBytes! / 1e6).toFixed(1)} MB written in ${info.snapshotMs!.toFixed(0)} ms`);
     for (let round = 0; round < rounds; round++) {
-      const runs: Array<{ cold: boolean; from: 'snapshot' | 'rebuild' }> = modes.map((cold) => ({ cold, from: 'snapshot' }));
+      const runs: Array<{ cold: boolean; from: 'snapshot' | 'rebuild'; unseal?: Unsealer }> =
+        modes.flatMap((cold) => unsealers.map((unseal) => ({ cold, from: 'snapshot' as const, unseal })));
       if (process.env.SNAPSHOT_BENCH_REBUILD !== '0') runs.push({ cold: false, from: 'rebuild' });
-      for (const { cold, from } of runs) {
-        const { readyMs, details } = await measureSnapshotStart({ persons, cold, from });
-        const r = details.restore as Record<string, number>;
+      for (const { cold, from, unseal } of runs) {
+        const { readyMs, details } = await measureSnapshotStart({ persons, cold, from, unseal });
+        const r = details.restore as Record<string, number> & { unsealer: Unsealer };
         const f = (v: unknown) => Number(v).toFixed(0);
+        const unsealing = r.unsealer === 'native'
+          ? `native: read ${f(r.read)} / open ${f(r.unseal)} / keys ${f(r.keys)} busy on ${r.workers} threads in import ${f(r.import)}`
+          : `js: read ${f(r.read)} / unseal ${f(r.unseal)} / import ${f(r.import)} busy on ${r.workers} workers`;
         console.log(`  ${from === 'rebuild' ? 'rebuild (no snapshot), warm' : cold ? 'cold' : 'warm'} ready ${f(readyMs)} ms = process ${f(details.processStartMs)} + store open ${f(details.storeOpenMs)} + restore ${f(details.restoreMs)} ` +
-          `(headers ${f(r.headers)}, read ${f(r.read)} / unseal ${f(r.unseal)} / import ${f(r.import)} busy on ${r.workers} workers, replay ${f(r.replay)}, check ${f(r.check)}, rebuild ${f(r.rebuild)}) + first search ${f(details.firstSearchMs)}; CPU ${f(details.cpuMs)} ms, RSS ${f(details.rssMB)} MB`);
+          `(headers ${f(r.headers)}, ${unsealing}, replay ${f(r.replay)}, check ${f(r.check)}, rebuild ${f(r.rebuild)}) + first search ${f(details.firstSearchMs)}; CPU ${f(details.cpuMs)} ms, RSS ${f(details.rssMB)} MB`);
       }
     }
   }

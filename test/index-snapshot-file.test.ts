@@ -1,15 +1,19 @@
-// The snapshot file itself: what a restore loads equals what was exported, row for row, whether this thread
-// or the worker threads unseal it and in one group or many; the file holds neither a plain code row nor a
-// person id; a flipped bit in any chunk makes the restore rebuild instead of loading garbage; an abandoned
+// The snapshot file itself: what a restore loads equals what was exported, row for row, whether it is
+// unsealed natively (Collection.importSealed, the default where the process's OpenSSL is reachable) or in
+// JavaScript (FACE_CHECK_SNAPSHOT_UNSEAL=js or where it is not: this thread or worker threads, one group or
+// many), and both give exactly the same rows; the file holds neither a plain code row nor a person id; a
+// flipped bit in any chunk makes the restore rebuild instead of loading garbage, on every path; an abandoned
 // write leaves the previous snapshot whole and no temporary file; the scheduler writes what changed.
 import fs from 'node:fs';
 import path from 'node:path';
 import { open } from 'lmdb';
 import t from 'tap';
 
+import { similarityIndex } from '../src/index/similarity-index';
 import { Galleries } from '../src/matching/galleries';
 import type { CodeDump, IndexGallery } from '../src/matching/index-gallery';
 import { snapshotFileName, snapshotPlaceOf } from '../src/matching/snapshot/place';
+import type { RestoreOptions } from '../src/matching/snapshot/restore';
 import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
 import { removeStaleTemps, SnapshotAbandoned, TEMP_MARK, writeSnapshot } from '../src/matching/snapshot/write';
 import { openStore, type Store } from '../src/storage/store';
@@ -64,19 +68,24 @@ t.test('a snapshot written and restored', async (t) => {
     t.ok(bytes.indexOf(Buffer.from('"accountId":"acc"')) > 0, 'the header names the account');
   });
 
-  const modes: Array<[string, { workers?: number; poolAboveBytes?: number; groupChunks?: number }]> = [
-    ['this thread, one group', { workers: 0 }],
-    ['this thread, one chunk per group', { workers: 0, groupChunks: 1 }],
-    ['two workers, one chunk per group', { workers: 2, poolAboveBytes: 0, groupChunks: 1 }],
-    ['two workers, two chunks per group', { workers: 2, poolAboveBytes: 0, groupChunks: 2 }],
+  const native = similarityIndex().sealedImport.available;
+  const modes: Array<[string, RestoreOptions]> = [
+    ['natively, one thread', { unseal: 'native', threads: 1 }],
+    ['natively, every core', { unseal: 'native' }],
+    ['JavaScript, this thread, one group', { unseal: 'js', workers: 0 }],
+    ['JavaScript, this thread, one chunk per group', { unseal: 'js', workers: 0, groupChunks: 1 }],
+    ['JavaScript, two workers, one chunk per group', { unseal: 'js', workers: 2, poolAboveBytes: 0, groupChunks: 1 }],
+    ['JavaScript, two workers, two chunks per group', { unseal: 'js', workers: 2, poolAboveBytes: 0, groupChunks: 2 }],
   ];
   for (const [what, options] of modes) {
-    t.test(`restored (${what}): the same rows, from the snapshot`, async (t) => {
+    t.test(`restored (${what}): the same rows, from the snapshot`, { skip: options.unseal === 'native' && !native && 'native unsealing not available' }, async (t) => {
       const g = Galleries.forStore(store.persons);
       t.teardown(() => g.close());
       const report = await g.restore(store.persons, MODEL, snapshotPlaceOf(store), options);
       t.match(report.accounts, [{ accountId: 'acc', source: 'snapshot', replayed: 0, size: N }]);
-      t.equal(report.workers, options.workers ?? 0);
+      t.equal(report.unsealer, options.unseal);
+      if (options.unseal === 'js') t.equal(report.workers, options.workers ?? 0);
+      else t.ok(options.threads ? report.workers === options.threads : report.workers >= 1, `${report.workers} native threads`);
       const got = rowsByKey((await (g.of('acc') as IndexGallery).exportCodes())!);
       let differ = 0;
       for (const [key, row] of expected) {
@@ -89,16 +98,50 @@ t.test('a snapshot written and restored', async (t) => {
     });
   }
 
+  t.test('natively by default where available, and exactly the rows of the JavaScript path', async (t) => {
+    const { available, reason } = similarityIndex().sealedImport;
+    // Official Node builds link OpenSSL statically and export its symbols.
+    if (!(process.config.variables as Record<string, unknown>).node_shared_openssl) t.ok(available, `available here (${reason})`);
+    const byDefault = Galleries.forStore(store.persons);
+    const inJs = Galleries.forStore(store.persons);
+    t.teardown(() => { byDefault.close(); inJs.close(); });
+    const saved = process.env.FACE_CHECK_SNAPSHOT_UNSEAL;
+    delete process.env.FACE_CHECK_SNAPSHOT_UNSEAL;
+    try {
+      t.equal((await byDefault.restore(store.persons, MODEL, snapshotPlaceOf(store))).unsealer, available ? 'native' : 'js');
+      // FACE_CHECK_SNAPSHOT_UNSEAL=js forces the JavaScript path (what a process without the symbols takes).
+      process.env.FACE_CHECK_SNAPSHOT_UNSEAL = 'js';
+      const report = await inJs.restore(store.persons, MODEL, snapshotPlaceOf(store), { workers: 0 });
+      t.equal(report.unsealer, 'js');
+    } finally {
+      if (saved === undefined) delete process.env.FACE_CHECK_SNAPSHOT_UNSEAL;
+      else process.env.FACE_CHECK_SNAPSHOT_UNSEAL = saved;
+    }
+    const a = (await (byDefault.of('acc') as IndexGallery).exportCodes())!;
+    const b = (await (inJs.of('acc') as IndexGallery).exportCodes())!;
+    t.same([a.count, a.layout, a.stride], [b.count, b.layout, b.stride]);
+    t.ok(a.keys === b.keys, 'the same keys in the same row order');
+    t.ok(Buffer.from(a.codes).equals(Buffer.from(b.codes)), 'the same codes, byte for byte');
+    t.ok(Buffer.from(a.scales.buffer, a.scales.byteOffset, a.scales.byteLength).equals(Buffer.from(b.scales.buffer, b.scales.byteOffset, b.scales.byteLength)), 'the same scales');
+    t.ok(Buffer.from(a.sums.buffer, a.sums.byteOffset, a.sums.byteLength).equals(Buffer.from(b.sums.buffer, b.sums.byteOffset, b.sums.byteLength)), 'the same code sums');
+  });
+
+  const unsealers: Array<[string, RestoreOptions]> = [
+    ['natively', { unseal: 'native' }],
+    ['this thread', { unseal: 'js', workers: 0, groupChunks: 1 }],
+    ['workers', { unseal: 'js', workers: 2, poolAboveBytes: 0, groupChunks: 1 }],
+  ];
   for (const [what, at] of [['the first chunk', 400], ['a middle chunk', Math.floor(bytes.length / 2)], ['the last tag', bytes.length - 3]] as const) {
-    for (const workers of [0, 2]) {
-      t.test(`one bit flipped in ${what} (${workers ? 'workers' : 'this thread'}): rebuilt, not loaded`, async (t) => {
+    for (const [how, options] of unsealers) {
+      t.test(`one bit flipped in ${what} (${how}): rebuilt, not loaded`, { skip: options.unseal === 'native' && !native && 'native unsealing not available' }, async (t) => {
         const damaged = Buffer.from(bytes);
         damaged[at] ^= 0x10;
         fs.writeFileSync(file, damaged);
         t.teardown(() => fs.writeFileSync(file, bytes));
         const g = Galleries.forStore(store.persons);
         t.teardown(() => g.close());
-        const report = await g.restore(store.persons, MODEL, snapshotPlaceOf(store), { workers, poolAboveBytes: 0, groupChunks: 1 });
+        const report = await g.restore(store.persons, MODEL, snapshotPlaceOf(store), options);
+        t.equal(report.unsealer, options.unseal);
         t.match(report.accounts, [{ accountId: 'acc', source: 'rebuild', reason: /does not open/, size: N }]);
         const hits = await g.of('acc').search(templateFor(77, 3, 0.9), 1, 0.5);
         t.same(hits.map((h) => h.personId), ['person-77']);
@@ -165,7 +208,7 @@ t.test('the scheduler writes the accounts that changed, and none at a stop witho
 
   await change('b', 'b-last', 300);
   const stopNow = scheduler(store, galleries, { stopTimeoutS: 0 });
-  stopNow.begin({ loaded: 0, stale: 0, accounts: [{ accountId: 'b', source: 'snapshot', seq: store.changes.lastChange() - 1, replayed: 0, size: 9 }], timings: {} as never, bytes: 0, workers: 0 });
+  stopNow.begin({ loaded: 0, stale: 0, accounts: [{ accountId: 'b', source: 'snapshot', seq: store.changes.lastChange() - 1, replayed: 0, size: 9 }], timings: {} as never, bytes: 0, workers: 0, unsealer: 'js' });
   const bBefore = mtime('b');
   t.same(await stopNow.stop(), [], 'snapshot_stop_timeout_s = 0 writes nothing at the stop');
   t.equal(mtime('b'), bBefore);

@@ -2,7 +2,9 @@
 // with the fake engine, whose model id is the installed models' real one): persons enrolled before a stop are
 // found from the snapshot; changes after it (enrol, update, remove, then kill -9) are replayed; a snapshot
 // that is damaged, cut short, of another model, of another layout, of another store or missing is ignored
-// and the account rebuilt from the store, and identify still finds everyone.
+// and the account rebuilt from the store, and identify still finds everyone. The chunk-level cases (the ones
+// that reach the unsealer) run both natively and with FACE_CHECK_SNAPSHOT_UNSEAL=js, the JavaScript path a
+// process without OpenSSL's symbols takes.
 import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
@@ -20,6 +22,18 @@ function galleriesLoaded(service: ServiceProcess): { persons: number; from_snaps
   const lines = service.output().split('\n').filter((l) => l.includes('"galleries loaded"'));
   if (!lines.length) throw new Error(`no "galleries loaded" line in:\n${service.output()}`);
   return JSON.parse(lines[lines.length - 1]);
+}
+
+/** Starts the service with the snapshots unsealed in JavaScript (`js`) or as this process's environment says. */
+async function startWith(ini: string, unseal: 'js' | undefined): Promise<ServiceProcess> {
+  const saved = process.env.FACE_CHECK_SNAPSHOT_UNSEAL;
+  if (unseal) process.env.FACE_CHECK_SNAPSHOT_UNSEAL = unseal;
+  try {
+    return await startServiceProcess(ini, 'fake');
+  } finally {
+    if (saved === undefined) delete process.env.FACE_CHECK_SNAPSHOT_UNSEAL;
+    else process.env.FACE_CHECK_SNAPSHOT_UNSEAL = saved;
+  }
 }
 
 async function enrol(t: Test, base: string, id: string, identity: number): Promise<void> {
@@ -94,20 +108,21 @@ t.test('a damaged, cut, foreign or missing snapshot is ignored and the account r
   const { header, block } = parseHeader(good.subarray(0, headerBlockLength(good)), good.length);
   const withHeader = (changes: object) => Buffer.concat([headerBlock({ ...header, ...changes }), good.subarray(block.length)]);
   const flipped = (at: number) => { const b = Buffer.from(good); b[at] ^= 0x01; return b; };
-  const cases: Array<[string, Buffer | undefined, RegExp]> = [
-    ['one byte of a chunk flipped', flipped(good.length - 40), /does not open/],
-    ['one byte of the header flipped', flipped(40), /checksum|not JSON|malformed/],
-    ['the last bytes cut off', good.subarray(0, good.length - 7), /describes/],
-    ['torn: half of the file', good.subarray(0, Math.floor(good.length / 2)), /describes|cut short/],
-    ['another model', withHeader({ modelId: `${header.modelId}+old` }), /another model/],
-    ['another index layout', withHeader({ layout: 'int8-rowscale-v0' }), /layout/],
-    ['another store\'s snapshot', foreignSnapshot, /does not open/],
-    ['no snapshot', undefined, /no snapshot/],
+  const cases: Array<[string, Buffer | undefined, RegExp, Array<'js' | undefined>]> = [
+    ['one byte of a chunk flipped', flipped(good.length - 40), /does not open/, [undefined, 'js']],
+    ['one byte of the header flipped', flipped(40), /checksum|not JSON|malformed/, [undefined]],
+    ['the last bytes cut off', good.subarray(0, good.length - 7), /describes/, [undefined]],
+    ['torn: half of the file', good.subarray(0, Math.floor(good.length / 2)), /describes|cut short/, [undefined]],
+    ['another model', withHeader({ modelId: `${header.modelId}+old` }), /another model/, [undefined]],
+    ['another index layout', withHeader({ layout: 'int8-rowscale-v0' }), /layout/, [undefined]],
+    ['another store\'s snapshot', foreignSnapshot, /does not open/, [undefined, 'js']],
+    ['no snapshot', undefined, /no snapshot/, [undefined]],
   ];
-  for (const [what, bytes, reason] of cases) {
+  for (const [name, bytes, reason, unsealers] of cases) for (const unseal of unsealers) {
+    const what = unseal ? `${name} (unsealed in JavaScript)` : name;
     if (bytes) fs.writeFileSync(file, bytes, { mode: 0o600 });
-    else fs.rmSync(file);
-    service = await startServiceProcess(ini, 'fake');
+    else fs.rmSync(file, { force: true });
+    service = await startWith(ini, unseal);
     const loaded = galleriesLoaded(service);
     t.match(loaded, { persons: 5, from_snapshot: 0, rebuilt: 1 }, `${what}: rebuilt`);
     t.match(Object.keys(loaded.rebuild_reasons ?? {}).join(' | '), reason, `${what}: the reason is logged`);
@@ -115,11 +130,14 @@ t.test('a damaged, cut, foreign or missing snapshot is ignored and the account r
     await service.kill9();
   }
 
-  // The good snapshot still loads.
+  // The good snapshot still loads, either way.
   fs.writeFileSync(file, good, { mode: 0o600 });
-  service = await startServiceProcess(ini, 'fake');
-  t.match(galleriesLoaded(service), { persons: 5, from_snapshot: 1, rebuilt: 0 }, 'the intact snapshot loads');
-  await service.kill9();
+  for (const unseal of [undefined, 'js'] as const) {
+    service = await startWith(ini, unseal);
+    t.match(galleriesLoaded(service), { persons: 5, from_snapshot: 1, rebuilt: 0 }, `the intact snapshot loads${unseal ? ' (JavaScript)' : ''}`);
+    for (let i = 1; i <= 5; i++) t.equal(await identify(service.address, i), `p${i}`, `identify finds p${i}${unseal ? ' (JavaScript)' : ''}`);
+    await service.kill9();
+  }
 });
 
 t.test('[index] snapshot = false: every start rebuilds and no snapshot is written', async (t) => {

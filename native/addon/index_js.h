@@ -92,6 +92,8 @@ class PromiseWorker : public Napi::AsyncWorker {
 
   // Keeps a JS value (an input typed array) alive until the work is done.
   void Keep(Napi::Value v) { kept_.push_back(Napi::Persistent(v)); }
+  // Adds properties to the error a failed run rejects with (on the JS thread).
+  void OnReject(std::function<void(Napi::Error&)> decorate) { decorate_ = std::move(decorate); }
 
   static Napi::Promise Start(PromiseWorker* w) {
     Napi::Promise p = w->deferred_.Promise();
@@ -105,7 +107,9 @@ class PromiseWorker : public Napi::AsyncWorker {
     Napi::Env env = Env();
     Napi::HandleScope scope(env);
     if (!result_.ok()) {
-      deferred_.Reject(indexError(env, result_).Value());
+      Napi::Error e = indexError(env, result_);
+      if (decorate_) decorate_(e);
+      deferred_.Reject(e.Value());
       return;
     }
     try {
@@ -120,11 +124,13 @@ class PromiseWorker : public Napi::AsyncWorker {
   Napi::Promise::Deferred deferred_;
   std::function<IndexResult()> run_;
   std::function<Napi::Value(Napi::Env)> resolve_;
+  std::function<void(Napi::Error&)> decorate_;
   std::vector<Napi::Reference<Napi::Value>> kept_;
   IndexResult result_;
 };
 
-// The snapshot calls (exportCodes, importCodes) and the test and benchmark hooks, added to `exports.index`.
+// The snapshot calls (exportCodes, importCodes, importSealed, sealedImportAvailable) and the test and
+// benchmark hooks, added to `exports.index`.
 void addSnapshotFunctions(Napi::Env env, Napi::Object index);
 void addHookFunctions(Napi::Env env, Napi::Object index);
 

@@ -1,4 +1,5 @@
-// Similarity index binding, snapshots of a collection's int8 rows: exportCodes and importCodes.
+// Similarity index binding, snapshots of a collection's int8 rows: exportCodes and importCodes, and
+// importSealed, which reads and opens a sealed snapshot file straight into a collection.
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -137,11 +138,104 @@ Napi::Value ImportCodes(const Napi::CallbackInfo& info) {
   return PromiseWorker::Start(w);
 }
 
+// sealedImportAvailable() -> {available, reason}: whether importSealed can open snapshots in this process
+// (the process's OpenSSL functions found and checked); reason says why not.
+Napi::Value SealedImportAvailable(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string why;
+  const bool available = index::sealedImportAvailable(&why);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("available", available);
+  o.Set("reason", why);
+  return o;
+}
+
+const char* faultName(index::SealedFault f) {
+  switch (f) {
+    case index::SealedFault::Unavailable: return "unavailable";
+    case index::SealedFault::Read: return "read";
+    case index::SealedFault::Cut: return "cut";
+    case index::SealedFault::Open: return "open";
+    case index::SealedFault::Format: return "format";
+    case index::SealedFault::None: break;
+  }
+  return nullptr;
+}
+
+// importSealed(collection, job, threads) -> Promise<{added, threads, readMs, openMs, keyMs}>, job =
+// {fd, key (32 bytes), stride, count, chunks: [{offset, length, rows, nonce, aad}]}: the snapshot's rows
+// replace the collection's content once every chunk opened (Collection::importSealed). A rejection from
+// the file carries `reason`: 'open' (a tag does not verify), 'cut', 'format', 'read' or 'unavailable'.
+// The descriptor must stay open until the promise settles; the key is copied (and wiped after the call).
+Napi::Value ImportSealed(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto c = collectionArg(info, 0);
+  auto bad = [&](const std::string& what) { return indexError(env, IndexResult::fail(IndexCode::BadArgument, "sealed snapshot: " + what)); };
+  if (info.Length() < 2 || !info[1].IsObject()) throw bad("not an object");
+  Napi::Object job = info[1].As<Napi::Object>();
+  auto whole = [&](Napi::Object o, const char* name, double max) -> double {
+    Napi::Value v = o.Get(name);
+    if (!v.IsNumber()) throw bad(std::string(name) + " is not a number");
+    double x = v.As<Napi::Number>().DoubleValue();
+    if (!(x >= 0 && x <= max && x == std::floor(x))) throw bad(std::string(name) + " is out of range");
+    return x;
+  };
+  auto bytes = [&](Napi::Object o, const char* name) -> Napi::Uint8Array {
+    Napi::Value v = o.Get(name);
+    if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) throw bad(std::string(name) + " is not a Uint8Array");
+    return v.As<Napi::Uint8Array>();
+  };
+  auto rows = std::make_shared<index::SealedRows>();
+  rows->fd = int(whole(job, "fd", 2147483647.0));
+  Napi::Uint8Array key = bytes(job, "key");
+  if (key.ByteLength() != sizeof(rows->key)) throw bad("key is not 32 bytes");
+  std::memcpy(rows->key, key.Data(), sizeof(rows->key));
+  rows->stride = size_t(whole(job, "stride", 1 << 20));
+  rows->count = size_t(whole(job, "count", 4294967295.0));
+  Napi::Value list = job.Get("chunks");
+  if (!list.IsArray()) throw bad("chunks is not an array");
+  Napi::Array chunks = list.As<Napi::Array>();
+  rows->chunks.resize(chunks.Length());
+  for (uint32_t i = 0; i < chunks.Length(); ++i) {
+    Napi::Value v = chunks.Get(i);
+    if (!v.IsObject()) throw bad("a chunk is not an object");
+    Napi::Object o = v.As<Napi::Object>();
+    index::SealedChunk& sc = rows->chunks[i];
+    sc.offset = uint64_t(whole(o, "offset", 9007199254740991.0));
+    sc.length = uint64_t(whole(o, "length", 9007199254740991.0));
+    sc.rows = uint32_t(whole(o, "rows", 4294967295.0));
+    Napi::Uint8Array nonce = bytes(o, "nonce"), aad = bytes(o, "aad");
+    sc.nonce.assign(nonce.Data(), nonce.Data() + nonce.ByteLength());
+    sc.aad.assign(aad.Data(), aad.Data() + aad.ByteLength());
+  }
+  unsigned threads = info.Length() > 2 && info[2].IsNumber() ? unsigned(std::max(0.0, std::min(64.0, info[2].As<Napi::Number>().DoubleValue()))) : 0;
+
+  auto stats = std::make_shared<index::SealedStats>();
+  auto fault = std::make_shared<index::SealedFault>(index::SealedFault::None);
+  auto* w = new PromiseWorker(
+      env, [c, rows, threads, stats, fault] { return c->importSealed(*rows, threads, stats.get(), fault.get()); },
+      [stats](Napi::Env e) -> Napi::Value {
+        Napi::Object o = Napi::Object::New(e);
+        o.Set("added", double(stats->rows));
+        o.Set("threads", double(stats->threads));
+        o.Set("readMs", stats->readSeconds * 1e3);
+        o.Set("openMs", stats->openSeconds * 1e3);
+        o.Set("keyMs", stats->keySeconds * 1e3);
+        return o;
+      });
+  w->OnReject([fault](Napi::Error& e) {
+    if (const char* name = faultName(*fault)) e.Set("reason", name);
+  });
+  return PromiseWorker::Start(w);
+}
+
 }  // namespace
 
 void addSnapshotFunctions(Napi::Env env, Napi::Object o) {
   o.Set("exportCodes", Napi::Function::New(env, ExportCodes, "exportCodes"));
   o.Set("importCodes", Napi::Function::New(env, ImportCodes, "importCodes"));
+  o.Set("importSealed", Napi::Function::New(env, ImportSealed, "importSealed"));
+  o.Set("sealedImportAvailable", Napi::Function::New(env, SealedImportAvailable, "sealedImportAvailable"));
 }
 
 }  // namespace facecheck::addon::indexjs

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/index/kernels.h"
+#include "core/index/row_source.h"
 #include "core/index/similarity_index.h"
 
 using namespace facecheck::index;
@@ -226,6 +227,68 @@ int main() {
     ts[0].join();
     ts[1].join();
     CHECK(bad == 0 && searches > 0, "concurrent stress: %d failures in %d searches", bad.load(), searches.load());
+  }
+
+  // The row check of importCodes and importSealed (a vectorised form) against its plain definition, on
+  // valid rows and rows spoilt one way each, at lengths that exercise every tail and the int16 lanes' limit.
+  {
+    auto plain = [](const int8_t* c, size_t dim, size_t stride, float scale, int32_t sum) {
+      if (!(scale >= 0.0f && scale <= 1.0f)) return false;
+      int32_t s = 0;
+      for (size_t d = 0; d < dim; ++d) {
+        if (c[d] == -128) return false;
+        s += c[d];
+      }
+      for (size_t d = dim; d < stride; ++d)
+        if (c[d] != 0) return false;
+      return s == sum;
+    };
+    std::mt19937 r(3);
+    int disagree = 0, valid = 0, tried = 0;
+    for (size_t dim : {1, 31, 32, 33, 100, 704, 8191, 8192, 9000, 20000}) {
+      const size_t stride = (dim + 63) / 64 * 64;
+      for (int spoil = 0; spoil < 5; ++spoil) {
+        for (int extreme = 0; extreme < 2; ++extreme) {
+          std::vector<int8_t> row(stride, 0);
+          int32_t sum = 0;
+          for (size_t d = 0; d < dim; ++d) {
+            row[d] = int8_t(extreme ? (r() % 2 ? 127 : -127) : int(r() % 255) - 127);
+            sum += row[d];
+          }
+          float scale = 0.5f;
+          if (spoil == 1) row[r() % dim] = -128;
+          if (spoil == 2) sum += 1;
+          if (spoil == 3 && stride > dim) row[dim + r() % (stride - dim)] = 1;
+          if (spoil == 4) scale = std::numeric_limits<float>::quiet_NaN();
+          const bool want = plain(row.data(), dim, stride, scale, sum);
+          disagree += validCodeRow(row.data(), dim, stride, scale, sum) != want;
+          valid += want;
+          tried++;
+        }
+      }
+    }
+    CHECK(disagree == 0 && valid > 0, "validCodeRow: %d of %d rows disagree with the plain check", disagree, tried);
+  }
+
+  // importSealed in a program without OpenSSL's functions (this one, unless it links libcrypto): it says
+  // so, and the collection keeps its rows.
+  {
+    std::string why;
+    if (!sealedImportAvailable(&why)) {
+      Collection c(16, false);
+      std::vector<float> v(16, 0.25f);
+      bool added = false;
+      CHECK(c.write("kept", v.data(), WriteMode::Upsert, &added).ok(), "write");
+      SealedRows rows;
+      rows.stride = 64;
+      SealedStats stats;
+      SealedFault fault = SealedFault::None;
+      IndexResult res = c.importSealed(rows, 0, &stats, &fault);
+      CHECK(!res.ok() && fault == SealedFault::Unavailable && !why.empty() && c.size() == 1,
+            "importSealed without OpenSSL: fault %d, size %zu, why '%s'", int(fault), c.size(), why.c_str());
+    } else {
+      std::printf("importSealed: OpenSSL found in this program, the unavailable case not tested\n");
+    }
   }
 
   std::printf("%s (%d failures)\n", failures ? "FAILED" : "ok", failures);

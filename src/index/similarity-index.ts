@@ -22,12 +22,23 @@ export type IndexErrorCode =
   | 'ERR_INDEX_OUT_OF_MEMORY'
   | 'ERR_INDEX_INTERNAL';
 
-/** A failure reported by the index: `code` says which, `status` is the error-table row name. */
+/**
+ * What was wrong with a sealed snapshot file that importSealed refused: a chunk's tag does not verify ('open'),
+ * the file ends early ('cut'), a chunk's rows or sizes differ from the header ('format'), it cannot be read
+ * ('read'), or this process cannot open AES-256-GCM natively ('unavailable').
+ */
+export type SealedFault = 'open' | 'cut' | 'format' | 'read' | 'unavailable';
+
+/**
+ * A failure reported by the index: `code` says which, `status` is the error-table row name; `reason` is set
+ * when importSealed refused the file itself.
+ */
 export class IndexError extends Error {
   constructor(
     readonly code: IndexErrorCode,
     readonly status: string,
     message: string,
+    readonly reason?: SealedFault,
   ) {
     super(message);
     this.name = 'IndexError';
@@ -83,6 +94,33 @@ export interface CodeDump {
   sums: Int32Array;
 }
 
+/**
+ * A sealed snapshot file's chunks, for importSealed (src/matching/snapshot/read.ts makes it from the file's
+ * header; docs/index-snapshot.md describes the format): chunk i is AES-256-GCM ciphertext and its 16-byte tag
+ * at [offset, offset + length) of the open descriptor `fd`, holding `rows` rows.
+ */
+export interface SealedJob {
+  fd: number;
+  /** The file's 32-byte key (copied by the call). */
+  key: Uint8Array;
+  stride: number;
+  /** Rows in all. */
+  count: number;
+  chunks: Array<{ offset: number; length: number; rows: number; nonce: Uint8Array; aad: Uint8Array }>;
+}
+
+/** What an importSealed did: rows loaded, threads used, and their busy times summed (ms). */
+export interface SealedImportResult {
+  added: number;
+  threads: number;
+  /** Reading the chunks (pread). */
+  readMs: number;
+  /** Opening them (AES-256-GCM) into the index's rows, each row checked. */
+  openMs: number;
+  /** The key map. */
+  keyMs: number;
+}
+
 export interface BulkLoadOptions {
   /** Replace the whole collection (default false: add/replace the given keys). */
   clear?: boolean;
@@ -136,6 +174,9 @@ export interface IndexBinding {
   scoreTemplates(query: Float32Array, templates: Float32Array): Float32Array;
   exportCodes(name: string): Promise<CodeDump>;
   importCodes(name: string, dump: CodeDump, clear: boolean, threads: number): Promise<BulkLoadResult>;
+  /** Rejections caused by the file carry `reason` (a SealedFault). */
+  importSealed(name: string, job: SealedJob, threads: number): Promise<SealedImportResult>;
+  sealedImportAvailable(): { available: boolean; reason: string };
   streamCodes(name: string, threads: number, kernel?: KernelName): Promise<{ seconds: number; bytes: number }>;
   dotI8(kernel: KernelName | undefined, a: Int8Array, b: Int8Array): number;
   dotF32(kernel: KernelName | undefined, a: Float32Array, b: Float32Array): number;
@@ -155,8 +196,9 @@ export function loadIndexBinding(): IndexBinding {
 function toIndexError(err: unknown): unknown {
   const code = (err as { code?: unknown } | null)?.code;
   if (err instanceof Error && typeof code === 'string' && code.startsWith('ERR_INDEX_')) {
-    const status = (err as { status?: unknown }).status;
-    return new IndexError(code as IndexErrorCode, typeof status === 'string' ? status : 'Internal', err.message);
+    const { status, reason } = err as { status?: unknown; reason?: unknown };
+    return new IndexError(code as IndexErrorCode, typeof status === 'string' ? status : 'Internal', err.message,
+      typeof reason === 'string' ? reason as SealedFault : undefined);
   }
   return err;
 }
@@ -307,6 +349,17 @@ export class Collection {
   importCodes(dump: CodeDump, options: BulkLoadOptions = {}): Promise<BulkLoadResult> {
     return call(() => this.binding.importCodes(this.name, dump, options.clear ?? false, options.threads ?? 0));
   }
+
+  /**
+   * Replaces the content with a sealed snapshot's rows, read from its descriptor and opened natively on
+   * `threads` threads (0, the default: all cores) straight into the index's memory; only into a collection
+   * without vectors, only where SimilarityIndex.sealedImport says it is available. Every chunk's tag and
+   * every row are checked before any row is visible: a failure changes nothing and rejects with an
+   * IndexError whose `reason` says when the file was at fault. Keep `job.fd` open until the promise settles.
+   */
+  importSealed(job: SealedJob, options: { threads?: number } = {}): Promise<SealedImportResult> {
+    return call(() => this.binding.importSealed(this.name, job, options.threads ?? 0));
+  }
 }
 
 function concat(rows: readonly Float32Array[], dim: number): Float32Array {
@@ -379,6 +432,15 @@ export class SimilarityIndex {
     } catch (err) {
       throw toIndexError(err);
     }
+  }
+
+  /**
+   * Whether Collection.importSealed works in this process: it opens AES-256-GCM with the OpenSSL functions
+   * of the running node (looked up at run time and checked on a known answer); `reason` says why not.
+   */
+  get sealedImport(): { available: boolean; reason: string } {
+    if (typeof this.binding.sealedImportAvailable !== 'function') return { available: false, reason: 'the addon has no importSealed' };
+    return this.binding.sealedImportAvailable();
   }
 
   /** Float32 dot product with the active kernel: the cosine of two L2-normalised templates (compare). */

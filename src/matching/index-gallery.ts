@@ -10,7 +10,7 @@
 //   fetches those templates from the source and scores them exactly in float32 (the same normalisation and
 //   kernel as the index, so the scores equal the other mode's). A candidate the source does not return is
 //   dropped; score and get read the source.
-import { IndexError, similarityIndex, type CodeDump, type Collection } from '../index/similarity-index';
+import { IndexError, similarityIndex, type CodeDump, type Collection, type SealedImportResult, type SealedJob } from '../index/similarity-index';
 import type { Gallery, GalleryHit } from './gallery';
 
 export type { CodeDump } from '../index/similarity-index';
@@ -128,6 +128,17 @@ export class IndexGallery implements Gallery {
       throw new IndexError('ERR_INDEX_BAD_ARGUMENT', 'FieldsValidation', 'importCodes needs a gallery with a template source');
     }
     await this.open(dump.dim).importCodes(dump, { clear: options.clear ?? false });
+  }
+
+  /**
+   * Replaces the content with a sealed snapshot's rows of `dim`-value templates, read and opened natively
+   * (Collection.importSealed), creating the collection if needed. Like importCodes, only with a TemplateSource.
+   */
+  async importSealed(dim: number, job: SealedJob, options: { threads?: number } = {}): Promise<SealedImportResult> {
+    if (!this.templates) {
+      throw new IndexError('ERR_INDEX_BAD_ARGUMENT', 'FieldsValidation', 'importSealed needs a gallery with a template source');
+    }
+    return this.open(dim).importSealed(job, options);
   }
 
   /** Frees the native collection. */

@@ -34,9 +34,10 @@ uint32_t KeyTable::find(std::string_view key) const {
   }
 }
 
-bool KeyTable::add(std::string_view key, uint32_t* slot) {
+bool KeyTable::add(std::string_view key, uint32_t* slot) { return add(key, hashOf(key), slot); }
+
+bool KeyTable::add(std::string_view key, uint64_t h, uint32_t* slot) {
   if ((refs_.size() + 1) * 10 > table_.size() * 7) rehash(bucketsFor(std::max<size_t>(refs_.size() + 1, 2 * refs_.size())));
-  const uint64_t h = hashOf(key);
   const uint32_t tag = uint32_t(h);
   size_t i = tag & mask_;
   for (;; i = (i + 1) & mask_) {

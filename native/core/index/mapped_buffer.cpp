@@ -36,6 +36,8 @@ MappedBuffer::MappedBuffer(size_t bytes, bool hugeAdvice) {
   size_ = size;
 }
 
+bool MappedBuffer::populate() const { return !ptr_ || madvise(ptr_, size_, kMadvPopulateWrite) == 0; }
+
 MappedBuffer::~MappedBuffer() {
   if (ptr_) munmap(ptr_, size_);
 }

@@ -34,6 +34,9 @@ class MappedBuffer {
   MappedBuffer& operator=(const MappedBuffer&) = delete;
   uint8_t* data() const { return ptr_; }
   size_t size() const { return size_; }
+  // Faults every page in (zero filled) without writing to it, so another thread may be writing it meanwhile
+  // (MADV_POPULATE_WRITE); false when the kernel cannot (before Linux 5.14).
+  bool populate() const;
 
  private:
   uint8_t* ptr_ = nullptr;

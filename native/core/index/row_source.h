@@ -4,11 +4,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "core/index/storage.h"
 
 namespace facecheck::index {
+
+// A row as the encoder writes it: codes in -127..127 (the kernels' exactness relies on it), zero padding
+// past dim, the sum of the codes, and a finite scale in [0, 1] (max |x| of a unit vector / 127). What
+// importCodes and importSealed check of every row (code_snapshot.cpp).
+bool validCodeRow(const int8_t* codes, size_t dim, size_t stride, float scale, int32_t sum);
 
 class RowSource {
  public:

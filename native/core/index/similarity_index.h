@@ -123,6 +123,54 @@ struct CodeRows {
   const int32_t* sums = nullptr;       // count
 };
 
+// A sealed snapshot's rows, imported straight from its file (importSealed; docs/index-snapshot.md). Chunk i
+// is AES-256-GCM ciphertext and its 16-byte tag at [offset, offset + length) of `fd`, opened under `key`
+// with its nonce and additional data; its plain bytes are
+//   u32 rows | u32 key bytes | rows x f32 scale | rows x i32 code sum | rows x stride codes | keys joined by '\0'
+// and the chunks' rows in order are the rows of the snapshot.
+struct SealedChunk {
+  uint64_t offset = 0;
+  uint64_t length = 0;  // ciphertext and tag
+  uint32_t rows = 0;
+  std::vector<uint8_t> nonce;
+  std::vector<uint8_t> aad;
+};
+
+struct SealedRows {
+  SealedRows() = default;
+  SealedRows(const SealedRows&) = delete;
+  SealedRows& operator=(const SealedRows&) = delete;
+  ~SealedRows();  // wipes the key
+  int fd = -1;
+  uint8_t key[32] = {};
+  size_t stride = 0;
+  size_t count = 0;  // rows in all (the header's)
+  std::vector<SealedChunk> chunks;
+};
+
+// Why an importSealed failed, besides its IndexResult (the caller maps these to its own errors).
+enum class SealedFault {
+  None,         // not a fault of the file (see the IndexResult: a bad row, a repeated key, memory)
+  Unavailable,  // no AES-256-GCM in this process (aes_gcm.h): use another reader
+  Read,         // the file could not be read
+  Cut,          // the file ends before a chunk does
+  Open,         // a chunk's tag does not verify: damaged, moved, or another key
+  Format,       // a chunk's rows or sizes differ from what the caller said
+};
+
+// Whether importSealed can open snapshots in this process: AES-256-GCM from the process's own OpenSSL
+// (Node's), looked up at run time (aes_gcm.h). Otherwise *why says what is missing.
+bool sealedImportAvailable(std::string* why);
+
+// Busy time of an importSealed, summed over its threads (seconds).
+struct SealedStats {
+  size_t rows = 0;
+  unsigned threads = 0;
+  double readSeconds = 0;  // pread of the chunks
+  double openSeconds = 0;  // AES-GCM into the rows, and each row's check
+  double keySeconds = 0;   // the key map
+};
+
 // Shared/exclusive lock where a waiting writer holds the turnstile, so new readers queue behind it.
 class RwGate {
  public:
@@ -195,6 +243,11 @@ class Collection {
   // sum, finite scale) before anything is visible, and has the semantics of bulkLoad (clear, or upsert).
   IndexResult exportCodes(CodeExport* out) const;
   IndexResult importCodes(const CodeRows& rows, bool clear, unsigned threads, BulkStats* stats);
+  // A sealed snapshot straight from its file into new rows on `threads` threads (0 = all cores): every
+  // chunk read, opened and its tag verified, every row checked as importCodes does, the keys mapped; only
+  // then do the rows replace the collection's content (clear semantics). Any failure changes nothing and
+  // says in *fault whether the file was at fault (sealed_import.cpp). Needs a collection without vectors.
+  IndexResult importSealed(const SealedRows& rows, unsigned threads, SealedStats* stats, SealedFault* fault);
 
   // nq queries (nq * dim floats). out->at(j) = hits of query j, best first.
   IndexResult search(const float* queries, size_t nq, const SearchOptions& opts,

@@ -1,9 +1,13 @@
 // Reads a snapshot: the header first (small; enough to decide whether the snapshot fits the running program
-// and store), then its chunks in groups of GROUP_CHUNKS (one importCodes call each), opened on this thread
-// for small files or by a pool of worker threads for large ones (./unseal-pool.ts), handed to the caller as
-// they open (in any order: the rows' order in the index does not change any result).
+// and store), then its chunks. Natively (sealedJob: the whole file for one Collection.importSealed, which
+// reads and opens every chunk straight into the index), or, where that is not available, in JavaScript: in
+// groups of GROUP_CHUNKS (one importCodes call each), opened on this thread for small files or by a pool of
+// worker threads for large ones (./unseal-pool.ts), handed to the caller as they open (in any order: the
+// rows' order in the index does not change any result).
 import type crypto from 'node:crypto';
 import fs from 'node:fs';
+
+import type { SealedJob } from '../../index/similarity-index';
 
 import { chunkAad, chunkNonce, headerBlockLength, HEADER_PREFIX_BYTES, parseHeader, ROWS_PER_CHUNK, SnapshotFormatError, type ParsedHeader } from './format';
 import { buffersOf, openGroupHere, recycleHere, type GroupJob, type OpenedGroup } from './unseal';
@@ -71,6 +75,12 @@ export function groupJobs(snapshot: OpenSnapshot, reopen: boolean, groupChunks =
     jobs.push({ fd, reopen, stride: header.stride, rows, chunks });
   }
   return jobs;
+}
+
+/** The whole snapshot as one native import (Collection.importSealed): every chunk, its nonce and its AAD. */
+export function sealedJob(snapshot: OpenSnapshot, key: Uint8Array): SealedJob {
+  const jobs = groupJobs(snapshot, false, Math.max(1, snapshot.header.chunks.length));
+  return { fd: snapshot.fd, key, stride: snapshot.header.stride, count: snapshot.header.count, chunks: jobs.flatMap((j) => j.chunks) };
 }
 
 /**

@@ -2,7 +2,8 @@
 // the running model:
 //   1. its snapshot's header: same account, model and index layout, intact, of this store's history, and the
 //      change log still holds what came after it (or the account did not change since);
-//   2. its rows, imported group by group as they are read and unsealed;
+//   2. its rows: read and opened natively straight into the index (Collection.importSealed, where the
+//      process's OpenSSL is reachable), else in JavaScript and imported group by group as they open;
 //   3. the account's changes after the snapshot's sequence, replayed from the store's current state (upsert
 //      when the person exists with this model, remove otherwise: idempotent);
 //   4. the gallery must then hold exactly the account's templates of the model (the store's count).
@@ -13,11 +14,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { IndexError, similarityIndex } from '../../index/similarity-index';
 import type { PersonRepository } from '../../storage/persons';
 import type { Gallery } from '../gallery';
 import { IndexGallery } from '../index-gallery';
-import { closeSnapshot, openSnapshot, readGroups, type OpenSnapshot, type ReadTimings } from './read';
+import { closeSnapshot, openSnapshot, readGroups, sealedJob, type OpenSnapshot, type ReadTimings } from './read';
 import { snapshotFileName, type SnapshotPlace } from './place';
+import { groupError } from './unseal';
 import { UnsealPool } from './unseal-pool';
 import { removeStaleTemps } from './write';
 
@@ -31,6 +34,19 @@ const REPLAY_AT_MOST = 4096;
  */
 const POOL_THRESHOLD = 128 << 20;
 
+/**
+ * Who reads and opens the snapshots: 'native' (Collection.importSealed: pread and AES-256-GCM on every core
+ * straight into the index's rows, the process's own OpenSSL looked up at run time) or 'js' (./read.ts and
+ * ./unseal.ts, then importCodes group by group).
+ */
+export type Unsealer = 'native' | 'js';
+
+/** The unsealer a restore uses: `requested`, else FACE_CHECK_SNAPSHOT_UNSEAL, else native where available. */
+export function chooseUnsealer(requested?: Unsealer): Unsealer {
+  const env = process.env.FACE_CHECK_SNAPSHOT_UNSEAL;
+  const want = requested ?? (env === 'js' ? 'js' : 'native');
+  return want === 'native' && similarityIndex().sealedImport.available ? 'native' : 'js';
+}
 
 /** What a restore needs of the galleries (src/matching/galleries.ts), so the two files do not import each other. */
 export interface RestoreTarget {
@@ -59,11 +75,16 @@ export interface RestoreReport {
   /** Persons whose template belongs to another model (not loaded: face-check reindex). */
   stale: number;
   accounts: AccountRestore[];
-  /** Wall time of each step (ms); read and unseal are busy times, overlapping with import when pooled. */
-  timings: { headers: number; read: number; unseal: number; import: number; replay: number; rebuild: number; check: number; total: number };
+  /**
+   * Wall time of each step (ms); read, unseal and keys are busy times summed over threads, overlapping with
+   * import (natively: within it; keys is the native key map's).
+   */
+  timings: { headers: number; read: number; unseal: number; keys: number; import: number; replay: number; rebuild: number; check: number; total: number };
   /** Unsealed snapshot bytes. */
   bytes: number;
+  /** Threads that unsealed: native threads, or worker threads of the JavaScript path (0: its main thread). */
   workers: number;
+  unsealer: Unsealer;
 }
 
 export interface RestoreOptions {
@@ -73,6 +94,10 @@ export interface RestoreOptions {
   poolAboveBytes?: number;
   /** Chunks per import (default GROUP_CHUNKS; tests: smaller, for several groups from few rows). */
   groupChunks?: number;
+  /** Who unseals (default: FACE_CHECK_SNAPSHOT_UNSEAL=js|native, else native where available). */
+  unseal?: Unsealer;
+  /** Native threads (default 0: every core). */
+  threads?: number;
 }
 
 /** Restores every account's gallery of `modelId`; see the file comment. */
@@ -80,15 +105,19 @@ export async function restoreGalleries(galleries: RestoreTarget, persons: Person
   place: SnapshotPlace | undefined, options: RestoreOptions = {}): Promise<RestoreReport> {
   const t0 = performance.now();
   galleries.close();
-  const timings = { headers: 0, read: 0, unseal: 0, import: 0, replay: 0, rebuild: 0, check: 0, total: 0 };
+  const timings = { headers: 0, read: 0, unseal: 0, keys: 0, import: 0, replay: 0, rebuild: 0, check: 0, total: 0 };
   const io: ReadTimings = { readMs: 0, unsealMs: 0, bytes: 0 };
-  // Workers boot in ~40 ms: started first, from the folder's size, so they are up when the headers are read.
-  const workers = place && galleries.importsCodes && options.workers !== 0 && folderBytes(place.dir) > (options.poolAboveBytes ?? POOL_THRESHOLD)
+  const unsealer = place && galleries.importsCodes ? chooseUnsealer(options.unseal) : 'js';
+  // JavaScript: workers boot in ~40 ms: started first, from the folder's size, so they are up when the
+  // headers are read. Natively no worker is needed.
+  let workers = unsealer === 'js' && place && galleries.importsCodes && options.workers !== 0 && folderBytes(place.dir) > (options.poolAboveBytes ?? POOL_THRESHOLD)
     ? Math.max(1, Math.min(options.workers ?? os.availableParallelism(), 4)) : 0;
   const pool = workers > 0 ? new UnsealPool(workers) : undefined;
   let results: Map<string, AccountRestore>;
   try {
-    results = await loadSnapshots(galleries, persons, modelId, place, pool, timings, io, options.groupChunks);
+    const native = unsealer === 'native' ? { threads: options.threads ?? 0, used: 0 } : undefined;
+    results = await loadSnapshots(galleries, persons, modelId, place, pool, native, timings, io, options.groupChunks);
+    if (native) workers = native.used;
   } finally {
     await pool?.close();
   }
@@ -149,12 +178,13 @@ export async function restoreGalleries(galleries: RestoreTarget, persons: Person
     loaded += r.size;
   }
   timings.total = performance.now() - t0;
-  return { loaded, stale: persons.count() - loaded, accounts: [...results.values()], timings, bytes: io.bytes, workers };
+  return { loaded, stale: persons.count() - loaded, accounts: [...results.values()], timings, bytes: io.bytes, workers, unsealer };
 }
 
 /** Steps 1 and 2: every account of the model, loaded from its snapshot where one fits. */
 async function loadSnapshots(galleries: RestoreTarget, persons: PersonRepository, modelId: string, place: SnapshotPlace | undefined,
-  pool: UnsealPool | undefined, timings: RestoreReport['timings'], io: ReadTimings, groupChunks?: number): Promise<Map<string, AccountRestore>> {
+  pool: UnsealPool | undefined, native: { threads: number; used: number } | undefined, timings: RestoreReport['timings'], io: ReadTimings,
+  groupChunks?: number): Promise<Map<string, AccountRestore>> {
   const accounts = persons.accountsWithTemplates(modelId);
   const results = new Map<string, AccountRestore>(accounts.map((accountId) => [accountId, { accountId, source: 'rebuild', seq: 0, replayed: 0, size: 0 }]));
 
@@ -188,7 +218,7 @@ async function loadSnapshots(galleries: RestoreTarget, persons: PersonRepository
   }
   timings.headers = performance.now() - t;
 
-  // 2. Snapshots, group by group into the index.
+  // 2. Snapshots into the index: natively in one call, or group by group.
   t = performance.now();
   for (const [accountId, snapshot] of usable) {
     const r = results.get(accountId)!;
@@ -196,14 +226,18 @@ async function loadSnapshots(galleries: RestoreTarget, persons: PersonRepository
     const { header } = snapshot;
     let first = true;
     try {
-      await readGroups(snapshot, place!.keyFor(Buffer.from(header.salt, 'base64')), pool, async (g) => {
-        const ti = performance.now();
-        const keys = Buffer.from(g.keys.buffer, g.keys.byteOffset, g.keys.byteLength).toString('utf8');
-        await gallery.importCodes({ layout: header.layout, dim: header.dim, stride: header.stride, count: g.rows,
-          keys, codes: g.codes, scales: g.scales, sums: g.sums }, { clear: first });
-        first = false;
-        timings.import += performance.now() - ti;
-      }, io, groupChunks);
+      if (native) {
+        await importSealed(gallery, snapshot, place!, native, timings, io);
+      } else {
+        await readGroups(snapshot, place!.keyFor(Buffer.from(header.salt, 'base64')), pool, async (g) => {
+          const ti = performance.now();
+          const keys = Buffer.from(g.keys.buffer, g.keys.byteOffset, g.keys.byteLength).toString('utf8');
+          await gallery.importCodes({ layout: header.layout, dim: header.dim, stride: header.stride, count: g.rows,
+            keys, codes: g.codes, scales: g.scales, sums: g.sums }, { clear: first });
+          first = false;
+          timings.import += performance.now() - ti;
+        }, io, groupChunks);
+      }
       if (gallery.size !== header.count) throw new Error(`snapshot of ${header.count} rows loaded ${gallery.size}`);
       r.source = 'snapshot';
       r.seq = header.seq;
@@ -216,6 +250,28 @@ async function loadSnapshots(galleries: RestoreTarget, persons: PersonRepository
     }
   }
   return results;
+}
+
+/** Step 2 natively: the whole snapshot read and opened into the gallery by Collection.importSealed. */
+async function importSealed(gallery: IndexGallery, snapshot: OpenSnapshot, place: SnapshotPlace, native: { threads: number; used: number },
+  timings: RestoreReport['timings'], io: ReadTimings): Promise<void> {
+  const { header } = snapshot;
+  const t = performance.now();
+  const key = place.keyFor(Buffer.from(header.salt, 'base64')).export();
+  try {
+    const r = await gallery.importSealed(header.dim, sealedJob(snapshot, key), { threads: native.threads });
+    io.readMs += r.readMs;
+    io.unsealMs += r.openMs;
+    timings.keys += r.keyMs;
+    io.bytes += header.chunks.reduce((n, b) => n + b, 0);
+    native.used = Math.max(native.used, r.threads);
+  } catch (err) {
+    // The file's faults as the JavaScript reader reports them (SnapshotSealError, SnapshotFormatError).
+    throw err instanceof IndexError && err.reason ? groupError(err.reason, err.message) : err;
+  } finally {
+    key.fill(0);
+    timings.import += performance.now() - t;
+  }
 }
 
 /** Bytes of the snapshot files (0 when there is no folder). */
