@@ -13,7 +13,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -25,6 +24,7 @@ import { openStore } from '../src/storage/store';
 import { fakePhotoB64, templateFor } from '../test/helpers/fake-engine';
 import { startPostgres } from '../test/helpers/postgres';
 import { mapLimit, percentile, printJsonLine } from './common';
+import { freePort } from '../test/helpers/free-port';
 
 const PERSONS = Number(process.env.BENCH_SCALE_PERSONS ?? 20_000);
 const JOIN_PERSONS = Number(process.env.BENCH_SCALE_JOIN_PERSONS ?? 100_000);
@@ -59,17 +59,6 @@ function* preload(count: number, prefix: string): Generator<Array<{ personId: st
       personId: `${prefix}${from + i}`, modelId: MODEL, template: randomTemplate(), referenceImage: image,
     }));
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 interface NodeProcess {

@@ -14,17 +14,10 @@ import { BOOTSTRAP_KEY, tempDir } from './helpers/app';
 import { repoRoot } from './helpers/errors';
 import { FakeLicenceServer, testKeyPair } from './helpers/fake-licence-server';
 import { request, startServiceProcess } from './helpers/service-process';
+import { freePort } from './helpers/free-port';
 
 const compiled = path.join(repoRoot, 'dist', 'src', 'licensing', 'device-licence-setup.js');
 const skip = fs.existsSync(compiled) ? false : 'dist/ lacks the licence code: run npx tsc -p tsconfig.json';
-
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 function refusesConnections(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -7,7 +7,6 @@
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -16,6 +15,7 @@ import { BOOTSTRAP_KEY } from './helpers/app';
 import { fakePhotoB64, templateFor } from './helpers/fake-engine';
 import { startServiceProcess, writeIni } from './helpers/service-process';
 import { writeTinyTarball } from './helpers/tiny-package';
+import { freePort } from './helpers/free-port';
 
 /** The one-time messages the program prints to the console at start (the first API key): not log lines. */
 const CONSOLE_MESSAGE = /^face-check: /;
@@ -182,13 +182,3 @@ t.test('[log] level sets what is written: at warn, no request lines', async (t) 
   t.ok(output.includes('face-check: Api-Key:'), 'the console messages are not log lines: they stay');
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}

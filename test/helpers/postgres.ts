@@ -5,11 +5,11 @@
 // (CI), where a missing server is a failure.
 import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
+import { freePort } from './free-port';
 
 const execFileP = promisify(execFile);
 
@@ -113,18 +113,6 @@ async function run(bin: string, args: string[], cwd: string, timeoutMs: number):
       `${path.basename(bin)} failed: ${e.message.split('\n')[0]}\n${e.stderr ?? ''}${e.stdout ?? ''}`.trim(),
     );
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function readTail(file: string, chars = 2000): string {
