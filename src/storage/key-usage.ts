@@ -3,6 +3,7 @@
 // FLUSH_INTERVAL_MS and when the store closes. A crash loses at most the last interval's counts: these are
 // statistics, not acknowledged data (the quota, which refuses requests, has its own transactional counter).
 import type { Database, RootDatabase } from 'lmdb';
+import { raiseCounts } from './raise-counts';
 
 export const KEY_USAGE_DB = 'key-usage';
 export const FLUSH_INTERVAL_MS = 5_000;
@@ -98,16 +99,7 @@ export class KeyUsageRepository {
 
   /** Raises each written counter to the moved count where it is lower, never lowers one; returns how many were written. */
   async importCounts(entries: readonly KeyUsageEntry[]): Promise<number> {
-    return this.root.transaction(() => {
-      let written = 0;
-      for (const e of entries) {
-        const key: UsageKey = [e.keyId, e.day];
-        if ((this.db.get(key) ?? 0) >= e.requests) continue;
-        this.db.put(key, e.requests);
-        written++;
-      }
-      return written;
-    });
+    return raiseCounts(this.root, this.db, entries.map((e) => [[e.keyId, e.day] as UsageKey, e.requests] as const));
   }
 
   /** Writes what is pending; called before the environment closes. */

@@ -3,6 +3,7 @@
 import type { Database, RootDatabase } from 'lmdb';
 import type { Grant } from '../domain/grants';
 import { entriesWithPrefix } from './key-prefix';
+import { raiseCounts } from './raise-counts';
 
 /** One reported count: requests answered for `operation` on UTC day `day` (YYYY-MM-DD). */
 export interface UsageRow {
@@ -68,15 +69,6 @@ export class LicenceUsageRepository {
 
   /** Raises each counter to the moved count where it is lower, never lowers one; returns how many were written. */
   async importCounts(entries: readonly LicenceUsageEntry[]): Promise<number> {
-    return this.root.transaction(() => {
-      let written = 0;
-      for (const e of entries) {
-        const key: UsageKey = [e.licenceId, e.day, e.operation];
-        if ((this.db.get(key) ?? 0) >= e.requests) continue;
-        this.db.put(key, e.requests);
-        written++;
-      }
-      return written;
-    });
+    return raiseCounts(this.root, this.db, entries.map((e) => [[e.licenceId, e.day, e.operation] as UsageKey, e.requests] as const));
   }
 }

@@ -1,6 +1,7 @@
 // Request counters per account and UTC day. Check-and-increment runs inside one write transaction, so
 // concurrent requests can never overshoot the limit.
 import type { Database, RootDatabase } from 'lmdb';
+import { raiseCounts } from './raise-counts';
 
 type QuotaKey = [string, string];
 
@@ -45,15 +46,6 @@ export class QuotaRepository {
    * a day's count carried over keeps its quota used); returns how many were written.
    */
   async importCounts(entries: readonly QuotaEntry[]): Promise<number> {
-    return this.root.transaction(() => {
-      let written = 0;
-      for (const e of entries) {
-        const key: QuotaKey = [e.accountId, e.day];
-        if ((this.db.get(key) ?? 0) >= e.used) continue;
-        this.db.put(key, e.used);
-        written++;
-      }
-      return written;
-    });
+    return raiseCounts(this.root, this.db, entries.map((e) => [[e.accountId, e.day] as QuotaKey, e.used] as const));
   }
 }
