@@ -8,9 +8,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { translated } from './errors';
 
-/** A row as copied; `sealed` is only valid during the callback. */
-export type OnSealedTemplate = (accountId: string, personId: string, sealed: Buffer) => void;
-
 export interface CopyTemplatesOptions {
   /** Connections reading at once (hash partitions of the persons); default 2. */
   parts?: number;
@@ -20,7 +17,10 @@ export interface CopyTemplatesOptions {
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
-/** Parses PostgreSQL's binary COPY stream (header, tuples, trailer) whatever its chunking. */
+/**
+ * Parses PostgreSQL's binary COPY stream (header, tuples, trailer) whatever its chunking. Self-contained (only
+ * SIGNATURE and Buffer): ./unseal-worker.ts inlines its source into the worker threads that parse the streams.
+ */
 export class BinaryCopyParser {
   private pending: Buffer = Buffer.alloc(0);
   private headerDone = false;
@@ -182,24 +182,4 @@ export async function copyTemplateParts(pool: Pool, modelId: string, sinkFor: (p
     for (const sink of sinks) sink.abort();
     throw err;
   }
-}
-
-/**
- * Streams every sealed template of `modelId` (of one account if given) out of the persons table in no
- * particular order; `onRow` runs synchronously for each. Resolves with the count once every part finished.
- */
-export async function copySealedTemplates(pool: Pool, modelId: string, onRow: OnSealedTemplate,
-  options: CopyTemplatesOptions & { accountId?: string } = {}): Promise<number> {
-  return copyTemplateParts(pool, modelId, () => {
-    let rows = 0;
-    const parser = new BinaryCopyParser((fields) => {
-      rows++;
-      onRow(fields[0]!.toString('utf8'), fields[1]!.toString('utf8'), fields[2]!);
-    });
-    return {
-      push: (chunk) => parser.push(chunk),
-      end: async () => ({ rows, finished: parser.finished }),
-      abort: () => undefined,
-    };
-  }, options);
 }

@@ -13,7 +13,7 @@ import type crypto from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 
 import { SealError } from '../crypto/aead';
-import type { CopyPartSink } from './template-copy';
+import { BinaryCopyParser, type CopyPartSink } from './template-copy';
 
 /** Unsealed templates of one account, `ids[i]`'s template at data[i * dimension …]. */
 export interface TemplateRows {
@@ -35,6 +35,7 @@ export interface UnsealSettings {
 const UNSEAL_SOURCE = String.raw`
 const crypto = require('node:crypto');
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+${BinaryCopyParser.toString()}
 const BLOCK = 4096;
 const FIRST = 64;
 const NONCE = 12;
@@ -46,9 +47,6 @@ function sealFailure(message) {
 }
 // emit(accountId, ids, data, dimension): data is a Float32Array view of a buffer the caller owns from then on.
 function makeUnsealer(key, place, modelId, emit) {
-  let pending = null;
-  let headerDone = false;
-  let finished = false;
   let rows = 0;
   const filling = new Map();
   const large = new Set();  // accounts that filled a block: their next one is allocated whole
@@ -107,42 +105,18 @@ function makeUnsealer(key, place, modelId, emit) {
     rows++;
     if (b.ids.length >= BLOCK) flush(accountId);
   }
+  // Rows come out of the one binary COPY parser (./template-copy.ts, its source inlined below).
+  const parser = new BinaryCopyParser((fields) => {
+    if (fields.length !== 3) throw new Error('COPY: a row of ' + fields.length + ' fields, expected account, person and template');
+    if (fields.some((f) => f === null)) throw new Error('COPY: a NULL field');
+    row(fields[0].toString('utf8'), fields[1].toString('utf8'), fields[2]);
+  });
   function push(chunk) {
-    // The same format as template-copy.ts BinaryCopyParser: header, tuples (int16 count, int32 length and
-    // bytes per field, -1 for NULL), trailer int16 -1.
-    const buf = pending ? Buffer.concat([pending, chunk]) : chunk;
-    let at = 0;
-    if (!headerDone) {
-      if (buf.length < SIGNATURE.length + 8) { pending = Buffer.from(buf); return; }
-      if (!buf.subarray(0, SIGNATURE.length).equals(SIGNATURE)) throw new Error('COPY: not a binary COPY stream');
-      const extension = buf.readInt32BE(SIGNATURE.length + 4);
-      if (buf.length < SIGNATURE.length + 8 + extension) { pending = Buffer.from(buf); return; }
-      at = SIGNATURE.length + 8 + extension;
-      headerDone = true;
-    }
-    while (at + 2 <= buf.length) {
-      const count = buf.readInt16BE(at);
-      if (count === -1) { finished = true; at += 2; break; }
-      if (count !== 3) throw new Error('COPY: a row of ' + count + ' fields, expected account, person and template');
-      let p = at + 2;
-      const fields = [];
-      for (let i = 0; i < 3; i++) {
-        if (p + 4 > buf.length) break;
-        const len = buf.readInt32BE(p);
-        if (len < 0) throw new Error('COPY: a NULL field');
-        if (p + 4 + len > buf.length) break;
-        fields.push(buf.subarray(p + 4, p + 4 + len));
-        p += 4 + len;
-      }
-      if (fields.length < 3) break;
-      row(fields[0].toString('utf8'), fields[1].toString('utf8'), fields[2]);
-      at = p;
-    }
-    pending = at < buf.length ? Buffer.from(buf.subarray(at)) : null;
+    parser.push(chunk);
   }
   function end() {
     for (const accountId of [...filling.keys()]) flush(accountId);
-    return { rows, finished };
+    return { rows, finished: parser.finished };
   }
   function recycle(buffer) {
     // The largest few kept: a small account's first block is not worth a place.
