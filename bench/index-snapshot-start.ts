@@ -3,11 +3,11 @@
 //   node dist/bench/index-snapshot-start.js [persons,...] [cold|warm|both]     (default 100000,1000000 both)
 // The store (N persons of account "default", random unit templates of the installed model's id and template
 // size, written with createMany) and its snapshot are built once and cached under
-// /tmp/face-check-snapshot-bench (SNAPSHOT_BENCH_DIR). Each measurement spawns a fresh node process that opens
-// the store, restores the galleries (Galleries.restore: the snapshot, the change log's replay, the count
-// check) and answers one identify by template (the gallery search with its exact re-rank from the store);
-// the time runs from spawn to that answer. The face engine's model loading is not part of it: the service
-// runs it in parallel with the galleries' start (src/server.ts), and it does not depend on the gallery size.
+// /tmp/face-check-snapshot-bench (SNAPSHOT_BENCH_DIR). Each measurement spawns a fresh node process
+// (./index-snapshot-child.ts) that loads the program's modules, opens the store, restores the galleries and
+// answers one identify by template (the gallery search with its exact re-rank from the store); the time
+// runs from spawn to that answer. The face engine's model loading is not part of it: the service runs it in
+// parallel with the galleries' start (src/server.ts), and it does not depend on the gallery size.
 // Cold: `sync`, then every file of the store and of the snapshot folder dropped from the page cache with
 // `dd if=FILE iflag=nocache count=0` (posix_fadvise DONTNEED on the whole file), as bench:board does. Warm:
 // the same start ran just before (unmeasured), so the page cache holds what a start reads.
@@ -17,7 +17,7 @@
 // SNAPSHOT_BENCH_WORKERS sets the JavaScript path's unsealing threads (0: the main thread alone),
 // SNAPSHOT_BENCH_ROUNDS the rounds of the command line (cold, warm and, unless SNAPSHOT_BENCH_REBUILD=0, the
 // start without snapshots that rebuilds from the store, interleaved). Each line splits the time to the answer:
-//   process (spawn to the child's main, node and its modules) + store open + restore (headers; natively: read /
+//   process (spawn to the child's main: node itself) + modules + store open + restore (headers; natively: read /
 //   open / keys busy times summed over the threads, within the import's wall time; in JavaScript: read /
 //   unseal / import busy times) + first search; the child's CPU time (all threads) and resident memory.
 import { execFileSync, spawn } from 'node:child_process';
@@ -31,26 +31,12 @@ import { snapshotFileName, snapshotPlaceOf } from '../src/matching/snapshot/plac
 import { closeSnapshot, openSnapshot } from '../src/matching/snapshot/read';
 import type { Unsealer } from '../src/matching/snapshot/restore';
 import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
+import { benchTemplate } from './index-snapshot-child';
 import { openStore, SCHEMA_VERSION } from '../src/storage/store';
 
 const ACCOUNT = 'default';
 const CACHE = process.env.SNAPSHOT_BENCH_DIR ?? '/tmp/face-check-snapshot-bench';
 const BATCH = 8192;
-
-/** Deterministic unit template of person `i` (xorshift, then normalised): the child rebuilds a query from it. */
-export function benchTemplate(i: number, dim: number): Float32Array {
-  const t = new Float32Array(dim);
-  let x = (Math.imul(i + 1, 2654435761) >>> 0) || 1;
-  let norm = 0;
-  for (let k = 0; k < dim; k++) {
-    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
-    t[k] = x / 4294967296 - 0.5;
-    norm += t[k] * t[k];
-  }
-  const inv = 1 / Math.sqrt(norm);
-  for (let k = 0; k < dim; k++) t[k] *= inv;
-  return t;
-}
 
 interface Cached { persons: number; modelId: string; dim: number; writeS: number; storeBytes: number; snapshotMs?: number; snapshotBytes?: number }
 
@@ -137,7 +123,7 @@ function dropFromPageCache(dir: string): void {
 async function runChild(storeDir: string, modelId: string, probe: number, from: 'snapshot' | 'rebuild' = 'snapshot', unseal?: Unsealer): Promise<{ answer: { line: string; at: number }; spawnedAt: number }> {
   const env = unseal ? { ...process.env, FACE_CHECK_SNAPSHOT_UNSEAL: unseal } : process.env;
   const spawnedAt = performance.timeOrigin + performance.now();
-  const child = spawn(process.execPath, [__filename, 'child', storeDir, modelId, String(probe), from], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const child = spawn(process.execPath, [path.join(__dirname, 'index-snapshot-child.js'), storeDir, modelId, String(probe), from], { stdio: ['ignore', 'pipe', 'inherit'], env });
   let out = '';
   const answer = await new Promise<{ line: string; at: number }>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => {
@@ -177,32 +163,6 @@ export async function measureSnapshotStart(opts: { persons: number; cold: boolea
   };
 }
 
-/** The child: the galleries' start and one identify by template, then one JSON line. */
-/** The child: `from` snapshot (the service's start) or rebuild (the start without snapshots, for comparison). */
-async function child(storeDir: string, modelId: string, probe: number, from: string): Promise<void> {
-  const marks: Record<string, number> = { main: performance.now() };
-  const store = await openStore(storeDir);
-  marks.storeOpenMs = performance.now() - marks.main;
-  const galleries = Galleries.forStore(store.persons);
-  const workers = process.env.SNAPSHOT_BENCH_WORKERS;
-  const report = await galleries.restore(store.persons, modelId, from === 'rebuild' ? undefined : snapshotPlaceOf(store), workers === undefined ? {} : { workers: Number(workers) });
-  marks.restoreMs = report.timings.total;
-  const t = performance.now();
-  // A new photo of person `probe`: its template with a little noise (cosine ~0.95).
-  const query = benchTemplate(probe, templateSize());
-  const noise = benchTemplate(probe + 7_000_000, query.length);
-  for (let k = 0; k < query.length; k++) query[k] += 0.33 * noise[k];
-  const hits = await galleries.of(ACCOUNT).search(query, 1, 0.5);
-  marks.firstSearchMs = performance.now() - t;
-  const cpu = process.cpuUsage();  // every thread of the process: the cost, whatever else the machine runs
-  marks.cpuMs = (cpu.user + cpu.system) / 1000;
-  marks.rssMB = process.memoryUsage().rss / 1e6;
-  process.stdout.write(`${JSON.stringify({
-    hit: hits[0]?.personId, timeOrigin: performance.timeOrigin, answeredAt: performance.timeOrigin + performance.now(), marks,
-    restore: { ...report.timings, bytes: report.bytes, workers: report.workers, unsealer: report.unsealer, accounts: report.accounts.map((a) => ({ source: a.source, reason: a.reason, size: a.size })) },
-  })}\n`);
-}
-
 async function main(): Promise<void> {
   const sizes = (process.argv[2] ?? '100000,1000000').split(',').map(Number);
   const modes = process.argv[3] === 'cold' ? [true] : process.argv[3] === 'warm' ? [false] : [false, true];
@@ -223,7 +183,7 @@ async function main(): Promise<void> {
         const unsealing = r.unsealer === 'native'
           ? `native: read ${f(r.read)} / open ${f(r.unseal)} / keys ${f(r.keys)} busy on ${r.workers} threads in import ${f(r.import)}`
           : `js: read ${f(r.read)} / unseal ${f(r.unseal)} / import ${f(r.import)} busy on ${r.workers} workers`;
-        console.log(`  ${from === 'rebuild' ? 'rebuild (no snapshot), warm' : cold ? 'cold' : 'warm'} ready ${f(readyMs)} ms = process ${f(details.processStartMs)} + store open ${f(details.storeOpenMs)} + restore ${f(details.restoreMs)} ` +
+        console.log(`  ${from === 'rebuild' ? 'rebuild (no snapshot), warm' : cold ? 'cold' : 'warm'} ready ${f(readyMs)} ms = process ${f(details.processStartMs)} + modules ${f(details.modulesMs)} + store open ${f(details.storeOpenMs)} + restore ${f(details.restoreMs)} ` +
           `(headers ${f(r.headers)}, ${unsealing}, replay ${f(r.replay)}, check ${f(r.check)}, rebuild ${f(r.rebuild)}) + first search ${f(details.firstSearchMs)}; CPU ${f(details.cpuMs)} ms, RSS ${f(details.rssMB)} MB`);
       }
     }
@@ -231,8 +191,7 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) {
-  const run = process.argv[2] === 'child' ? child(process.argv[3], process.argv[4], Number(process.argv[5]), process.argv[6]) : main();
-  run.catch((err: Error) => {
+  main().catch((err: Error) => {
     process.stderr.write(`${err.stack ?? err.message}\n`);
     process.exit(1);
   });

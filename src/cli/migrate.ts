@@ -52,7 +52,7 @@ export async function migrateCommand(args: Args, io: Io): Promise<number> {
   let target: AsyncStore | undefined;
   try {
     for (const c of [from, to]) if (c.storage.backend === 'lmdb') locks.push(lockStore(c.storage.path, 'migrate'));
-    source = await openCommandStore(from);
+    source = await openCommandStore(from, { bulkReads: true });
     target = await openCommandStore(to);
     io.out(`migrate: ${describe(from)} -> ${describe(to)}`);
     const progress = (line: string) => io.out(`migrate: ${line}`);

@@ -7,9 +7,10 @@ import type { AsyncStore } from '../storage/postgres/interfaces';
 import { openPostgresStore } from '../storage/postgres/store';
 import { openStore } from '../storage/store';
 
-export async function openCommandStore(config: Config): Promise<AsyncStore> {
+/** `bulkReads`: the command reads the whole store (StoreOptions.bulkReads). */
+export async function openCommandStore(config: Config, options: { bulkReads?: boolean } = {}): Promise<AsyncStore> {
   if (config.storage.backend === 'postgres') {
     return openPostgresStore(postgresSettingsOf(config.storage, 'face-check-cli'), { keyFile: config.storage.key_file });
   }
-  return lmdbAsyncStore(await openStore(config.storage.path, { keyFile: config.storage.key_file }));
+  return lmdbAsyncStore(await openStore(config.storage.path, { keyFile: config.storage.key_file, bulkReads: options.bulkReads }));
 }

@@ -10,6 +10,7 @@ import { countWithPrefix } from './key-prefix';
 import { SegmentStore, sharedView, TEMPLATES_DB, type SegmentKey, type TemplateBlock } from './segment-store';
 import { TemplateRows, type PersonKey } from './template-rows';
 import type { Sealer } from './crypto/sealer';
+import type { MapAdvice } from './lmdb/map-advice';
 
 export { TEMPLATES_DB, type SegmentKey, type TemplateBlock };
 
@@ -61,7 +62,8 @@ export class PersonRepository {
   /** Who changed, in commit order: the gallery snapshots catch up from it. */
   readonly changes: ChangeLog;
 
-  constructor(root: RootDatabase, sealer: Sealer) {
+  /** `mapAdvice`: the store's (reads of many segments run under normal read-ahead advice); none in migrations. */
+  constructor(root: RootDatabase, sealer: Sealer, private readonly mapAdvice?: MapAdvice) {
     this.root = root;
     this.sealer = sealer;
     this.records = root.openDB<StoredPerson, PersonKey>({ name: 'persons' });
@@ -207,7 +209,8 @@ export class PersonRepository {
    * taking the next block.
    */
   templateBlocks(modelId: string, accountId?: string): Generator<TemplateBlock> {
-    return this.segments.blocks(modelId, accountId);
+    const blocks = this.segments.blocks(modelId, accountId);
+    return this.mapAdvice ? this.mapAdvice.scan(blocks) : blocks;
   }
 
   /** The accounts holding templates of `modelId` (from segment keys alone). */

@@ -4,7 +4,7 @@
 // unwraps; the folder is 0700 and its files 0600.
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { open, type RootDatabase } from 'lmdb';
+import { open, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 import { PersonRepository } from './persons';
 import { ApiKeyRepository } from './api-keys';
 import { AccountRepository } from './accounts';
@@ -23,6 +23,7 @@ import { COMPACT_PENDING, replaceWithCompactCopy, soleUser } from './compact';
 import { endSealing, sealPlainStore } from './seal-migration';
 import { endTemplateRows, writeTemplateRows } from './template-rows-migration';
 import type { ChangeLog } from './change-log';
+import { lmdbDataFile, MapAdvice } from './lmdb/map-advice';
 
 // 4: a sealed template row per person, template counts per account and the change log (./template-rows.ts,
 // ./segment-store.ts, ./change-log.ts); 3: templates,
@@ -36,6 +37,11 @@ export const DEFAULT_KEY_FILE = 'face-check.key';
 export interface StoreOptions {
   /** The key-encryption key's file; default `<dir>/face-check.key`, made (0600) when a new store opens. */
   keyFile?: string;
+  /**
+   * The caller reads the whole store (face-check migrate): the map keeps the kernel's default read-ahead
+   * instead of random advice (./lmdb/map-advice.ts).
+   */
+  bulkReads?: boolean;
 }
 
 export interface Store {
@@ -87,8 +93,10 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
   const keyFile = path.resolve(options.keyFile || path.join(dir, DEFAULT_KEY_FILE));
   privateFolder(dir);
   // lmdb-js opens at most 12 named databases by default; persons, keys, accounts, sessions and licences
-  // need more. The bound is per open, not stored: raising it later needs no migration.
-  const root: RootDatabase = open({ path: dir, compression: false, maxDbs: 32 });
+  // need more. The bound is per open, not stored: raising it later needs no migration. noReadAhead: the
+  // map is advised random, scans excepted (./lmdb/map-advice.ts).
+  const root: RootDatabase = open({ path: dir, compression: false, maxDbs: 32, noReadAhead: !options.bulkReads } as RootDatabaseOptionsWithPath);
+  const mapAdvice = new MapAdvice(lmdbDataFile(dir));
   let closed = false;
   try {
     privateFiles(dir);
@@ -98,16 +106,17 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       throw new Error(`storage ${dir}: schema version ${String(version)}, this program reads ${SCHEMA_VERSION}`);
     }
     if (version === 1) {
-      await new PersonRepository(root, plainValues).moveInlineTemplates();
+      await mapAdvice.during(() => new PersonRepository(root, plainValues).moveInlineTemplates());
       await meta.put('schema', (version = 2));
     }
     const dataKey = await unlockDataKey(meta, keyFile, dir, version === 3 || version === SCHEMA_VERSION);
     privateFiles(dir);  // a key file just made in the folder
     const sealer = new DataKeySealer(dataKey);
-    const persons = new PersonRepository(root, sealer);
+    const persons = new PersonRepository(root, sealer, mapAdvice);
     const serviceKeys = new ServiceKeyRepository(root, sealer);
-    if (version === 2) await sealPlainStore(root, meta, sealer, serviceKeys);
-    if (version === 2 || version === 3) await writeTemplateRows(root, meta, persons);
+    // The migrations read every record: under the kernel's usual read-ahead.
+    if (version === 2) await mapAdvice.during(() => sealPlainStore(root, meta, sealer, serviceKeys));
+    if (version === 2 || version === 3) await mapAdvice.during(() => writeTemplateRows(root, meta, persons));
     if (version !== SCHEMA_VERSION) {
       // A store sealed by this migration has its plain values left in freed pages (./compact.ts); a new
       // store has none, and schema 3 was sealed already.
@@ -122,7 +131,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
     }
     if (meta.get(COMPACT_PENDING) === true && soleUser(root)) {
       closed = true;
-      await replaceWithCompactCopy(root, dir);
+      await mapAdvice.during(() => replaceWithCompactCopy(root, dir));
       return await openStore(dir, options);
     }
     const locks = new AccountLocks();
