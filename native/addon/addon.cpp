@@ -1,5 +1,5 @@
-// Module entry: creates the environment's addon data, then exports the error table and the engine, index
-// and camera bindings. Runs once per environment (the main thread and each worker thread).
+// Module entry: creates the environment's addon data, then exports the error table and the engine, index,
+// camera and storage bindings. Runs once per environment (the main thread and each worker thread).
 #include <napi.h>
 
 #include "addon/addon_data.h"
@@ -30,6 +30,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitEngineBinding(env, exports);
   InitIndexBinding(env, exports);
   InitCameraBinding(env, exports);
+  InitStorageBinding(env, exports);
   return exports;
 }
 

@@ -6,4 +6,5 @@ namespace facecheck::addon {
 void InitEngineBinding(Napi::Env env, Napi::Object exports);
 void InitIndexBinding(Napi::Env env, Napi::Object exports);
 void InitCameraBinding(Napi::Env env, Napi::Object exports);
+void InitStorageBinding(Napi::Env env, Napi::Object exports);
 }  // namespace facecheck::addon

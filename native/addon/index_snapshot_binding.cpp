@@ -1,6 +1,5 @@
 // Similarity index binding, snapshots of a collection's int8 rows: exportCodes and importCodes, and
-// importSealed, which reads and opens a sealed snapshot file straight into a collection, and readAhead,
-// which has the kernel read snapshot files into the page cache before they are imported.
+// importSealed, which reads and opens a sealed snapshot file straight into a collection.
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -8,7 +7,6 @@
 #include <string_view>
 
 #include "addon/index_js.h"
-#include "core/index/read_ahead.h"
 
 namespace facecheck::addon::indexjs {
 namespace {
@@ -152,35 +150,6 @@ Napi::Value SealedImportAvailable(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// readAhead(paths, maxBytes) -> Promise<{requested, files}>: asks the kernel to read the files into the page
-// cache (posix_fadvise WILLNEED, nothing copied), off the event loop: the caller goes on loading while the
-// device reads.
-Napi::Value ReadAhead(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (info.Length() < 2 || !info[0].IsArray() || !info[1].IsNumber())
-    throw Napi::TypeError::New(env, "readAhead(paths: string[], maxBytes: number)");
-  Napi::Array list = info[0].As<Napi::Array>();
-  auto paths = std::make_shared<std::vector<std::string>>();
-  for (uint32_t i = 0; i < list.Length(); i++) {
-    Napi::Value v = list.Get(i);
-    if (!v.IsString()) throw Napi::TypeError::New(env, "readAhead: a path is not a string");
-    paths->push_back(v.As<Napi::String>().Utf8Value());
-  }
-  const double max = info[1].As<Napi::Number>().DoubleValue();
-  if (!(max >= 0)) throw Napi::RangeError::New(env, "readAhead: maxBytes must be 0 or more");
-  const uint64_t maxBytes = max >= 9007199254740991.0 ? UINT64_MAX : uint64_t(max);
-  auto result = std::make_shared<index::ReadAheadResult>();
-  auto* w = new PromiseWorker(
-      env, [paths, maxBytes, result] { *result = index::readAhead(*paths, maxBytes); return index::IndexResult{}; },
-      [result](Napi::Env e) -> Napi::Value {
-        Napi::Object o = Napi::Object::New(e);
-        o.Set("requested", double(result->requested));
-        o.Set("files", double(result->files));
-        return o;
-      });
-  return PromiseWorker::Start(w);
-}
-
 const char* faultName(index::SealedFault f) {
   switch (f) {
     case index::SealedFault::Unavailable: return "unavailable";
@@ -267,7 +236,6 @@ void addSnapshotFunctions(Napi::Env env, Napi::Object o) {
   o.Set("importCodes", Napi::Function::New(env, ImportCodes, "importCodes"));
   o.Set("importSealed", Napi::Function::New(env, ImportSealed, "importSealed"));
   o.Set("sealedImportAvailable", Napi::Function::New(env, SealedImportAvailable, "sealedImportAvailable"));
-  o.Set("readAhead", Napi::Function::New(env, ReadAhead, "readAhead"));
 }
 
 }  // namespace facecheck::addon::indexjs
