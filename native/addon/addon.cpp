@@ -1,5 +1,5 @@
 // Module entry: creates the environment's addon data, then exports the error table and the engine, index,
-// camera and storage bindings. Runs once per environment (the main thread and each worker thread).
+// camera, storage and sealed-batch bindings. Runs once per environment (the main thread and each worker thread).
 #include <napi.h>
 
 #include "addon/addon_data.h"
@@ -31,6 +31,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitIndexBinding(env, exports);
   InitCameraBinding(env, exports);
   InitStorageBinding(env, exports);
+  InitSealedBatchBinding(env, exports);
   return exports;
 }
 

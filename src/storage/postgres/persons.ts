@@ -13,6 +13,7 @@ import type { Sealer } from '../crypto/sealer';
 import { appendChanges, PgChangeLog } from './change-log';
 import type { AsyncPersonRepository } from './interfaces';
 import { PostgresPool, type Db } from './pool';
+import { chooseTemplateUnsealer, NativeUnsealers, type TemplateUnsealer } from './native-unsealer';
 import { copyTemplateParts } from './template-copy';
 import { inProcessUnsealer, UnsealWorker, type TemplateRows } from './unseal-worker';
 
@@ -231,14 +232,16 @@ export class PgPersonRepository implements AsyncPersonRepository {
   /**
    * Every template of `modelId`, unsealed, in blocks of up to 4,096 persons of one account, in no particular
    * order: a node's start-up fill. On the node's pool it reads with `parts` binary COPY streams at once
-   * (./template-copy.ts: no hex text, no pages), each parsed and unsealed on a worker thread of its own
-   * (./unseal-worker.ts) on a machine of UNSEAL_WORKERS_FROM_CORES cores or more, else on this thread
-   * (`workers` decides instead when given); inside a transaction, or without the data
-   * key, it falls back to templateBlocks. A template that does not open rejects (SealError), as does a
-   * stream that fails midway: never a partial count. Resolves with the count.
+   * (./template-copy.ts: no hex text, no pages), each parsed on this thread and unsealed natively in
+   * batches on every core (./native-unsealer.ts) where the addon can (`unsealer`, else
+   * FACE_CHECK_TEMPLATE_UNSEAL=js, decides otherwise); else in JavaScript (./unseal-worker.ts) on a worker
+   * thread per part on a machine of UNSEAL_WORKERS_FROM_CORES cores or more, else on this thread (`workers`
+   * decides instead when given, and chooses JavaScript); inside a transaction, or without the data key, it
+   * falls back to templateBlocks. A template that does not open rejects (SealError), as does a stream that
+   * fails midway: never a partial count. Resolves with the count.
    */
   async copyTemplates(modelId: string, onRows: (rows: TemplateRows) => void,
-    options: { parts?: number; workers?: boolean } = {}): Promise<number> {
+    options: { parts?: number; workers?: boolean; unsealer?: TemplateUnsealer } = {}): Promise<number> {
     if (!(this.db instanceof PostgresPool) || !this.dataKey) {
       let n = 0;
       for await (const block of this.templateBlocks(modelId)) {
@@ -250,10 +253,18 @@ export class PgPersonRepository implements AsyncPersonRepository {
       return n;
     }
     const settings = { key: this.dataKey, place: TEMPLATES_PLACE, modelId };
+    const copyOptions = { parts: options.parts, timeoutMs: Math.max(60_000, 10 * this.db.settings.statementTimeoutMs) };
+    if (options.workers === undefined && chooseTemplateUnsealer(options.unsealer) === 'native') {
+      const unsealers = new NativeUnsealers(settings, onRows);
+      try {
+        return await copyTemplateParts(this.db.pool, modelId, () => unsealers.sink(), copyOptions);
+      } finally {
+        unsealers.close();
+      }
+    }
     const workers = options.workers ?? os.availableParallelism() >= UNSEAL_WORKERS_FROM_CORES;
     return copyTemplateParts(this.db.pool, modelId,
-      () => (workers ? new UnsealWorker(settings, onRows) : inProcessUnsealer(settings, onRows)),
-      { parts: options.parts, timeoutMs: Math.max(60_000, 10 * this.db.settings.statementTimeoutMs) });
+      () => (workers ? new UnsealWorker(settings, onRows) : inProcessUnsealer(settings, onRows)), copyOptions);
   }
 
   async accountsWithTemplates(modelId: string): Promise<string[]> {

@@ -1,0 +1,200 @@
+#include "core/crypto/sealed_batch.h"
+
+#include <string.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/index/aes_gcm.h"
+
+namespace facecheck::crypto {
+
+namespace {
+
+using index::AesGcmOpener;
+using index::kAesGcmKeyBytes;
+using index::kAesGcmTagBytes;
+
+static_assert(kSealOverheadBytes == 1 + kSealNonceBytes + kAesGcmTagBytes, "the sealed format's tag is GCM's");
+
+// Rows a thread takes at a time: small enough that both cores finish a 4,096-row batch together, large
+// enough that the shared counter is not contended (a row is ~1-2 µs of AES-GCM).
+constexpr size_t kRunRows = 64;
+// More threads than this only queue on the same cores; the calls are short.
+constexpr unsigned kMaxThreads = 16;
+
+constexpr int64_t kNoFailure = INT64_MAX;
+
+// The key's copy for one batch, wiped however the batch ends.
+struct KeyCopy {
+  uint8_t bytes[kAesGcmKeyBytes];
+  explicit KeyCopy(const uint8_t* key) { std::memcpy(bytes, key, sizeof(bytes)); }
+  ~KeyCopy() { explicit_bzero(bytes, sizeof(bytes)); }
+  KeyCopy(const KeyCopy&) = delete;
+  KeyCopy& operator=(const KeyCopy&) = delete;
+};
+
+struct RowFailure {
+  SealedRowFault fault = SealedRowFault::None;
+  size_t bytes = 0;
+  uint8_t version = 0;
+};
+
+// The offsets describe rows + 1 boundaries, not decreasing, inside their buffers.
+bool offsetsValid(const uint32_t* offsets, size_t rows, size_t bufferBytes) {
+  if (!offsets) return rows == 0;
+  for (size_t i = 0; i < rows; ++i)
+    if (offsets[i + 1] < offsets[i]) return false;
+  return offsets[rows] <= bufferBytes;
+}
+
+class BatchOpener {
+ public:
+  BatchOpener(const uint8_t* key, const SealedBatch& b) : key_(key), b_(b) {}
+
+  // One thread's share: runs of rows in order until none is left or every run left begins after a failure.
+  void run() noexcept {
+    try {
+      AesGcmOpener opener;
+      if (!opener.ok()) {
+        unavailable_.store(true);
+        return;
+      }
+      std::vector<uint8_t> scratch;
+      for (;;) {
+        const size_t first = next_.fetch_add(kRunRows);
+        if (first >= b_.rows || int64_t(first) > failed_.load()) return;
+        const size_t end = std::min(b_.rows, first + kRunRows);
+        for (size_t i = first; i < end; ++i) {
+          // A failure found meanwhile at a lower row makes the rest of this run irrelevant.
+          if (int64_t(i) > failed_.load()) return;
+          RowFailure f = openRow(i, opener, scratch);
+          if (f.fault != SealedRowFault::None) {
+            record(i, f);
+            return;
+          }
+        }
+      }
+    } catch (...) {
+      unavailable_.store(true);  // no memory for the scratch or the context: the batch is not judged
+    }
+  }
+
+  SealedBatchResult result() const {
+    SealedBatchResult r;
+    if (unavailable_.load()) {
+      r.fault = SealedRowFault::Unavailable;
+      r.detail = "cannot make an AES-GCM context (out of memory)";
+      return r;
+    }
+    const int64_t row = failed_.load();
+    if (row == kNoFailure) return r;
+    r.failedRow = row;
+    r.fault = failure_.fault;
+    r.bytes = failure_.bytes;
+    r.version = failure_.version;
+    return r;
+  }
+
+ private:
+  // The JavaScript opener's checks in its order; the row's values land in out when it opens.
+  RowFailure openRow(size_t i, AesGcmOpener& opener, std::vector<uint8_t>& scratch) {
+    const uint8_t* sealed = b_.sealed + b_.sealedOffsets[i];
+    const size_t length = b_.sealedOffsets[i + 1] - b_.sealedOffsets[i];
+    if (length < kSealOverheadBytes) return {SealedRowFault::TooShort, length, 0};
+    if (sealed[0] != kSealVersion) return {SealedRowFault::Version, 0, sealed[0]};
+    const size_t plainBytes = length - kSealOverheadBytes;
+    const size_t rowBytes = b_.dimension * sizeof(float);
+    // A plain size other than the row's is still opened first: a value that does not open says so first.
+    uint8_t* plain = reinterpret_cast<uint8_t*>(b_.out + i * b_.dimension);
+    if (plainBytes != rowBytes) {
+      scratch.resize(plainBytes);
+      plain = scratch.data();
+    }
+    const uint8_t* nonce = sealed + 1;
+    const uint8_t* cipher = nonce + kSealNonceBytes;
+    const uint8_t* tag = cipher + plainBytes;
+    const uint8_t* aad = b_.aad + b_.aadOffsets[i];
+    const size_t aadBytes = b_.aadOffsets[i + 1] - b_.aadOffsets[i];
+    const bool opened = opener.begin(key_, nonce, kSealNonceBytes, aad, aadBytes) &&
+                        (plainBytes == 0 || opener.update(cipher, plainBytes, plain)) && opener.finish(tag);
+    if (!opened) {
+      // Bytes of a value that did not verify are not left where they could be mistaken for a template.
+      if (plainBytes) explicit_bzero(plain, plainBytes);
+      return {SealedRowFault::Tag, 0, 0};
+    }
+    if (plainBytes % sizeof(float) != 0 || plainBytes != rowBytes) {
+      explicit_bzero(plain, plainBytes);
+      return {SealedRowFault::Size, plainBytes, 0};
+    }
+    return {};
+  }
+
+  void record(size_t row, const RowFailure& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int64_t(row) < failed_.load()) {
+      failure_ = f;
+      failed_.store(int64_t(row));
+    }
+  }
+
+  const uint8_t* key_;
+  const SealedBatch& b_;
+  std::atomic<size_t> next_{0};
+  std::atomic<int64_t> failed_{kNoFailure};
+  std::atomic<bool> unavailable_{false};
+  std::mutex mu_;
+  RowFailure failure_;
+};
+
+}  // namespace
+
+bool sealedBatchAvailable(std::string* why) { return index::aesGcmAvailable(why); }
+
+SealedBatchResult openSealedBatch(const uint8_t* key, const SealedBatch& batch, unsigned threads) noexcept {
+  SealedBatchResult r;
+  try {
+    std::string why;
+    if (!index::aesGcmAvailable(&why)) {
+      r.fault = SealedRowFault::Unavailable;
+      r.detail = why;
+      return r;
+    }
+    if (!key || (batch.rows > 0 && (!batch.sealed || !batch.aad || !batch.out)) ||
+        !offsetsValid(batch.sealedOffsets, batch.rows, batch.sealedBytes) ||
+        !offsetsValid(batch.aadOffsets, batch.rows, batch.aadBytes) ||
+        (batch.dimension != 0 && batch.rows > batch.outValues / batch.dimension)) {
+      r.detail = "sealed batch: offsets or output out of bounds";
+      return r;
+    }
+    if (batch.rows == 0) return r;
+    const KeyCopy copy(key);
+    BatchOpener opener(copy.bytes, batch);
+    unsigned n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+    n = unsigned(std::min<size_t>({n, kMaxThreads, (batch.rows + kRunRows - 1) / kRunRows}));
+    std::vector<std::thread> helpers;
+    helpers.reserve(n - 1);
+    for (unsigned t = 1; t < n; ++t) {
+      try {
+        helpers.emplace_back([&opener] { opener.run(); });
+      } catch (...) {
+        break;  // no thread to be had: the calling thread and those started share the rows
+      }
+    }
+    opener.run();
+    for (auto& h : helpers) h.join();
+    return opener.result();
+  } catch (...) {
+    r = SealedBatchResult{};
+    r.fault = SealedRowFault::Unavailable;
+    r.detail = "sealed batch: out of memory";
+    return r;
+  }
+}
+
+}  // namespace facecheck::crypto

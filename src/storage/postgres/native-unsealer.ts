@@ -1,0 +1,255 @@
+// The start-up build's templates unsealed natively: each COPY part is parsed on the calling thread (the one
+// BinaryCopyParser), its rows gathered per account into batches of up to 4,096 sealed values with their
+// AADs, and each full batch opened by the addon on every core off the event loop (../crypto/sealed-batch.ts)
+// while parsing goes on. In JavaScript one AES-256-GCM decipher per ~2.8 KB template cost ~10 µs, half of a
+// 100k join on two cores; here the main thread only copies bytes. At most BATCHES_IN_FLIGHT batches of a
+// copy are opened at once (each already uses every core); more wait their turn, so the addon's calls leave
+// the thread pool room for the index's loads. A template that does not open fails the copy with the
+// SealError the JavaScript opener (./unseal-worker.ts) gives for the same row, the first in the stream.
+import os from 'node:os';
+
+import { SealError } from '../crypto/aead';
+import { openSealedBatch, sealedBatchAvailable, type SealedBatchOutcome } from '../crypto/sealed-batch';
+import { BinaryCopyParser, type CopyPartSink } from './template-copy';
+import type { TemplateRows, UnsealSettings } from './unseal-worker';
+
+/** Rows per batch: one index block, and a few ms of every core per call. */
+const BLOCK = 4096;
+/** An account's first batch holds this many rows; an account of a few persons keeps little memory. */
+const FIRST = 64;
+const BATCHES_IN_FLIGHT = 2;
+/**
+ * Threads per batch: every core but the one this thread parses on (it is the build's bottleneck: on two
+ * cores, a batch on both made the parsing wait its turn, and one core opens a 4,096 batch in ~6 ms).
+ */
+const THREADS = Math.max(1, os.availableParallelism() - 1);
+const SEAL_VERSION = 1;
+const OVERHEAD = 1 + 12 + 16;  // version, nonce, tag
+
+/** Who opens the start-up build's templates: 'native' (this file) or 'js' (./unseal-worker.ts). */
+export type TemplateUnsealer = 'native' | 'js';
+
+/** FACE_CHECK_TEMPLATE_UNSEAL=js chooses JavaScript; otherwise native where the addon can open AES-256-GCM. */
+export function chooseTemplateUnsealer(requested?: TemplateUnsealer): TemplateUnsealer {
+  const want = requested ?? (process.env.FACE_CHECK_TEMPLATE_UNSEAL === 'js' ? 'js' : 'native');
+  return want === 'native' && sealedBatchAvailable().available ? 'native' : 'js';
+}
+
+/** Runs at most `max` tasks at once, the others in the order they came. */
+class Slots {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly max: number) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.running < this.max) this.running++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));  // the slot is handed over
+    try {
+      return await task();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
+}
+
+/** Rows of one account whose sealed values all have one length (one template dimension). */
+interface Batch {
+  accountId: string;
+  sealedLength: number;
+  /** The AAD's JSON up to the person id: `["place","account",`. */
+  prefix: string;
+  ids: string[];
+  /** Each row's place in its part's stream: the first failing row in stream order names the failure. */
+  seqs: number[];
+  sealed: Buffer;
+  aad: Buffer;
+  aadUsed: number;
+  aadOffsets: Uint32Array;
+}
+
+interface Failure {
+  seq: number;
+  error: Error;
+}
+
+/** The message of a template that did not open, as the JavaScript opener words it. */
+function sealFailure(outcome: SealedBatchOutcome, place: string, accountId: string, personId: string, modelId: string): SealError {
+  const what = `storage ${place} ${JSON.stringify([accountId, personId, modelId])}`;
+  switch (outcome.reason) {
+    case 'short': return new SealError(`${what}: sealed value of ${outcome.bytes} bytes is too short`);
+    case 'version': return new SealError(`${what}: sealed value version ${outcome.version}, this program reads ${SEAL_VERSION}`);
+    case 'tag': return new SealError(`${what}: sealed value does not open (wrong key, damaged, or moved from another record)`);
+    default: return new SealError(`storage: template of ${outcome.bytes} bytes is not float32`);
+  }
+}
+
+/**
+ * The sinks of one copy's parts: they share the raw data key (wiped by close()) and the batches in flight.
+ * close() once the copy settled.
+ */
+export class NativeUnsealers {
+  private readonly rawKey: Buffer;
+  private readonly slots = new Slots(BATCHES_IN_FLIGHT);
+
+  constructor(private readonly settings: UnsealSettings, private readonly onRows: (rows: TemplateRows) => void) {
+    this.rawKey = settings.key.export();
+  }
+
+  sink(): CopyPartSink {
+    return new NativeUnsealSink(this.settings, this.rawKey, this.slots, this.onRows);
+  }
+
+  close(): void {
+    // Batches that started copied the key; one still waiting belongs to a part that was aborted (a copy
+    // settles only after every part's end()), and an aborted part opens nothing more.
+    this.rawKey.fill(0);
+  }
+}
+
+class NativeUnsealSink implements CopyPartSink {
+  private readonly parser = new BinaryCopyParser((fields) => this.row(fields));
+  private readonly filling = new Map<string, Batch>();
+  /** Accounts that filled a whole batch: their next one starts whole. */
+  private readonly large = new Set<string>();
+  private readonly spareOut: Float32Array[] = [];
+  private readonly spareSealed: Buffer[] = [];
+  private readonly pending = new Set<Promise<void>>();
+  private seq = 0;
+  private rows = 0;
+  private failure: Failure | undefined;
+  private stopped = false;
+  private aborted = false;
+  /** The AAD's JSON after the person id: `,"model"]`. */
+  private readonly suffix: string;
+
+  constructor(private readonly settings: UnsealSettings, private readonly rawKey: Buffer, private readonly slots: Slots,
+    private readonly onRows: (rows: TemplateRows) => void) {
+    this.suffix = `,${JSON.stringify(settings.modelId)}]`;
+  }
+
+  push(chunk: Buffer): void {
+    // After a failure only rows before it can change which row is reported, and those were parsed already.
+    if (this.stopped) return;
+    try {
+      this.parser.push(chunk);
+    } catch (err) {
+      this.fail(this.seq, err as Error);
+    }
+  }
+
+  async end(): Promise<{ rows: number; finished: boolean }> {
+    for (const batch of [...this.filling.values()]) this.submit(batch);
+    while (this.pending.size) await Promise.all([...this.pending]);
+    if (this.failure) throw this.failure.error;
+    return { rows: this.rows, finished: this.parser.finished };
+  }
+
+  abort(): void {
+    this.aborted = true;
+    this.stopped = true;
+    this.filling.clear();
+  }
+
+  private fail(seq: number, error: Error): void {
+    this.stopped = true;
+    if (!this.failure || seq < this.failure.seq) this.failure = { seq, error };
+  }
+
+  private row(fields: Array<Buffer | null>): void {
+    if (fields.length !== 3) throw new Error(`COPY: a row of ${fields.length} fields, expected account, person and template`);
+    const [account, person, sealed] = fields;
+    if (account === null || person === null || sealed === null) throw new Error('COPY: a NULL field');
+    const accountId = account.toString('utf8');
+    const personId = person.toString('utf8');
+    let b = this.filling.get(accountId);
+    if (b && b.sealedLength !== sealed.length) {
+      this.submit(b);  // another dimension: a load of its own, which the index refuses with a clear error
+      b = undefined;
+    }
+    b ??= this.start(accountId, sealed.length);
+    const i = b.ids.length;
+    if ((i + 1) * b.sealedLength > b.sealed.length) b.sealed = this.grown(b.sealed, Math.min(BLOCK, 2 * i) * b.sealedLength, i * b.sealedLength);
+    sealed.copy(b.sealed, i * b.sealedLength);
+    // The AAD is the sealer's JSON of [place, account, person, model]; only the person differs in a batch.
+    const middle = JSON.stringify(personId);
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    const most = 3 * (b.prefix.length + middle.length + this.suffix.length);
+    if (b.aadUsed + most > b.aad.length) b.aad = this.grown(b.aad, Math.max(2 * b.aad.length, b.aadUsed + most), b.aadUsed);
+    b.aadUsed += b.aad.write(b.prefix, b.aadUsed, 'utf8');
+    b.aadUsed += b.aad.write(middle, b.aadUsed, 'utf8');
+    b.aadUsed += b.aad.write(this.suffix, b.aadUsed, 'utf8');
+    b.aadOffsets[i + 1] = b.aadUsed;
+    b.ids.push(personId);
+    b.seqs.push(this.seq++);
+    if (b.ids.length >= BLOCK) {
+      this.large.add(accountId);
+      this.submit(b);
+    }
+  }
+
+  private start(accountId: string, sealedLength: number): Batch {
+    const rows = this.large.has(accountId) ? BLOCK : FIRST;
+    const wanted = rows * Math.max(1, sealedLength);
+    const at = this.spareSealed.findIndex((s) => s.length === wanted);
+    const sealed = at >= 0 ? this.spareSealed.splice(at, 1)[0] : Buffer.allocUnsafeSlow(wanted);
+    const b: Batch = {
+      accountId, sealedLength, prefix: `[${JSON.stringify(this.settings.place)},${JSON.stringify(accountId)},`, ids: [], seqs: [], sealed,
+      aad: Buffer.allocUnsafeSlow(rows * 64), aadUsed: 0, aadOffsets: new Uint32Array(BLOCK + 1),
+    };
+    this.filling.set(accountId, b);
+    return b;
+  }
+
+  private grown(buffer: Buffer, size: number, used: number): Buffer {
+    const bigger = Buffer.allocUnsafeSlow(size);
+    buffer.copy(bigger, 0, 0, used);
+    return bigger;
+  }
+
+  private submit(b: Batch): void {
+    this.filling.delete(b.accountId);
+    const n = b.ids.length;
+    if (n === 0) return;
+    const dimension = Math.max(1, Math.floor((b.sealedLength - OVERHEAD) / 4));
+    const sealedOffsets = new Uint32Array(n + 1);
+    for (let i = 1; i <= n; i++) sealedOffsets[i] = i * b.sealedLength;
+    const task = this.slots.run(async () => {
+      if (this.aborted) return;
+      // The output is taken only now: batches waiting for a slot hold their sealed bytes, not their rows.
+      const out = this.output(n * dimension);
+      const outcome = await openSealedBatch(this.rawKey, {
+        sealed: b.sealed, sealedOffsets, aad: b.aad, aadOffsets: b.aadOffsets.subarray(0, n + 1), out, dimension,
+      }, THREADS);
+      this.keepSealed(b.sealed, b.sealedLength);
+      if (outcome.failedRow >= 0) {
+        const row = outcome.failedRow;
+        this.fail(b.seqs[row], sealFailure(outcome, this.settings.place, b.accountId, b.ids[row], this.settings.modelId));
+        return;
+      }
+      if (this.aborted || this.failure) return;
+      this.rows += n;
+      this.onRows({ accountId: b.accountId, ids: b.ids, data: out, dimension, release: () => this.keepOutput(out, n) });
+    }).catch((err: unknown) => this.fail(-1, err as Error));  // the call itself failed: no row to blame
+    this.pending.add(task);
+    void task.finally(() => this.pending.delete(task));
+  }
+
+  private output(values: number): Float32Array {
+    const at = this.spareOut.findIndex((s) => s.length === values);
+    return at >= 0 ? this.spareOut.splice(at, 1)[0] : new Float32Array(values);
+  }
+
+  // Whole batches' memory is reused rather than allocated and faulted in again; a small batch's is not kept.
+  private keepOutput(out: Float32Array, rows: number): void {
+    if (this.aborted || rows !== BLOCK || this.spareOut.length >= 2) return;
+    this.spareOut.push(out);
+  }
+
+  private keepSealed(sealed: Buffer, sealedLength: number): void {
+    if (this.aborted || sealed.length !== BLOCK * sealedLength || this.spareSealed.length >= 4) return;
+    this.spareSealed.push(sealed);
+  }
+}
