@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "core/index/aes_gcm.h"
+#include "core/index/cipher_feed.h"
 #include "core/index/guarded.h"
 #include "core/index/partition.h"
 #include "core/index/row_source.h"
@@ -37,7 +38,6 @@ constexpr size_t kPieceRows = 64;   // codes deciphered, then checked, this many
 // File bytes the prefetcher asks the kernel for at a time: at 1M persons from a cold page cache, 8 MiB
 // steps measured a median of 0.81 s to the first answer against 0.95 s for 64 MiB steps (6 rounds each).
 constexpr uint64_t kPrefetchStep = 8 << 20;
-constexpr size_t kReadPiece = 256 << 10;  // ciphertext read at a time: still in cache when it is deciphered
 
 double seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -57,66 +57,6 @@ struct ChunkPlan {
 struct PartResult {
   double read = 0, open = 0, keys = 0;
   float maxScale = 0;
-};
-
-enum class FeedError { None, Read, Cut, Cipher };
-
-// A chunk's ciphertext, read (pread) a piece at a time as it is deciphered into wherever its bytes go.
-class CipherFeed {
- public:
-  CipherFeed(int fd, uint64_t offset, uint64_t bytes, uint8_t* buffer, AesGcmOpener& opener, double* readSeconds)
-      : fd_(fd), offset_(offset), left_(bytes), buf_(buffer), opener_(opener), readSeconds_(readSeconds) {}
-
-  // Deciphers the next n bytes into out; false (and error()) when the file or the cipher fails.
-  bool next(size_t n, uint8_t* out) {
-    while (n > 0) {
-      if (at_ == have_ && !refill()) return false;
-      const size_t k = std::min(n, have_ - at_);
-      if (!opener_.update(buf_ + at_, k, out)) {
-        error_ = FeedError::Cipher;
-        return false;
-      }
-      at_ += k;
-      out += k;
-      n -= k;
-    }
-    return true;
-  }
-  FeedError error() const { return error_; }
-
- private:
-  bool refill() {
-    const double t0 = seconds();
-    const size_t want = size_t(std::min<uint64_t>(left_, kReadPiece));
-    if (want == 0) {
-      error_ = FeedError::Cut;  // asked past the chunk: its sizes do not add up (a checked plan cannot)
-      return false;
-    }
-    size_t got = 0;
-    while (got < want) {
-      const ssize_t n = pread(fd_, buf_ + got, want - got, off_t(offset_ + got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        error_ = n == 0 ? FeedError::Cut : FeedError::Read;
-        return false;
-      }
-      got += size_t(n);
-    }
-    *readSeconds_ += seconds() - t0;
-    offset_ += got;
-    left_ -= got;
-    at_ = 0;
-    have_ = got;
-    return true;
-  }
-
-  const int fd_;
-  uint64_t offset_, left_;
-  uint8_t* const buf_;
-  AesGcmOpener& opener_;
-  double* const readSeconds_;
-  size_t at_ = 0, have_ = 0;
-  FeedError error_ = FeedError::None;
 };
 
 class SealedLoader {
@@ -403,7 +343,7 @@ IndexResult Collection::importSealed(const SealedRows& in, unsigned threads, Sea
     keys.bytes.resize(keyBytes);
     const unsigned T = unsigned(std::max<size_t>(1, std::min<size_t>(threads ? threads : hardwareThreads(), n)));
     std::vector<std::unique_ptr<uint8_t[]>> buffers;
-    for (unsigned p = 0; p < T; ++p) buffers.emplace_back(new uint8_t[kReadPiece]);
+    for (unsigned p = 0; p < T; ++p) buffers.emplace_back(new uint8_t[kCipherFeedPiece]);
 
     SealedLoader loader(in, ns, shape_, dim_, plan, keys.bytes, T);
     JoinedThreads prefetcher, workers;
