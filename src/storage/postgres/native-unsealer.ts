@@ -1,11 +1,13 @@
 // The start-up build's templates unsealed natively: each COPY part is parsed on the calling thread (the one
 // BinaryCopyParser), its rows gathered per account into batches of up to 4,096 sealed values with their
-// AADs, and each full batch opened by the addon on every core off the event loop (../crypto/sealed-batch.ts)
-// while parsing goes on. In JavaScript one AES-256-GCM decipher per ~2.8 KB template cost ~10 µs, half of a
-// 100k join on two cores; here the main thread only copies bytes. At most BATCHES_IN_FLIGHT batches of a
-// copy are opened at once (each already uses every core); more wait their turn, so the addon's calls leave
-// the thread pool room for the index's loads. A template that does not open fails the copy with the
-// SealError the JavaScript opener (./unseal-worker.ts) gives for the same row, the first in the stream.
+// AADs, and each full batch opened by the addon off the event loop (../crypto/sealed-batch.ts) on every core
+// but this one while parsing goes on. In JavaScript one AES-256-GCM decipher per ~2.8 KB template cost
+// ~10 µs, half of a 100k join on two cores; here this thread only parses and copies bytes, and is still the
+// slower side (a batch opens in ~6 ms on one core, its parsing takes ~25 ms). At most BATCHES_IN_FLIGHT
+// batches of a copy are opened at once, so the addon's calls leave the thread pool room for the index's
+// loads; a full batch waiting for its turn holds its sealed bytes (~11.5 MB), which is why the opening
+// must not be the slower side. A template that does not open fails the copy with the SealError the
+// JavaScript opener (./unseal-worker.ts) gives for the same row, the first in the stream.
 import os from 'node:os';
 
 import { SealError } from '../crypto/aead';

@@ -1,6 +1,7 @@
-// Parsing and unsealing the persons' templates of a binary COPY stream, on a worker thread per stream. At
-// 100k persons the build's CPU is mostly here (one AES-256-GCM set-up and open per ~2.8 KB template, ~10 µs,
-// plus its garbage): on the main thread it ran on one core while the other only had the server's COPY. A
+// Parsing and unsealing the persons' templates of a binary COPY stream in JavaScript: the start-up build's
+// path where the addon cannot open them natively (./native-unsealer.ts) or FACE_CHECK_TEMPLATE_UNSEAL=js.
+// At 100k persons the build's CPU is then mostly here (one AES-256-GCM set-up and open per ~2.8 KB template,
+// ~10 µs, plus its garbage): on the main thread it ran on one core while the other only had the server's COPY. A
 // worker per COPY part lets every core unseal while the main thread only forwards the server's bytes. The
 // worker packs the unsealed float32 rows of each account into blocks of 4,096 and moves each block back
 // (transferred, not copied) for the index's native load; the main thread gives the block's memory back once
