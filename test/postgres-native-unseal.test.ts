@@ -2,8 +2,9 @@
 // (inProcessUnsealer), fed the same binary COPY streams: the same templates for ids that need JSON escaping
 // in their AAD, over several batches and accounts; the same SealError, naming the same (first) row, for a
 // flipped byte in the ciphertext, tag, nonce or version, a cut value, a plain size that is not float32 and
-// a value moved to another person. Then the knob that chooses JavaScript, the addon's argument checks, and
-// copyTemplates over a real server with either unsealer.
+// a value moved to another person. Then the knob that chooses JavaScript, the addon's argument checks, a
+// batch on 1 to 4 threads (rows in place, the lowest bad row named) and copyTemplates over a real server with
+// either unsealer.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -209,6 +210,27 @@ t.test('openSealedBatch refuses offsets and outputs out of bounds', { skip: !ava
   t.throws(() => addon.openSealedTemplates(new Uint8Array(31), sealed, good.sealedOffsets, aad, good.aadOffsets, good.out, DIM), /key is not 32 bytes/);
   t.throws(() => addon.openSealedTemplates(key.export(), sealed, good.sealedOffsets, aad, good.aadOffsets, new Float32Array(1), DIM), /out holds fewer/);
   await t.rejects(addon.openSealedTemplates(key.export(), sealed, Uint32Array.of(0, sealed.length + 9), aad, good.aadOffsets, good.out, DIM), /out of bounds/);
+});
+
+t.test('openSealedBatch: the lowest failing row of a batch, whatever thread finds it', { skip: !availability.available && availability.reason }, async (t) => {
+  const n = 4096;
+  const plain = Array.from({ length: n }, () => template());
+  const sealedRows = plain.map((p, i) => seal('acc', `p${i}`, p));
+  const aads = plain.map((_, i) => Buffer.from(JSON.stringify([TEMPLATES_PLACE, 'acc', `p${i}`, MODEL])));
+  const offsets = (parts: Buffer[]) => { const o = new Uint32Array(parts.length + 1); parts.forEach((p, i) => { o[i + 1] = o[i] + p.length; }); return o; };
+  const batch = (rowsIn: Buffer[]) => ({
+    sealed: Buffer.concat(rowsIn), sealedOffsets: offsets(rowsIn), aad: Buffer.concat(aads), aadOffsets: offsets(aads),
+    out: new Float32Array(n * DIM), dimension: DIM,
+  });
+  for (const threads of [1, 2, 4]) {
+    const whole = batch(sealedRows);
+    t.equal((await openSealedBatch(key, whole, threads)).failedRow, -1, `${threads} threads: every row opens`);
+    t.same(Buffer.from(whole.out.buffer), Buffer.concat(plain), `${threads} threads: row i at i × dimension`);
+    // Bad rows in runs far apart (each thread takes 64 rows at a time): the lowest is reported.
+    const damaged = sealedRows.map((r, i) => (i === 3000 || i === 130 || i === 4095 ? Buffer.from(r).fill(7, 20, 30) : r));
+    const got = await openSealedBatch(key, batch(damaged), threads);
+    t.same(got, { failedRow: 130, reason: 'tag', bytes: 0, version: 0 }, `${threads} threads: row 130 named`);
+  }
 });
 
 const skip = postgresSkipReason();
