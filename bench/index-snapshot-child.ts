@@ -1,9 +1,14 @@
-// The measured process of bench/index-snapshot-start.ts: a service's start in miniature. It loads the
-// program's modules, opens the store, restores the galleries (Galleries.restore: the snapshot, the change
-// log's replay, the count check) and answers one identify by template (the gallery search with its exact
-// re-rank from the store). Prints one JSON line with its marks (ms since its own start): `main` (this file
-// running: node itself is up), `modulesMs` (the program's modules loaded), then each step's time.
+// The measured process of bench/index-snapshot-start.ts: a service's start in miniature, in the service's
+// order. Like `face-check serve` (bin/face-check.js, src/ops/early-start.ts) it first starts the kernel
+// reading the snapshot files, then loads the program's modules, stops that read-ahead and opens the store
+// (src/server.ts), restores the galleries (Galleries.restore: the snapshot, the change log's replay, the
+// count check) and answers one identify by template (the gallery search with its exact re-rank from the
+// store). Prints one JSON line with its marks (ms since its own start): `main` (this file running: node
+// itself is up), `modulesMs` (the program's modules loaded), then each step's time.
+// SNAPSHOT_BENCH_READ_AHEAD=0: without the early read-ahead (for the comparison).
 //   node dist/bench/index-snapshot-child.js <store dir> <model id> <probe> snapshot|rebuild
+import { startSnapshotReadAhead, stopSnapshotReadAhead } from '../src/matching/snapshot/read-ahead';
+
 const ACCOUNT = 'default';
 
 /** Deterministic unit template of person `i` (xorshift, then normalised): the bench writes these, the child rebuilds a query from one. */
@@ -23,11 +28,13 @@ export function benchTemplate(i: number, dim: number): Float32Array {
 
 async function child(storeDir: string, modelId: string, probe: number, from: string): Promise<void> {
   const marks: Record<string, number> = { main: performance.now() };
+  if (from !== 'rebuild' && process.env.SNAPSHOT_BENCH_READ_AHEAD !== '0') startSnapshotReadAhead(storeDir);
   const [{ openStore }, { Galleries }, { snapshotPlaceOf }, { templateSize }] = await Promise.all([
     import('../src/storage/store'), import('../src/matching/galleries'), import('../src/matching/snapshot/place'), import('../src/engine/template-spec'),
   ]);
   marks.modulesMs = performance.now() - marks.main;
   const t0 = performance.now();
+  stopSnapshotReadAhead();
   const store = await openStore(storeDir);
   marks.storeOpenMs = performance.now() - t0;
   const galleries = Galleries.forStore(store.persons);

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 'use strict';
-// The face-check command (see src/cli.ts); runs the compiled program (npm run build:ts).
+// The face-check command (see src/cli.ts); runs the compiled program (npm run build:ts). `serve` first has
+// the kernel read the galleries' snapshot files (src/ops/early-start.ts) while the rest of the program loads.
+require('../dist/src/ops/early-start.js').beginEarlyStart(process.argv.slice(2));
 const { main } = require('../dist/src/cli.js');
 
 main(process.argv.slice(2)).then((code) => {

@@ -6,6 +6,7 @@ import { ErrorCatalog } from './errors';
 import { buildApp } from './http/app';
 import { Galleries } from './matching/galleries';
 import { snapshotPlaceOf } from './matching/snapshot/place';
+import { stopSnapshotReadAhead } from './matching/snapshot/read-ahead';
 import type { RestoreReport } from './matching/snapshot/restore';
 import { SnapshotScheduler } from './matching/snapshot/scheduler';
 import { templateModelId } from './engine/template-spec';
@@ -61,6 +62,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   let restoring: Promise<RestoreReport> | undefined;
   try {
     storeLock = lockStore(config.storage.path, 'serve');
+    stopSnapshotReadAhead();  // the store's own reads must not queue behind it (./matching/snapshot/read-ahead.ts)
     store = await openStore(config.storage.path, { keyFile: config.storage.key_file });
     // The galleries start (from their snapshots, else from the store) while the engine loads its models: the
     // model id is known from the manifest before they load (createEngine's default template).
