@@ -8,12 +8,13 @@ import t from 'tap';
 
 import { buildNativeCheck, compilerSkip, NativeSource, sourceList } from './helpers/native-test';
 
-// The index sources come from the addon's own source list, so a file added there is tested here too.
+// The index sources come from the addon's own source list, so a file added there is tested here too; the
+// snapshot import also needs the process's AES-GCM lookup (core/crypto/aes_gcm.cpp).
 const fromNative = (p: string) => p.replace(/^native\//, '');
 const simdKeys = os.arch() === 'x64' ? ['simd_avx2', 'simd_avx512'] : os.arch() === 'arm64' ? ['simd_neon'] : [];
 const sources: NativeSource[] = [
   'test/index_core_test.cpp',
-  ...sourceList.core.filter((p) => p.startsWith('native/core/index/')).map(fromNative),
+  ...sourceList.core.filter((p) => p.startsWith('native/core/index/') || p === 'native/core/crypto/aes_gcm.cpp').map(fromNative),
   ...simdKeys.flatMap((key) => sourceList[key].map((p) => ({ path: fromNative(p), isa: key.replace(/^simd_/, '') }))),
 ];
 // '' = the kernel picked at run time for this CPU; a named kernel the CPU lacks falls back to that one.

@@ -140,7 +140,7 @@ export class GalleryFollower {
   }
 
   /**
-   * Several COPY streams (parsed and unsealed on worker threads where there are cores to spare) hand over
+   * Several COPY streams (parsed on this thread, unsealed by the addon on the other cores) hand over
    * blocks of up to 4,096 templates of one account; each goes to the index (its native load runs off the
    * main thread) while the next rows arrive, and its memory is reused once the index has copied it.
    */

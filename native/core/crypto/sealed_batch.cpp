@@ -10,15 +10,12 @@
 #include <thread>
 #include <vector>
 
-#include "core/index/aes_gcm.h"
+#include "core/crypto/aes_gcm.h"
 
 namespace facecheck::crypto {
 
 namespace {
 
-using index::AesGcmOpener;
-using index::kAesGcmKeyBytes;
-using index::kAesGcmTagBytes;
 
 static_assert(kSealOverheadBytes == 1 + kSealNonceBytes + kAesGcmTagBytes, "the sealed format's tag is GCM's");
 
@@ -154,13 +151,13 @@ class BatchOpener {
 
 }  // namespace
 
-bool sealedBatchAvailable(std::string* why) { return index::aesGcmAvailable(why); }
+bool sealedBatchAvailable(std::string* why) { return aesGcmAvailable(why); }
 
 SealedBatchResult openSealedBatch(const uint8_t* key, const SealedBatch& batch, unsigned threads) noexcept {
   SealedBatchResult r;
   try {
     std::string why;
-    if (!index::aesGcmAvailable(&why)) {
+    if (!aesGcmAvailable(&why)) {
       r.fault = SealedRowFault::Unavailable;
       r.detail = why;
       return r;

@@ -4,7 +4,7 @@
 // threads. Used for the templates a PostgreSQL node reads at start-up: one JavaScript decipher per ~2.8 KB
 // template was half of that build. The checks and their order are the JavaScript opener's (too short,
 // version, tag, then the plain size), so the caller can name the first failing row with the same message.
-// AES-256-GCM is the process's OpenSSL as found by core/index/aes_gcm.h. Pure C++: no exception leaves.
+// AES-256-GCM is the process's OpenSSL as found by core/crypto/aes_gcm.h. Pure C++: no exception leaves.
 #pragma once
 
 #include <cstddef>
@@ -56,7 +56,7 @@ struct SealedBatchResult {
   bool ok() const { return failedRow < 0 && fault == SealedRowFault::None && detail.empty(); }
 };
 
-// Whether openSealedBatch can open anything here (see core/index/aes_gcm.h); *why says why not.
+// Whether openSealedBatch can open anything here (see core/crypto/aes_gcm.h); *why says why not.
 bool sealedBatchAvailable(std::string* why = nullptr);
 
 // Opens every row of the batch with the 32-byte key on up to `threads` threads (0: the hardware's count,

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/index/aes_gcm.h"
+#include "core/crypto/aes_gcm.h"
 
 namespace facecheck::index {
 
@@ -19,7 +19,7 @@ class CipherFeed {
  public:
   // The chunk's `bytes` of ciphertext at `offset` in `fd`, deciphered by `opener` (begun by the caller);
   // `buffer` holds kCipherFeedPiece bytes; the time spent reading is added to *readSeconds.
-  CipherFeed(int fd, uint64_t offset, uint64_t bytes, uint8_t* buffer, AesGcmOpener& opener, double* readSeconds)
+  CipherFeed(int fd, uint64_t offset, uint64_t bytes, uint8_t* buffer, crypto::AesGcmOpener& opener, double* readSeconds)
       : fd_(fd), offset_(offset), left_(bytes), buf_(buffer), opener_(opener), readSeconds_(readSeconds) {}
 
   // Deciphers the next n bytes into out; false (and error()) when the file or the cipher fails.
@@ -32,7 +32,7 @@ class CipherFeed {
   const int fd_;
   uint64_t offset_, left_;
   uint8_t* const buf_;
-  AesGcmOpener& opener_;
+  crypto::AesGcmOpener& opener_;
   double* const readSeconds_;
   size_t at_ = 0, have_ = 0;
   FeedError error_ = FeedError::None;

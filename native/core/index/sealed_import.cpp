@@ -5,7 +5,7 @@
 // buffer. A chunk counts only once its tag verifies; the key map is built from the verified chunks in row
 // order by whichever thread is free (one at a time). Only when every chunk opened, every row is valid and
 // every key is mapped do the new rows replace the collection's content, under the lock: a search never sees
-// a row of a snapshot that did not open whole. AES-256-GCM is the process's OpenSSL (aes_gcm.h).
+// a row of a snapshot that did not open whole. AES-256-GCM is the process's OpenSSL (core/crypto/aes_gcm.h).
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/index/aes_gcm.h"
+#include "core/crypto/aes_gcm.h"
 #include "core/index/cipher_feed.h"
 #include "core/index/guarded.h"
 #include "core/index/partition.h"
@@ -32,6 +32,10 @@ namespace facecheck::index {
 SealedRows::~SealedRows() { explicit_bzero(key, sizeof(key)); }
 
 namespace {
+
+using crypto::aesGcmAvailable;
+using crypto::AesGcmOpener;
+using crypto::kAesGcmTagBytes;
 
 constexpr size_t kChunkHead = 8;    // u32 rows, u32 key bytes
 constexpr size_t kPieceRows = 64;   // codes deciphered, then checked, this many rows at a time (45 KB at 704)

@@ -151,7 +151,7 @@ struct SealedRows {
 // Why an importSealed failed, besides its IndexResult (the caller maps these to its own errors).
 enum class SealedFault {
   None,         // not a fault of the file (see the IndexResult: a bad row, a repeated key, memory)
-  Unavailable,  // no AES-256-GCM in this process (aes_gcm.h): use another reader
+  Unavailable,  // no AES-256-GCM in this process (core/crypto/aes_gcm.h): use another reader
   Read,         // the file could not be read
   Cut,          // the file ends before a chunk does
   Open,         // a chunk's tag does not verify: damaged, moved, or another key
@@ -159,7 +159,7 @@ enum class SealedFault {
 };
 
 // Whether importSealed can open snapshots in this process: AES-256-GCM from the process's own OpenSSL
-// (Node's), looked up at run time (aes_gcm.h). Otherwise *why says what is missing.
+// (Node's), looked up at run time (core/crypto/aes_gcm.h). Otherwise *why says what is missing.
 bool sealedImportAvailable(std::string* why);
 
 // Busy time of an importSealed, summed over its threads (seconds).

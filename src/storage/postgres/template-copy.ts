@@ -3,8 +3,9 @@
 // text (twice its size, decoded in JavaScript) and every page is one more round trip. Here each part is one
 // `COPY (SELECT …) TO STDOUT (FORMAT binary)` whose rows arrive as raw buffers (node-pg hands COPY data
 // through untouched), on its own pooled connection; several parts, split by a hash of the person id, run at
-// once, each into a sink of its own (./unseal-worker.ts: a worker thread that parses and unseals it), so the
-// server's reading and this process's unsealing spread over the cores.
+// once, each into a sink of its own (./native-unsealer.ts: parsed here, unsealed by the addon in batches on
+// the other cores; where the addon cannot, ./unseal-worker.ts), so the server's reading and this process's
+// unsealing spread over the cores.
 import type { Pool, PoolClient } from 'pg';
 import { translated } from './errors';
 

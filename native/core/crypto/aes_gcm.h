@@ -1,19 +1,18 @@
-// AES-256-GCM decryption with the OpenSSL of the running process, for opening sealed snapshot chunks
-// (sealed_import.cpp). Node's official builds link OpenSSL statically and export its symbols, so the
+// AES-256-GCM decryption with the OpenSSL of the running process: sealed snapshot chunks
+// (core/index/sealed_import.cpp) and sealed template values (sealed_batch.cpp). Node's official builds link OpenSSL statically and export its symbols, so the
 // functions are looked up at run time (dlsym(RTLD_DEFAULT, ...)) with the small set of function types
 // below: the addon links against no OpenSSL and needs no OpenSSL headers (the arm64 prebuild is
 // cross-compiled without them), and a process without these symbols (a Node built against another
-// library, a test program) reports why, and the caller takes its other path (the snapshot reader in
-// JavaScript). Before first use the functions must open a known AES-256-GCM message and refuse it with a
+// library, a test program) reports why, and the caller takes its other path (JavaScript's AES-GCM). Before first use the functions must open a known AES-256-GCM message and refuse it with a
 // flipped tag bit, so a library whose functions do something else is not trusted either.
-// Internal to core/index (baseline instruction set only).
+// Internal to core (baseline instruction set only).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-namespace facecheck::index {
+namespace facecheck::crypto {
 
 constexpr size_t kAesGcmKeyBytes = 32;
 constexpr size_t kAesGcmTagBytes = 16;
@@ -44,4 +43,4 @@ class AesGcmOpener {
   void* ctx_ = nullptr;
 };
 
-}  // namespace facecheck::index
+}  // namespace facecheck::crypto

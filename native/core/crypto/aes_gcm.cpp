@@ -1,4 +1,4 @@
-#include "core/index/aes_gcm.h"
+#include "core/crypto/aes_gcm.h"
 
 #include <dlfcn.h>
 
@@ -6,7 +6,7 @@
 #include <climits>
 #include <cstring>
 
-namespace facecheck::index {
+namespace facecheck::crypto {
 
 namespace {
 
@@ -170,4 +170,4 @@ bool AesGcmOpener::finish(const uint8_t* tag) {
   return e.decryptFinal(ctx_, none, &outl) == 1 && outl == 0;
 }
 
-}  // namespace facecheck::index
+}  // namespace facecheck::crypto
