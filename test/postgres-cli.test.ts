@@ -2,7 +2,6 @@
 // database (another store on it sees them), licences are listed from it, rotate-key re-wraps the database's
 // data key (the new file opens it, the old one no longer does), migrate refuses one database as source and
 // target, and an unreachable database exits 69.
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -10,8 +9,7 @@ import { main } from '../src/cli';
 import { StoreKeyError } from '../src/storage/crypto/key-file';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
-import { tempDir } from './helpers/app';
-import { postgresSkipReason, startPostgres } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -24,13 +22,8 @@ function capture() {
 }
 
 async function run(): Promise<void> {
-  const pg = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { pg, dir, keyFile } = await postgresCluster(t);
   const url = await pg.createDatabase('cli');
-  const keyFile = path.join(dir, 'cluster.key');
-  fs.writeFileSync(keyFile, crypto.randomBytes(32), { mode: 0o600 });
   const ini = (database: string, key = keyFile) => {
     const file = path.join(dir, 'node.ini');
     fs.writeFileSync(file, ['[server]', 'mode = cloud', '[storage]', 'path = ./local', 'backend = postgres',

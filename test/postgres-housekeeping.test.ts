@@ -3,8 +3,6 @@
 // stays, expired request signatures go; a pass while another node holds the lock or right after another
 // node's pass does nothing; started on an interval it keeps the log bounded by itself; a cloud node runs it
 // from its start to its stop; a database outage is logged and the next pass works again.
-import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import t from 'tap';
@@ -16,9 +14,8 @@ import type { HousekeepingSettings } from '../src/storage/postgres/housekeeping'
 import { HOUSEKEEPING_LOCK } from '../src/storage/postgres/lock-keys';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../src/storage/postgres/store';
-import { tempDir } from './helpers/app';
 import { FakeEngine } from './helpers/fake-engine';
-import { postgresSkipReason, startPostgres } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -39,13 +36,8 @@ function recordingLog(): HousekeepingLog & { warnings: string[]; infos: object[]
 }
 
 async function run(): Promise<void> {
-  const pg = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { pg, dir, keyFile } = await postgresCluster(t);
   const url = await pg.createDatabase('housekeeping');
-  const keyFile = path.join(dir, 'cluster.key');
-  fs.writeFileSync(keyFile, crypto.randomBytes(32), { mode: 0o600 });
   const open = () => openPostgresStore(postgresSettings(url, { connectTimeoutMs: 500 }), { keyFile });
   const a = await open();
   const b = await open();

@@ -6,8 +6,6 @@
 // batch on 1 to 4 threads (rows in place, the lowest bad row named) and copyTemplates over a real server with
 // either unsealer.
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import t, { type Test } from 'tap';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
 import { SealError, secretKey } from '../src/storage/crypto/aead';
@@ -19,8 +17,7 @@ import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
 import type { CopyPartSink } from '../src/storage/postgres/template-copy';
 import { inProcessUnsealer, type TemplateRows, type UnsealSettings } from '../src/storage/postgres/unseal-worker';
-import { tempDir } from './helpers/app';
-import { postgresSkipReason, startPostgres } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 const DIM = 64;
@@ -240,12 +237,7 @@ else void t.test('copyTemplates over a server, native and JavaScript', { skip: !
 async function overServer(t: Test): Promise<void> {
   const model = templateModelId();
   const dim = templateSize();
-  const pg = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const keyFile = path.join(dir, 'cluster.key');
-  fs.writeFileSync(keyFile, crypto.randomBytes(32), { mode: 0o600 });
+  const { pg, keyFile } = await postgresCluster(t);
   const store = await openPostgresStore(postgresSettings(await pg.createDatabase('native_unseal'), { poolSize: 4 }), { keyFile });
   t.teardown(() => store.close());
   const now = new Date().toISOString();

@@ -4,15 +4,12 @@
 // applies other writers' changes, a resync swaps rebuilt galleries in, and its status says where it stands.
 // A template that does not open fails the start (never a gallery missing that person).
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import t, { type Test } from 'tap';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
 import { GalleryFollower } from '../src/matching/gallery-follower';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../src/storage/postgres/store';
-import { tempDir } from './helpers/app';
-import { postgresSkipReason, startPostgres, type PostgresServer } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -40,12 +37,7 @@ function cosine(a: Float32Array, b: Float32Array): number {
 }
 
 async function run(): Promise<void> {
-  const pg: PostgresServer = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const keyFile = path.join(dir, 'cluster.key');
-  fs.writeFileSync(keyFile, crypto.randomBytes(32), { mode: 0o600 });
+  const { pg, keyFile } = await postgresCluster(t);
   const open = () => openPostgresStore(postgresSettings(pg.url, { poolSize: 4, statementTimeoutMs: 1000, connectTimeoutMs: 500 }), { keyFile });
   const writer: PostgresStore = await open();
   t.teardown(() => writer.close());

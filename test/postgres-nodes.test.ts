@@ -12,9 +12,9 @@ import t from 'tap';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../src/storage/postgres/store';
 import { generateRsaKeyPair } from '../src/storage/service-key';
-import { BOOTSTRAP_KEY, tempDir } from './helpers/app';
+import { BOOTSTRAP_KEY } from './helpers/app';
 import { fakePhotoB64 } from './helpers/fake-engine';
-import { postgresSkipReason, startPostgres, type PostgresServer } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 import { request, startServiceProcess, type ServiceProcess } from './helpers/service-process';
 
 const skip = postgresSkipReason();
@@ -63,14 +63,9 @@ function percentile(values: number[], p: number): number {
 }
 
 async function run(): Promise<void> {
-  const pg: PostgresServer = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { pg, dir, keyFile } = await postgresCluster(t);
   const url = await pg.createDatabase('nodes');
   // Provisioned before the first start, as every node needs the same file.
-  const keyFile = path.join(dir, 'cluster.key');
-  fs.writeFileSync(keyFile, crypto.randomBytes(32), { mode: 0o600 });
 
   const a: ServiceProcess = await startServiceProcess(nodeIni(dir, 'a', url, keyFile), 'fake');
   const b: ServiceProcess = await startServiceProcess(nodeIni(dir, 'b', url, keyFile), 'fake');

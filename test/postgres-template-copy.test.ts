@@ -4,8 +4,6 @@
 // opens one by one (and those of the same code on the calling thread), in blocks of one account of at most
 // 4,096; a sealed value that does not open fails the copy with a SealError naming the person.
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import t, { type Test } from 'tap';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
 import { SealError } from '../src/storage/crypto/aead';
@@ -14,8 +12,7 @@ import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
 import { BinaryCopyParser } from '../src/storage/postgres/template-copy';
 import type { TemplateRows } from '../src/storage/postgres/unseal-worker';
-import { tempDir } from './helpers/app';
-import { postgresSkipReason, startPostgres } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
@@ -70,12 +67,7 @@ else void t.test('copyTemplates over a server', overServer);
 async function overServer(t: Test): Promise<void> {
   const MODEL = templateModelId();
   const DIM = templateSize();
-  const pg = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const keyFile = path.join(dir, 'cluster.key');
-  fs.writeFileSync(keyFile, crypto.randomBytes(32), { mode: 0o600 });
+  const { pg, keyFile } = await postgresCluster(t);
   const store = await openPostgresStore(postgresSettings(await pg.createDatabase('copy'), { poolSize: 4 }), { keyFile });
   t.teardown(() => store.close());
   const now = new Date().toISOString();

@@ -4,6 +4,7 @@
 // Where no server binaries are found the tests skip and say why, except when FACE_CHECK_REQUIRE_POSTGRES=1
 // (CI), where a missing server is a failure.
 import { execFile, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -240,4 +241,18 @@ export async function startPostgres(): Promise<PostgresServer> {
     fs.rmSync(dir, { recursive: true, force: true });
     throw err;
   }
+}
+
+/**
+ * A throwaway server and a temp folder holding the cluster's key file (the one every node of a cluster
+ * shares), both removed when the test ends.
+ */
+export async function postgresCluster(t: { teardown(fn: () => unknown): void }): Promise<{ pg: PostgresServer; dir: string; keyFile: string }> {
+  const pg = await startPostgres();
+  t.teardown(() => pg.stop());
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-test-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const keyFile = path.join(dir, 'cluster.key');
+  fs.writeFileSync(keyFile, crypto.randomBytes(32), { mode: 0o600 });
+  return { pg, dir, keyFile };
 }
