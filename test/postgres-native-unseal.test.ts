@@ -275,26 +275,6 @@ async function overServer(t: Test): Promise<void> {
     }
   });
 
-  await t.test('a slow consumer holds the streams back; every row still arrives', async (t) => {
-    // Blocks of 64 rows (~70 of them) released one at a time, 5 ms apart, as the index's loads release them:
-    // each part pauses its stream once it holds HELD_BLOCKS (3) blocks, opened or waiting to be, so at most
-    // a few are out at once (a parsed chunk may finish one more per part). Unheld, nearly all of them were.
-    let out = 0, most = 0, blocks = 0;
-    let chain = Promise.resolve();
-    const seen = new Set<string>();
-    const count = await persons.copyTemplates(model, (rows) => {
-      blocks++;
-      most = Math.max(most, ++out);
-      rows.ids.forEach((id) => seen.add(`${rows.accountId}/${id}`));
-      chain = chain.then(() => new Promise((r) => setTimeout(r, 5))).then(() => { out--; rows.release(); });
-    }, { unsealer: 'native', parts: 2, blockRows: 64 });
-    await chain;
-    t.equal(count, 4505, 'every person counted');
-    t.equal(seen.size, 4505, 'every person handed over once');
-    t.ok(blocks >= 70, `${blocks} blocks`);
-    t.ok(most <= 2 * (3 + 1), `at most ${most} blocks out at once`);
-  });
-
   await t.test('a value that does not open: the same SealError from both', async (t) => {
     await store.pool.query(`UPDATE persons SET sealed_template = set_byte(sealed_template, 40, (get_byte(sealed_template, 40) + 1) % 256)
       WHERE account_id = 'big "ü"' AND person_id = 'p"1234'`);

@@ -152,7 +152,7 @@ export class GalleryFollower {
       loaded = await this.store.persons.copyTemplates!(this.options.modelId, (rows) => {
         const gallery = galleries.of(rows.accountId) as IndexGallery;
         loading = loading.then(() => gallery.load(rows.ids, rows.data, rows.dimension))
-          .then(() => rows.release(), (err: unknown) => { failure ??= err; rows.release(); });
+          .then(() => rows.release(), (err: unknown) => { failure ??= err; });
       }, { parts: this.options.buildParts });
     } catch (err) {
       await loading;  // loads still running settle before the caller closes these galleries

@@ -12,7 +12,7 @@ import os from 'node:os';
 
 import { SealError } from '../crypto/aead';
 import { openSealedBatch, sealedBatchAvailable, type SealedBatchOutcome } from '../crypto/sealed-batch';
-import { BinaryCopyParser, type CopyFlow, type CopyPartSink } from './template-copy';
+import { BinaryCopyParser, type CopyPartSink } from './template-copy';
 import type { TemplateRows, UnsealSettings } from './unseal-worker';
 
 /** Rows per batch: one index block, and a few ms of every core per call. */
@@ -20,17 +20,6 @@ const BLOCK = 4096;
 /** An account's first batch holds this many rows; an account of a few persons keeps little memory. */
 const FIRST = 64;
 const BATCHES_IN_FLIGHT = 2;
-/**
- * Blocks a part may hold before its stream is paused: batches waiting to be opened and opened blocks the
- * caller has not released (the index's loads are the slower side here: unchecked, up to 9-10 blocks of
- * ~11.5 MB waited for them at 100k on two cores).
- */
-const HELD_BLOCKS = 3;
-/**
- * Longest pause: the server's statement timeout runs while it waits, and a caller that never releases a
- * block must not stall the copy (the memory bound is then loose, never a hang).
- */
-const LONGEST_PAUSE_MS = 2_000;
 /**
  * Threads per batch: every core but the one this thread parses on (it is the build's bottleneck: on two
  * cores, a batch on both made the parsing wait its turn, and one core opens a 4,096 batch in ~6 ms).
@@ -107,17 +96,12 @@ export class NativeUnsealers {
   private readonly rawKey: Buffer;
   private readonly slots = new Slots(BATCHES_IN_FLIGHT);
 
-  private readonly blockRows: number;
-
-  /** `blockRows`: rows per block handed over (default 4,096; fewer only to see many blocks in a test). */
-  constructor(private readonly settings: UnsealSettings, private readonly onRows: (rows: TemplateRows) => void,
-    options: { blockRows?: number } = {}) {
+  constructor(private readonly settings: UnsealSettings, private readonly onRows: (rows: TemplateRows) => void) {
     this.rawKey = settings.key.export();
-    this.blockRows = Math.max(FIRST, Math.min(BLOCK, Math.floor(options.blockRows ?? BLOCK)));
   }
 
   sink(): CopyPartSink {
-    return new NativeUnsealSink(this.settings, this.rawKey, this.slots, this.onRows, this.blockRows);
+    return new NativeUnsealSink(this.settings, this.rawKey, this.slots, this.onRows);
   }
 
   close(): void {
@@ -135,10 +119,6 @@ class NativeUnsealSink implements CopyPartSink {
   private readonly spareOut: Float32Array[] = [];
   private readonly spareSealed: Buffer[] = [];
   private readonly pending = new Set<Promise<void>>();
-  private control: CopyFlow | undefined;
-  /** Batches submitted and blocks handed over, not yet given back. */
-  private held = 0;
-  private paused: NodeJS.Timeout | undefined;
   private seq = 0;
   private rows = 0;
   private failure: Failure | undefined;
@@ -148,7 +128,7 @@ class NativeUnsealSink implements CopyPartSink {
   private readonly suffix: string;
 
   constructor(private readonly settings: UnsealSettings, private readonly rawKey: Buffer, private readonly slots: Slots,
-    private readonly onRows: (rows: TemplateRows) => void, private readonly blockRows: number) {
+    private readonly onRows: (rows: TemplateRows) => void) {
     this.suffix = `,${JSON.stringify(settings.modelId)}]`;
   }
 
@@ -162,12 +142,7 @@ class NativeUnsealSink implements CopyPartSink {
     }
   }
 
-  flow(control: CopyFlow): void {
-    this.control = control;
-  }
-
   async end(): Promise<{ rows: number; finished: boolean }> {
-    this.unpause();  // the stream has ended: nothing to hold back
     for (const batch of [...this.filling.values()]) this.submit(batch);
     while (this.pending.size) await Promise.all([...this.pending]);
     if (this.failure) throw this.failure.error;
@@ -178,27 +153,6 @@ class NativeUnsealSink implements CopyPartSink {
     this.aborted = true;
     this.stopped = true;
     this.filling.clear();
-    this.unpause();  // the stream must run to its end for its connection to be given back
-  }
-
-  private hold(): void {
-    this.held++;
-    if (this.held >= HELD_BLOCKS && !this.paused && !this.aborted && this.control) {
-      this.paused = setTimeout(() => this.unpause(), LONGEST_PAUSE_MS).unref();
-      this.control.pause();
-    }
-  }
-
-  private letGo(): void {
-    this.held--;
-    if (this.held < HELD_BLOCKS) this.unpause();
-  }
-
-  private unpause(): void {
-    if (!this.paused) return;
-    clearTimeout(this.paused);
-    this.paused = undefined;
-    this.control?.resume();
   }
 
   private fail(seq: number, error: Error): void {
@@ -219,7 +173,7 @@ class NativeUnsealSink implements CopyPartSink {
     }
     b ??= this.start(accountId, sealed.length);
     const i = b.ids.length;
-    if ((i + 1) * b.sealedLength > b.sealed.length) b.sealed = this.grown(b.sealed, Math.min(this.blockRows, 2 * i) * b.sealedLength, i * b.sealedLength);
+    if ((i + 1) * b.sealedLength > b.sealed.length) b.sealed = this.grown(b.sealed, Math.min(BLOCK, 2 * i) * b.sealedLength, i * b.sealedLength);
     sealed.copy(b.sealed, i * b.sealedLength);
     // The AAD is the sealer's JSON of [place, account, person, model]; only the person differs in a batch.
     const middle = JSON.stringify(personId);
@@ -232,20 +186,20 @@ class NativeUnsealSink implements CopyPartSink {
     b.aadOffsets[i + 1] = b.aadUsed;
     b.ids.push(personId);
     b.seqs.push(this.seq++);
-    if (b.ids.length >= this.blockRows) {
+    if (b.ids.length >= BLOCK) {
       this.large.add(accountId);
       this.submit(b);
     }
   }
 
   private start(accountId: string, sealedLength: number): Batch {
-    const rows = this.large.has(accountId) ? this.blockRows : FIRST;
+    const rows = this.large.has(accountId) ? BLOCK : FIRST;
     const wanted = rows * Math.max(1, sealedLength);
     const at = this.spareSealed.findIndex((s) => s.length === wanted);
     const sealed = at >= 0 ? this.spareSealed.splice(at, 1)[0] : Buffer.allocUnsafeSlow(wanted);
     const b: Batch = {
       accountId, sealedLength, prefix: `[${JSON.stringify(this.settings.place)},${JSON.stringify(accountId)},`, ids: [], seqs: [], sealed,
-      aad: Buffer.allocUnsafeSlow(rows * 64), aadUsed: 0, aadOffsets: new Uint32Array(this.blockRows + 1),
+      aad: Buffer.allocUnsafeSlow(rows * 64), aadUsed: 0, aadOffsets: new Uint32Array(BLOCK + 1),
     };
     this.filling.set(accountId, b);
     return b;
@@ -264,8 +218,6 @@ class NativeUnsealSink implements CopyPartSink {
     const dimension = Math.max(1, Math.floor((b.sealedLength - OVERHEAD) / 4));
     const sealedOffsets = new Uint32Array(n + 1);
     for (let i = 1; i <= n; i++) sealedOffsets[i] = i * b.sealedLength;
-    this.hold();
-    let handedOver = false;
     const task = this.slots.run(async () => {
       if (this.aborted) return;
       // The output is taken only now: batches waiting for a slot hold their sealed bytes, not their rows.
@@ -281,16 +233,8 @@ class NativeUnsealSink implements CopyPartSink {
       }
       if (this.aborted || this.failure) return;
       this.rows += n;
-      handedOver = true;
-      let released = false;
-      this.onRows({ accountId: b.accountId, ids: b.ids, data: out, dimension, release: () => {
-        if (released) return;
-        released = true;
-        this.letGo();
-        this.keepOutput(out, n);
-      } });
-    }).catch((err: unknown) => this.fail(-1, err as Error))  // the call itself failed: no row to blame
-      .finally(() => { if (!handedOver) this.letGo(); });
+      this.onRows({ accountId: b.accountId, ids: b.ids, data: out, dimension, release: () => this.keepOutput(out, n) });
+    }).catch((err: unknown) => this.fail(-1, err as Error));  // the call itself failed: no row to blame
     this.pending.add(task);
     void task.finally(() => this.pending.delete(task));
   }
@@ -302,12 +246,12 @@ class NativeUnsealSink implements CopyPartSink {
 
   // Whole batches' memory is reused rather than allocated and faulted in again; a small batch's is not kept.
   private keepOutput(out: Float32Array, rows: number): void {
-    if (this.aborted || rows !== this.blockRows || this.spareOut.length >= 2) return;
+    if (this.aborted || rows !== BLOCK || this.spareOut.length >= 2) return;
     this.spareOut.push(out);
   }
 
   private keepSealed(sealed: Buffer, sealedLength: number): void {
-    if (this.aborted || sealed.length !== this.blockRows * sealedLength || this.spareSealed.length >= 4) return;
+    if (this.aborted || sealed.length !== BLOCK * sealedLength || this.spareSealed.length >= 4) return;
     this.spareSealed.push(sealed);
   }
 }

@@ -241,7 +241,7 @@ export class PgPersonRepository implements AsyncPersonRepository {
    * fails midway: never a partial count. Resolves with the count.
    */
   async copyTemplates(modelId: string, onRows: (rows: TemplateRows) => void,
-    options: { parts?: number; workers?: boolean; unsealer?: TemplateUnsealer; blockRows?: number } = {}): Promise<number> {
+    options: { parts?: number; workers?: boolean; unsealer?: TemplateUnsealer } = {}): Promise<number> {
     if (!(this.db instanceof PostgresPool) || !this.dataKey) {
       let n = 0;
       for await (const block of this.templateBlocks(modelId)) {
@@ -255,7 +255,7 @@ export class PgPersonRepository implements AsyncPersonRepository {
     const settings = { key: this.dataKey, place: TEMPLATES_PLACE, modelId };
     const copyOptions = { parts: options.parts, timeoutMs: Math.max(60_000, 10 * this.db.settings.statementTimeoutMs) };
     if (options.workers === undefined && chooseTemplateUnsealer(options.unsealer) === 'native') {
-      const unsealers = new NativeUnsealers(settings, onRows, { blockRows: options.blockRows });
+      const unsealers = new NativeUnsealers(settings, onRows);
       try {
         return await copyTemplateParts(this.db.pool, modelId, () => unsealers.sink(), copyOptions);
       } finally {

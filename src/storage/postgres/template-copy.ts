@@ -72,30 +72,9 @@ export class BinaryCopyParser {
   }
 }
 
-/**
- * Holds a part's stream back while its sink catches up: the connection's socket is paused, so the server
- * waits for the client to read (its statement timeout still runs: a sink must not hold a stream for long).
- */
-export interface CopyFlow {
-  pause(): void;
-  resume(): void;
-}
-
 /** A query object node-pg runs as is: the COPY in the simple protocol, its data handed to a parser. */
 class CopyOut {
   readonly query_timeout: number;
-  private socket: { pause(): void; resume(): void } | undefined;
-  private held = false;
-  readonly flow: CopyFlow = {
-    pause: () => {
-      this.held = true;
-      this.socket?.pause();
-    },
-    resume: () => {
-      this.held = false;
-      this.socket?.resume();
-    },
-  };
   /** Set by node-pg around a query with a read timeout: calling it clears the timer. */
   callback?: (err?: unknown) => void;
   readonly done: Promise<void>;
@@ -106,8 +85,6 @@ class CopyOut {
     this.query_timeout = timeoutMs;
     this.done = new Promise<void>((resolve, reject) => {
       this.settle = (err) => {
-        // Never back to the pool with its socket paused.
-        if (this.held) this.flow.resume();
         this.callback?.(err);
         this.callback = undefined;
         if (err) reject(err);
@@ -116,9 +93,7 @@ class CopyOut {
     });
   }
 
-  submit(connection: { query(text: string): void; stream: { pause(): void; resume(): void } }): void {
-    this.socket = connection.stream;
-    if (this.held) this.socket.pause();
+  submit(connection: { query(text: string): void }): void {
     connection.query(this.text);
   }
 
@@ -157,8 +132,6 @@ export interface CopyPartSink {
   end(): Promise<{ rows: number; finished: boolean }>;
   /** The stream failed: stop, deliver nothing more. */
   abort(): void;
-  /** The part's flow control, given before its first bytes, for a sink that holds the stream back. */
-  flow?(control: CopyFlow): void;
 }
 
 /**
@@ -190,7 +163,6 @@ export async function copyTemplateParts(pool: Pool, modelId: string, sinkFor: (p
     let broken: unknown;
     try {
       const copy = new CopyOut(text, sink, timeoutMs + 1_000);
-      sink.flow?.(copy.flow);
       client.query(copy as never);
       await copy.done;
     } catch (err) {
