@@ -6,7 +6,7 @@
 // - the catch-up lag of node B after a burst of 1,000 creates on node A (B's /metrics follower position);
 // - cross-node visibility: A acknowledged a create -> an identify on B finds the person (p50/p99);
 // - a node joining with BENCH_SCALE_JOIN_PERSONS (100k) persons in the database: process start to the first
-//   identify served, and its resident memory beside an empty node's.
+//   identify served, its resident memory beside an empty node's, and its peak (VmHWM: the build's high mark).
 // BENCH_SCALE_ONLY=join runs only the join part (BENCH_SCALE_JOIN_RUNS starts, default 3).
 // PostgreSQL: BENCH_SCALE_POSTGRES_URL (a server whose user may CREATE DATABASE), else a throwaway server
 // (test/helpers/postgres.ts). Ends with one JSON line.
@@ -67,7 +67,15 @@ interface NodeProcess {
   /** Milliseconds from spawn to the first answer of `ready`. */
   startMs: number;
   rssMiB(): number;
+  /** The most it was resident at once (the start-up build's peak). */
+  peakRssMiB(): number;
   stop(): Promise<void>;
+}
+
+/** A /proc/<pid>/status size field (VmRSS, VmHWM) in MiB. */
+function statusMiB(pid: number, field: string): number {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? round(Number(m[1]) / 1024) : NaN;
 }
 
 async function writeIni(dir: string, name: string, storage: string[]): Promise<{ ini: string; port: number }> {
@@ -102,10 +110,8 @@ async function startNode(ini: string, port: number, ready?: (base: string) => Pr
   }
   return {
     base, child, startMs: round(performance.now() - started),
-    rssMiB: () => {
-      const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-      return m ? round(Number(m[1]) / 1024) : NaN;
-    },
+    rssMiB: () => statusMiB(child.pid!, 'VmRSS'),
+    peakRssMiB: () => statusMiB(child.pid!, 'VmHWM'),
     stop: async () => {
       if (!gone) child.kill('SIGTERM');
       await exited;
@@ -204,14 +210,16 @@ async function joining(databaseUrl: (name: string) => Promise<string>, pgStorage
   const joinIni = await writeIni(dir, 'join', pgStorage(joinUrl));
   const joins: number[] = [];
   let joinRss = NaN;
+  const peaks: number[] = [];
   for (let run = 0; run < JOIN_RUNS; run++) {
     const joined = started(await startNode(joinIni.ini, joinIni.port, async (base) =>
       (await call(base, 'POST', '/person/recognize-face', knownPhoto)).body?.personId === 'known'));
     joins.push(joined.startMs);
     joinRss = joined.rssMiB();
+    peaks.push(joined.peakRssMiB());
     await joined.stop();
   }
-  return { persons: JOIN_PERSONS, startToFirstIdentifyMs: joins, medianMs: percentile(joins, 50), rssMiB: joinRss, emptyNodeRssMiB: emptyRss,
+  return { persons: JOIN_PERSONS, startToFirstIdentifyMs: joins, medianMs: percentile(joins, 50), rssMiB: joinRss, peakRssMiB: peaks, emptyNodeRssMiB: emptyRss,
     bytesPerPerson: Math.round(((joinRss - emptyRss) * 2 ** 20) / JOIN_PERSONS) };
 }
 
