@@ -628,8 +628,10 @@ async function main(): Promise<void> {
     console.log(lines.filter((l) => !l.startsWith('{') && !l.startsWith('similarity index') && !l.startsWith('kernels:')).join('\n'));
     lmdb = (JSON.parse(lines[lines.length - 1]) as { lmdb: Record<string, number> }).lmdb;
   }
-  for (const n of SIZES) await benchSize(ix, n, rows, recalls, memory, snapshots, paired);
+  // The service starts next, while this process is still small: each start spawns a process, and forking one
+  // that holds gigabytes of galleries took ~180 ms more per spawn (counted in the start's time).
   const starts: StartMeasurement[] = process.env.INDEX_BENCH_STARTS === '0' ? [] : await snapshotStarts([100000, 1000000]);
+  for (const n of SIZES) await benchSize(ix, n, rows, recalls, memory, snapshots, paired);
   if (starts.length) {
     console.log(`\n== start-up from code snapshots (bench/index-snapshot-start.ts)`);
     for (const s of starts) console.log(`${s.persons.toLocaleString('en-US')} persons, ${s.cold ? 'cold' : 'warm'}: ${s.readyMs !== undefined ? `ready in ${fmt(s.readyMs, 0)} ms ${JSON.stringify(s.details ?? {})}` : s.note}`);
