@@ -96,10 +96,7 @@ export class Galleries {
     const accounts = [...new Set(accountIds)];
     for (const accountId of accounts) this.drop(accountId);
     const size = accounts.reduce((n, a) => n + persons.templateCount(modelId, a), 0);
-    function* blocks(): Generator<TemplateBlock> {
-      for (const accountId of accounts) yield* persons.templateBlocks(modelId, accountId);
-    }
-    return this.loadBlocks(blocks(), size, options.blockSize);
+    return this.loadBlocks(persons.templateBlocksOf(modelId, accounts), size, options.blockSize);
   }
 
   /**

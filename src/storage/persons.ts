@@ -209,7 +209,22 @@ export class PersonRepository {
    * taking the next block.
    */
   templateBlocks(modelId: string, accountId?: string): Generator<TemplateBlock> {
-    const blocks = this.segments.blocks(modelId, accountId);
+    return this.scanned(this.segments.blocks(modelId, accountId));
+  }
+
+  /**
+   * templateBlocks of each of `accountIds` in turn, as one scan: the map's advice changes once for all of
+   * them (each change reads /proc/self/maps, ~0.1-0.3 ms: per account it would add up over many accounts).
+   */
+  templateBlocksOf(modelId: string, accountIds: readonly string[]): Generator<TemplateBlock> {
+    const segments = this.segments;
+    function* each(): Generator<TemplateBlock> {
+      for (const accountId of accountIds) yield* segments.blocks(modelId, accountId);
+    }
+    return this.scanned(each());
+  }
+
+  private scanned(blocks: Generator<TemplateBlock>): Generator<TemplateBlock> {
     return this.mapAdvice ? this.mapAdvice.scan(blocks) : blocks;
   }
 

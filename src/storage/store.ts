@@ -96,7 +96,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
   // need more. The bound is per open, not stored: raising it later needs no migration. noReadAhead: the
   // map is advised random, scans excepted (./lmdb/map-advice.ts).
   const root: RootDatabase = open({ path: dir, compression: false, maxDbs: 32, noReadAhead: !options.bulkReads } as RootDatabaseOptionsWithPath);
-  const mapAdvice = new MapAdvice(lmdbDataFile(dir));
+  const mapAdvice = new MapAdvice(lmdbDataFile(dir), !options.bulkReads);
   let closed = false;
   try {
     privateFiles(dir);

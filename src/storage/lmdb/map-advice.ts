@@ -8,30 +8,21 @@
 // which exposes no address; the addon finds it by the file's inode (native/core/mapped_file_advice.h).
 import path from 'node:path';
 
-import { native } from '../../native';
-
-type Advice = 'normal' | 'random' | 'sequential';
-
-interface StorageBinding {
-  /** How many mappings were advised; -1 where /proc/self/maps cannot be read. */
-  adviseMappedFile(file: string, advice: Advice): number;
-}
-
-function binding(): StorageBinding | undefined {
-  const b = native.storage as StorageBinding | undefined;
-  return b && typeof b.adviseMappedFile === 'function' ? b : undefined;
-}
+import { storageBinding } from '../native-storage';
 
 /** LMDB's data file in a store folder. */
 export function lmdbDataFile(dir: string): string {
   return path.join(dir, 'data.mdb');
 }
 
-/** The map's advice for one store: random, normal while at least one scan runs. */
+/**
+ * The map's advice for one store: random, normal while at least one scan runs. A store opened for bulk
+ * reads (`randomAtRest` false) keeps the default advice throughout, and scans change nothing.
+ */
 export class MapAdvice {
   private scans = 0;
 
-  constructor(private readonly dataFile: string) {}
+  constructor(private readonly dataFile: string, private readonly randomAtRest = true) {}
 
   /** `inner`, read under normal advice; random again once the last scan running finishes or stops. */
   *scan<T>(inner: Iterable<T>): Generator<T> {
@@ -54,10 +45,10 @@ export class MapAdvice {
   }
 
   private begin(): void {
-    if (this.scans++ === 0) binding()?.adviseMappedFile(this.dataFile, 'normal');
+    if (this.scans++ === 0 && this.randomAtRest) storageBinding()?.adviseMappedFile(this.dataFile, 'normal');
   }
 
   private end(): void {
-    if (--this.scans === 0) binding()?.adviseMappedFile(this.dataFile, 'random');
+    if (--this.scans === 0 && this.randomAtRest) storageBinding()?.adviseMappedFile(this.dataFile, 'random');
   }
 }
