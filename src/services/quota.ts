@@ -7,7 +7,7 @@
 import type { Config } from '../config/types';
 import type { AccountRecord } from '../storage/accounts';
 import type { PersonMeta } from '../storage/persons';
-import type { MeterRequest, PlanLimits } from '../storage/postgres/interfaces';
+import { limitOfPlan, type MeterRequest, type PlanLimits } from '../storage/postgres/interfaces';
 import type { ServiceContext } from './context';
 
 export function utcDay(date: Date): string {
@@ -16,8 +16,7 @@ export function utcDay(date: Date): string {
 
 /** Metered requests per UTC day the account may make; 0 = unlimited. */
 export function requestsPerDayOf(config: Config, account: AccountRecord | undefined): number {
-  if (!account) return config.quota.requests_per_day;
-  return account.plan === 'paid' ? config.plans.paid_requests_per_day : config.plans.free_requests_per_day;
+  return limitOfPlan(planLimits(config), account?.plan);
 }
 
 /** The configured limits by kind of account, for the store to pick from by the plan it reads. */

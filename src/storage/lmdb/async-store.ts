@@ -6,6 +6,7 @@
 import type {
   AccountScope, AsyncChangeLog, AsyncPersonRepository, AsyncStore,
 } from '../postgres/interfaces';
+import { limitOfPlan } from '../postgres/interfaces';
 import type { ChangeLog } from '../change-log';
 import type { PersonRepository } from '../persons';
 import type { Store } from '../store';
@@ -102,7 +103,7 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       // LMDB's reads cost no round trip: the plan and the person are read beside the counter's transaction.
       meter: async ({ accountId, day, limits, personId }) => {
         const plan = acc.get(accountId)?.plan;
-        const limit = plan === undefined ? limits.noRecord : plan === 'paid' ? limits.paid : limits.free;
+        const limit = limitOfPlan(limits, plan);
         const admitted = limit === 0 || await store.quota.tryConsume(accountId, day, limit);
         const person = admitted && personId !== undefined ? store.persons.meta(accountId, personId) : undefined;
         return person ? { limit, admitted, person } : { limit, admitted };

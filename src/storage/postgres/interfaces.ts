@@ -96,6 +96,11 @@ export interface PlanLimits {
   paid: number;
 }
 
+/** The limit of an account on `plan` (undefined: no AccountRecord). PostgreSQL's meter makes the same choice in SQL. */
+export function limitOfPlan(limits: PlanLimits, plan: string | undefined): number {
+  return plan === undefined ? limits.noRecord : plan === 'paid' ? limits.paid : limits.free;
+}
+
 /** One metered request: the account's limit comes from its plan as stored now; `personId` asks for its meta too. */
 export interface MeterRequest {
   accountId: string;
