@@ -5,14 +5,12 @@
 // last change; the sign-in throttle admits max_failures attempts in all; an activation code is redeemed once,
 // a licence limit and a unique address hold, and both nodes get one response-signing key.
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { changesAfter } from '../src/storage/postgres/change-log';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../src/storage/postgres/store';
-import { tempDir } from './helpers/app';
-import { postgresSkipReason, startPostgres } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -30,10 +28,7 @@ function onBoth<T>(nodes: readonly PostgresStore[], n: number, call: (node: Post
 }
 
 async function run(): Promise<void> {
-  const pg = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { pg, dir } = await postgresCluster(t);
   const url = await pg.createDatabase('exact');
   const open = () => openPostgresStore(postgresSettings(url, { poolSize: 8, statementTimeoutMs: 20_000 }), { keyFile: path.join(dir, 'k') });
   const nodes = await Promise.all([open(), open()]);

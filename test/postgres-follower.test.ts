@@ -5,15 +5,13 @@
 // terminated by pg_terminate_backend is replaced and the changes written meanwhile arrive (with the poll far
 // too slow to be what delivered them); the server restarted as by a crash while writers keep going loses
 // nothing acknowledged; a follower behind a pruned log is told to resync.
-import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import type { ChangeFollower } from '../src/storage/postgres/change-follower';
 import type { PersonChange } from '../src/storage/postgres/change-log';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
-import { tempDir } from './helpers/app';
-import { postgresSkipReason, startPostgres } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -55,10 +53,7 @@ class Received {
 }
 
 async function run(): Promise<void> {
-  const pg = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { pg, dir } = await postgresCluster(t);
   const url = await pg.createDatabase('follow');
   const open = () => openPostgresStore(postgresSettings(url, { poolSize: 6, connectTimeoutMs: 1_000 }), { keyFile: path.join(dir, 'k') });
   const a = await open();

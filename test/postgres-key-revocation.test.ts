@@ -1,16 +1,14 @@
 // API key lookups answered from a node's memory for KEY_LOOKUP_CACHE_MS (src/storage/postgres/api-keys.ts):
 // a key revoked on node A is refused on A at once and on node B, which had just used it, once that bound has
 // passed; a key made on A works on B at once, and a key B never saw is read, not guessed.
-import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { Authenticator } from '../src/services/auth';
 import { KEY_LOOKUP_CACHE_MS } from '../src/storage/postgres/api-keys';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
-import { tempDir } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';
-import { postgresSkipReason, startPostgres } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -19,10 +17,7 @@ else void run();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function run(): Promise<void> {
-  const pg = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { pg, dir } = await postgresCluster(t);
   const url = await pg.createDatabase('keys');
   const open = () => openPostgresStore(postgresSettings(url, { poolSize: 2 }), { keyFile: path.join(dir, 'k') });
   const [a, b] = [await open(), await open()];

@@ -4,13 +4,11 @@
 // eight accounts, each scenario repeated in rotating order. Asserted is behaviour, not speed: every create
 // succeeds, and with the lock no two sections of one account ever run at once, even across two nodes
 // (without it they do).
-import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../src/storage/postgres/store';
-import { tempDir } from './helpers/app';
-import { postgresSkipReason, startPostgres } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -33,10 +31,7 @@ const stats = (ms: number[]) => {
 const fmt = (x: number) => x.toFixed(2);
 
 async function run(): Promise<void> {
-  const pg = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { pg, dir } = await postgresCluster(t);
   const url = await pg.createDatabase('cost');
   const open = () => openPostgresStore(postgresSettings(url, { poolSize: 10 }), { keyFile: path.join(dir, 'k') });
   const [a, b] = await Promise.all([open(), open()]);

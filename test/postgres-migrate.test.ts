@@ -22,8 +22,7 @@ import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
 import { hashSessionToken } from '../src/storage/sessions';
 import { openStore } from '../src/storage/store';
-import { tempDir } from './helpers/app';
-import { postgresSkipReason, startPostgres } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -55,13 +54,8 @@ function comparable(l: LicenceRecord | undefined) {
 }
 
 async function run(): Promise<void> {
-  const pgServer = await startPostgres();
-  t.teardown(() => pgServer.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { pg: pgServer, dir, keyFile: pgKey } = await postgresCluster(t);
   const url = await pgServer.createDatabase('moved');
-  const pgKey = path.join(dir, 'cluster.key');
-  fs.writeFileSync(pgKey, crypto.randomBytes(32), { mode: 0o600 });
   const ini = (name: string, storage: string[]) => {
     const file = path.join(dir, `${name}.ini`);
     fs.writeFileSync(file, ['[server]', 'mode = cloud', '[storage]', ...storage].join('\n'));

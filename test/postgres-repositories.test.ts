@@ -3,7 +3,6 @@
 // activation codes and licences (limit, code verdicts, update, check-in with usage), licence and key usage,
 // quota, shared settings. Records come back exactly as written, timestamps included.
 import path from 'node:path';
-import fs from 'node:fs';
 import t from 'tap';
 import { hashKey } from '../src/storage/api-keys';
 import type { AccountRecord } from '../src/storage/accounts';
@@ -11,8 +10,7 @@ import type { ActivationCodeRecord } from '../src/storage/activation-codes';
 import type { LicenceRecord } from '../src/storage/licences';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
-import { tempDir } from './helpers/app';
-import { postgresSkipReason, startPostgres } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -21,10 +19,7 @@ else void run();
 const T0 = '2024-05-01T10:00:00.000Z';
 
 async function run(): Promise<void> {
-  const pg = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { pg, dir } = await postgresCluster(t);
   const store = await openPostgresStore(postgresSettings(pg.url, { poolSize: 4 }),
     { keyFile: path.join(dir, 'k'), keyUsageFlushMs: 50 });
   t.teardown(() => store.close());

@@ -13,8 +13,7 @@ import { StoreKeyError } from '../src/storage/crypto/key-file';
 import { changesAfter } from '../src/storage/postgres/change-log';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../src/storage/postgres/store';
-import { tempDir } from './helpers/app';
-import { postgresSkipReason, startPostgres } from './helpers/postgres';
+import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -29,10 +28,7 @@ function randomTemplate(dimension = 512): Float32Array {
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
 async function run(): Promise<void> {
-  const pg = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { pg, dir } = await postgresCluster(t);
 
   const url = await pg.createDatabase('sealed');
   const keyFile = path.join(dir, 'node.key');

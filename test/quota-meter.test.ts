@@ -14,7 +14,7 @@ import { openStore } from '../src/storage/store';
 import { tempDir } from './helpers/app';
 import { BACKENDS, backendSkipReason, startBackendApp } from './helpers/backends';
 import { FakeEngine, fakePhotoB64 } from './helpers/fake-engine';
-import { startPostgres } from './helpers/postgres';
+import { postgresCluster } from './helpers/postgres';
 
 const DAY = '2024-05-01';
 const LIMITS: PlanLimits = { noRecord: 0, free: 3, paid: 0 };
@@ -75,10 +75,7 @@ t.test('LMDB', async (t) => {
 });
 
 t.test('PostgreSQL', { skip: backendSkipReason('postgres') }, async (t) => {
-  const pg = await startPostgres();
-  t.teardown(() => pg.stop());
-  const dir = tempDir();
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { pg, dir } = await postgresCluster(t);
   const url = await pg.createDatabase('meter');
   const open = () => openPostgresStore(postgresSettings(url, { poolSize: 8, statementTimeoutMs: 20_000 }), { keyFile: path.join(dir, 'k') });
   const [a, b] = [await open(), await open()];
