@@ -1,20 +1,21 @@
 // Load shedding: a request the service cannot serve soon is answered at once with 503 SERVICE_UNAVAILABLE
 // and Retry-After, instead of queueing without limit while its client times out anyway.
 //   - while the server drains (SIGTERM): every request, with Connection: close;
-//   - the longest event-loop delay of the last half second above [server] max_event_loop_delay_ms: every
+//   - the longest event-loop delay of the last half second or so above [server] max_event_loop_delay_ms: every
 //     request (the longest, not the mean: one stall of seconds hides among a thousand on-time ticks);
 //   - face-analysis requests (routes with config.engine) in flight, or the engine's own queue, above
 //     [server] max_engine_queue: further face-analysis requests only. Other routes (GET person, docs) and
 //     unauthenticated requests (401 first: this runs after the auth hook) are never refused by it.
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCatalog } from '../../errors';
+import { LoopDelayWindow } from '../../ops/loop-delay-window';
 import { sendApiError } from './error-handler';
 import { globalPlugin } from './global-plugin';
 
 /** Seconds a refused client is asked to wait. */
 export const RETRY_AFTER_SECONDS = 1;
-const SAMPLE_MS = 500;
+/** A delay counts for 0.5 to 1 s after it ends. */
+const WINDOW_MS = 500;
 const RESOLUTION_MS = 10;
 
 export type OverloadOptions = {
@@ -27,31 +28,15 @@ export type OverloadOptions = {
 
 const overload: FastifyPluginAsync<OverloadOptions> = async (app, opts) => {
   let draining = false;
-  let loopDelayMs = 0;
   let inFlight = 0;
-  // The delay now: the last sample's longest, or a longer one recorded since (a stall that ended just
-  // before the sample was taken lands in the next sample, which must not wait half a second to count).
-  let currentDelayMs = () => loopDelayMs;
+  let currentDelayMs = () => 0;
 
   if (opts.maxEventLoopDelayMs > 0) {
-    const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
-    currentDelayMs = () => Math.max(loopDelayMs, histogram.max / 1e6 - RESOLUTION_MS);
-    histogram.enable();
-    const timer = setInterval(() => {
-      // The histogram counts the timer's own resolution as delay.
-      loopDelayMs = Math.max(0, histogram.max / 1e6 - RESOLUTION_MS);
-      histogram.reset();
-    }, SAMPLE_MS);
-    timer.unref();
+    const window = new LoopDelayWindow({ resolutionMs: RESOLUTION_MS, windowMs: WINDOW_MS }).start();
+    currentDelayMs = () => window.longestMs();
     // Start-up (module loading, the gallery rebuild) is not overload: count from the moment the app is ready.
-    app.addHook('onReady', async () => {
-      histogram.reset();
-      loopDelayMs = 0;
-    });
-    app.addHook('onClose', async () => {
-      clearInterval(timer);
-      histogram.disable();
-    });
+    app.addHook('onReady', async () => window.forget());
+    app.addHook('onClose', async () => window.stop());
   }
   app.addHook('preClose', async () => {
     draining = true;
