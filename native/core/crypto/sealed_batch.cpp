@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/crypto/aes_gcm.h"
@@ -27,13 +27,30 @@ constexpr unsigned kMaxThreads = 16;
 
 constexpr int64_t kNoFailure = INT64_MAX;
 
-// The key's copy for one batch, wiped however the batch ends.
-struct KeyCopy {
-  uint8_t bytes[kAesGcmKeyBytes];
-  explicit KeyCopy(const uint8_t* key) { std::memcpy(bytes, key, sizeof(bytes)); }
-  ~KeyCopy() { explicit_bzero(bytes, sizeof(bytes)); }
-  KeyCopy(const KeyCopy&) = delete;
-  KeyCopy& operator=(const KeyCopy&) = delete;
+// Threads that are joined however the scope ends (a std::thread destroyed joinable ends the process).
+class JoiningThreads {
+ public:
+  explicit JoiningThreads(size_t capacity) { threads_.reserve(capacity); }
+  ~JoiningThreads() {
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+  JoiningThreads(const JoiningThreads&) = delete;
+  JoiningThreads& operator=(const JoiningThreads&) = delete;
+
+  // False when no thread could be started (the caller's thread does the work alone then).
+  template <typename F>
+  bool start(F&& work) noexcept {
+    try {
+      threads_.emplace_back(std::forward<F>(work));
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
+ private:
+  std::vector<std::thread> threads_;
 };
 
 struct RowFailure {
@@ -170,21 +187,16 @@ SealedBatchResult openSealedBatch(const uint8_t* key, const SealedBatch& batch, 
       return r;
     }
     if (batch.rows == 0) return r;
-    const KeyCopy copy(key);
-    BatchOpener opener(copy.bytes, batch);
+    // The caller holds the key for the call (the addon's worker keeps its own copy and wipes it).
+    BatchOpener opener(key, batch);
     unsigned n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
     n = unsigned(std::min<size_t>({n, kMaxThreads, (batch.rows + kRunRows - 1) / kRunRows}));
-    std::vector<std::thread> helpers;
-    helpers.reserve(n - 1);
-    for (unsigned t = 1; t < n; ++t) {
-      try {
-        helpers.emplace_back([&opener] { opener.run(); });
-      } catch (...) {
-        break;  // no thread to be had: the calling thread and those started share the rows
-      }
+    {
+      JoiningThreads helpers(n - 1);
+      for (unsigned t = 1; t < n; ++t)
+        if (!helpers.start([&opener] { opener.run(); })) break;  // the threads started share the rows
+      opener.run();
     }
-    opener.run();
-    for (auto& h : helpers) h.join();
     return opener.result();
   } catch (...) {
     r = SealedBatchResult{};

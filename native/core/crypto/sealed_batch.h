@@ -59,9 +59,10 @@ struct SealedBatchResult {
 // Whether openSealedBatch can open anything here (see core/crypto/aes_gcm.h); *why says why not.
 bool sealedBatchAvailable(std::string* why = nullptr);
 
-// Opens every row of the batch with the 32-byte key on up to `threads` threads (0: the hardware's count,
-// capped), each taking contiguous runs of rows. Rows past a failure found by any thread are left unopened,
-// but every row before the reported one was opened and verified. Never throws.
+// Opens every row of the batch with the 32-byte key (read in place: the caller keeps it for the call) on
+// up to `threads` threads (0: the hardware's count, capped), each taking contiguous runs of rows. Rows past
+// a failure found by any thread are left unopened, but every row before the reported one was opened and
+// verified. Never throws.
 SealedBatchResult openSealedBatch(const uint8_t* key, const SealedBatch& batch, unsigned threads = 0) noexcept;
 
 }  // namespace facecheck::crypto
