@@ -34,6 +34,7 @@ import {
   candidateRecall, memoryInChild, pairedLatency, rss, sealedTemplateSource, snapshotStarts, snapshotTimes,
   type CandidateRecall, type PairedLatency, type SnapshotTimes, type StartMeasurement,
 } from './index-rows';
+import { describeHost, measureHost } from './host';
 
 // The engine's template size (704) unless INDEX_BENCH_DIM says otherwise (512: fr_feature alone, as measured before).
 const DIM = Number(process.env.INDEX_BENCH_DIM ?? templateSize());
@@ -603,6 +604,9 @@ async function benchLmdb(g: Gallery): Promise<Record<string, number>> {
 async function main(): Promise<void> {
   const ix = new SimilarityIndex(binding());
   console.log(`similarity index benchmark: ${os.cpus()[0]?.model ?? 'cpu'} x ${os.cpus().length}, node ${process.version}`);
+  // What this host charges for a start (see bench/host.ts), measured before anything else of the bench.
+  const host = ONLY_LMDB ? undefined : measureHost();
+  if (host) console.log(describeHost(host));
   console.log(`kernels: ${ix.kernels.join(', ')} (active ${ix.kernel}); k=${K}, batch=${BATCH}; engines timed round-robin: median and best (min) of the runs`);
   if (usearchNote) console.log(usearchNote);
   const rows: Row[] = [];
@@ -671,7 +675,7 @@ async function main(): Promise<void> {
   if (lmdb) console.log(`LMDB bulk load of 1M <= 3 s: best ${fmt(lmdb.totalS)} s, median ${fmt(lmdb.segmentsRebuildMedianS)} s for ${lmdb.n.toLocaleString('en-US')} persons (service start: open + rebuild; ${fmt(lmdb.perPersonStreamS)} s with one value per person) -> ${targets.lmdbBulkLoadMet ? 'met' : 'NOT met'}`);
   const summary = rowsOnlySummary(n, rows, recalls, memory, snapshots, starts, paired.find((p) => p.n === n)!);
   printRowsOnlySummary(summary);
-  console.log(JSON.stringify({ bench: 'index', dim: DIM, k: K, batch: BATCH, kernels: ix.kernels, usearch: usearch ? true : usearchNote, rows, recalls, memory, snapshots, paired, starts, lmdb, targets, ...summary }));
+  console.log(JSON.stringify({ bench: 'index', dim: DIM, k: K, batch: BATCH, kernels: ix.kernels, usearch: usearch ? true : usearchNote, rows, recalls, memory, snapshots, paired, starts, lmdb, targets, ...summary, host }));
 }
 
 main().catch((err) => {

@@ -24,6 +24,7 @@ import { openStore } from '../src/storage/store';
 import { fakePhotoB64, templateFor } from '../test/helpers/fake-engine';
 import { startPostgres } from '../test/helpers/postgres';
 import { mapLimit, percentile, printJsonLine } from './common';
+import { describeHost, measureHost } from './host';
 import { freePort } from '../test/helpers/free-port';
 
 const PERSONS = Number(process.env.BENCH_SCALE_PERSONS ?? 20_000);
@@ -224,6 +225,9 @@ async function joining(databaseUrl: (name: string) => Promise<string>, pgStorage
 }
 
 async function main(): Promise<void> {
+  // First, while nothing else of the bench runs: what this host charges for a start (see bench/host.ts).
+  const host = measureHost();
+  console.log(describeHost(host));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-scale-'));
   const ownServer = process.env.BENCH_SCALE_POSTGRES_URL ? undefined : await startPostgres();
   const serverUrl = process.env.BENCH_SCALE_POSTGRES_URL ?? ownServer!.url;
@@ -248,7 +252,7 @@ async function main(): Promise<void> {
   try {
     const now = new Date().toISOString();
     if (ONLY_JOIN) {
-      printJsonLine({ bench: 'scale', only: 'join', cpus: os.cpus().length, join: await joining(databaseUrl, pgStorage, keyFile, dir, now, started) });
+      printJsonLine({ bench: 'scale', only: 'join', cpus: os.cpus().length, host, join: await joining(databaseUrl, pgStorage, keyFile, dir, now, started) });
       return;
     }
     // LMDB, one node.
@@ -330,6 +334,7 @@ async function main(): Promise<void> {
       burst: { creates: BURST, onNodeA: { perSecond: Math.round(BURST / (burstMs / 1000)) }, nodeBCatchUpMsAfterLastAck: catchUpMs, nodeBMaxBehindSeqs: maxBehind },
       crossNodeVisibilityMs: stats(visibility),
       join,
+      host,
       twoCores: 'the database server, every node and this load generator share the machine\'s cores: two nodes show ' +
         'that the cluster is correct and what coordination costs (follower, locks, change log), not added capacity; ' +
         'throughput per added node needs nodes on their own cores',
