@@ -2,9 +2,10 @@
 // measured on different days can be compared: node's own boot (`node -e 0`, spawned), the first write to
 // fresh memory (page faults: on some virtual machines each costs ~10 µs, ten times a bare one, and a start
 // that fills hundreds of MB of index pays it per 4 KiB page) against writing memory already faulted in, and
-// AES-256-GCM into a reused buffer. bench:index and bench:scale put the same profile in their JSON line.
+// AES-256-GCM into a reused buffer. bench:index and bench:scale put the same profile in their JSON line
+// (measured in a child: measureHostInChild).
 // Ends with one JSON line.
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -99,7 +100,7 @@ function readCmdline(): string {
 }
 
 /** Measures this host (about 2 s). */
-export function measureHost(): HostProfile {
+function measureHost(): HostProfile {
   return {
     cpu: os.cpus()[0]?.model ?? 'unknown',
     cpus: os.cpus().length,
@@ -110,6 +111,16 @@ export function measureHost(): HostProfile {
     ...memory(),
     aesGcmMBps: aesGcm(),
   };
+}
+
+/**
+ * The same, measured by this file run as a child process: the profile allocates and frees a few hundred MB,
+ * which a benchmark's own memory figures must not inherit.
+ */
+export function measureHostInChild(): HostProfile {
+  const out = execFileSync(process.execPath, [__filename], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const { bench: _bench, ...host } = JSON.parse(out.trim().split('\n').pop()!) as HostProfile & { bench: string };
+  return host;
 }
 
 /** One line for a benchmark's log. */

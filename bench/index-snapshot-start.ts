@@ -33,7 +33,7 @@ import type { Unsealer } from '../src/matching/snapshot/restore';
 import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
 import { benchTemplate } from './index-snapshot-child';
 import { openStore, SCHEMA_VERSION } from '../src/storage/store';
-import { describeHost, measureHost } from './host';
+import { describeHost, measureHostInChild } from './host';
 
 const ACCOUNT = 'default';
 const CACHE = process.env.SNAPSHOT_BENCH_DIR ?? '/tmp/face-check-snapshot-bench';
@@ -170,7 +170,7 @@ async function main(): Promise<void> {
   const rounds = Number(process.env.SNAPSHOT_BENCH_ROUNDS ?? 3);
   const which = process.env.SNAPSHOT_BENCH_UNSEAL;
   const unsealers: Array<Unsealer | undefined> = which === 'both' ? ['js', 'native'] : which === 'js' || which === 'native' ? [which] : [undefined];
-  console.log(describeHost(measureHost()));
+  console.log(describeHost(measureHostInChild()));
   for (const persons of sizes) {
     const { info } = await benchStore(persons);
     console.log(`${persons} persons: store ${(info.storeBytes / 1e6).toFixed(0)} MB written in ${info.writeS.toFixed(1)} s; snapshot ${(info.snapshotBytes! / 1e6).toFixed(1)} MB written in ${info.snapshotMs!.toFixed(0)} ms`);

@@ -34,7 +34,7 @@ import {
   candidateRecall, memoryInChild, pairedLatency, rss, sealedTemplateSource, snapshotStarts, snapshotTimes,
   type CandidateRecall, type PairedLatency, type SnapshotTimes, type StartMeasurement,
 } from './index-rows';
-import { describeHost, measureHost } from './host';
+import { describeHost, measureHostInChild } from './host';
 
 // The engine's template size (704) unless INDEX_BENCH_DIM says otherwise (512: fr_feature alone, as measured before).
 const DIM = Number(process.env.INDEX_BENCH_DIM ?? templateSize());
@@ -605,7 +605,7 @@ async function main(): Promise<void> {
   const ix = new SimilarityIndex(binding());
   console.log(`similarity index benchmark: ${os.cpus()[0]?.model ?? 'cpu'} x ${os.cpus().length}, node ${process.version}`);
   // What this host charges for a start (see bench/host.ts), measured before anything else of the bench.
-  const host = ONLY_LMDB ? undefined : measureHost();
+  const host = ONLY_LMDB ? undefined : measureHostInChild();
   if (host) console.log(describeHost(host));
   console.log(`kernels: ${ix.kernels.join(', ')} (active ${ix.kernel}); k=${K}, batch=${BATCH}; engines timed round-robin: median and best (min) of the runs`);
   if (usearchNote) console.log(usearchNote);

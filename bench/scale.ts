@@ -24,7 +24,7 @@ import { openStore } from '../src/storage/store';
 import { fakePhotoB64, templateFor } from '../test/helpers/fake-engine';
 import { startPostgres } from '../test/helpers/postgres';
 import { mapLimit, percentile, printJsonLine } from './common';
-import { describeHost, measureHost } from './host';
+import { describeHost, measureHostInChild } from './host';
 import { freePort } from '../test/helpers/free-port';
 
 const PERSONS = Number(process.env.BENCH_SCALE_PERSONS ?? 20_000);
@@ -226,7 +226,7 @@ async function joining(databaseUrl: (name: string) => Promise<string>, pgStorage
 
 async function main(): Promise<void> {
   // First, while nothing else of the bench runs: what this host charges for a start (see bench/host.ts).
-  const host = measureHost();
+  const host = measureHostInChild();
   console.log(describeHost(host));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-scale-'));
   const ownServer = process.env.BENCH_SCALE_POSTGRES_URL ? undefined : await startPostgres();
