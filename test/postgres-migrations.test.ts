@@ -2,6 +2,7 @@
 // the schema is applied once (the initial schema creates its tables without IF NOT EXISTS, so a second
 // application would fail; a test migration counts its own runs); a later start applies only what is new; a
 // failing migration leaves nothing behind; a database of a newer schema is refused and left untouched.
+// Schema 2 moves the persons' sealed templates written under schema 1 (TOASTed) into the table's rows.
 import t from 'tap';
 import { Client } from 'pg';
 import { SchemaTooNewError } from '../src/storage/postgres/errors';
@@ -85,5 +86,28 @@ async function run(): Promise<void> {
     const pool = new PostgresPool(settings);
     t.teardown(() => pool.close());
     t.equal(await schemaVersion(pool), 0);
+  });
+
+  await t.test('schema 2: templates TOASTed under schema 1 are inline afterwards, the values unchanged', async (t) => {
+    const settings = postgresSettings(await pg.createDatabase('inline'));
+    await migrate(settings, MIGRATIONS.slice(0, 1));
+    const pool = new PostgresPool(settings);
+    t.teardown(() => pool.close());
+    const toastRows = async () => {
+      const { rows: [{ toast }] } = await pool.query<{ toast: string }>("SELECT reltoastrelid::regclass::text AS toast FROM pg_class WHERE relname = 'persons'");
+      return Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${toast}`)).rows[0].n);
+    };
+    // Random bytes the size of a sealed 704-value template (incompressible, as sealed values are).
+    await pool.query(`INSERT INTO persons SELECT 'acc', 'p' || g, now(), now(), 'model',
+      decode((SELECT string_agg(md5(g::text || '/' || s), '') FROM generate_series(1, 178) s), 'hex'), '\\x00'::bytea
+      FROM generate_series(1, 20) g`);
+    const before = (await pool.query<{ person_id: string; t: string }>("SELECT person_id, encode(sealed_template, 'base64') AS t FROM persons ORDER BY person_id")).rows;
+    t.ok(await toastRows() >= 20, 'under schema 1 each template is out of line');
+    t.same((await migrate(settings)).applied, MIGRATIONS.slice(1).map((m) => m.version));
+    t.equal(await toastRows(), 0, 'under schema 2 none is');
+    const after = (await pool.query<{ person_id: string; t: string }>("SELECT person_id, encode(sealed_template, 'base64') AS t FROM persons ORDER BY person_id")).rows;
+    t.same(after, before, 'every value unchanged');
+    await pool.query(`INSERT INTO persons SELECT 'acc', 'new', now(), now(), 'model', sealed_template, sealed_image FROM persons WHERE person_id = 'p1'`);
+    t.equal(await toastRows(), 0, 'a template written afterwards is inline too');
   });
 }

@@ -4,10 +4,13 @@
 // flipped byte in the ciphertext, tag, nonce or version, a cut value, a plain size that is not float32 and
 // a value moved to another person. Then the knob that chooses JavaScript, the addon's argument checks, a
 // batch on 1 to 4 threads (rows in place, the lowest bad row named) and copyTemplates over a real server with
-// either unsealer.
+// either unsealer. The same streams opened straight into the index (NativeUnsealers with a sealed consumer,
+// Collection.loadSealed) give the rows bulkLoad makes of the JavaScript opener's templates, bit for bit, and
+// the same SealError; loadSealed itself names the lowest bad row on 1 to 4 threads and loads nothing then.
 import crypto from 'node:crypto';
 import t, { type Test } from 'tap';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
+import { similarityIndex, type Collection } from '../src/index/similarity-index';
 import { SealError, secretKey } from '../src/storage/crypto/aead';
 import { openSealedBatch, sealedBatchAvailable } from '../src/storage/crypto/sealed-batch';
 import { DataKeySealer } from '../src/storage/crypto/sealer';
@@ -96,9 +99,74 @@ async function runNative(stream: Buffer, cut?: number, with_ = settings): Promis
   }
 }
 
-async function both(stream: Buffer): Promise<{ js: Outcome; native: Outcome }> {
+let collections = 0;
+function newCollection(dim = DIM): Collection {
+  const c = similarityIndex().createCollection(`native-unseal-${process.pid}-${collections++}`, dim);
+  t.teardown(() => { similarityIndex().dropCollection(c.name); });
+  return c;
+}
+
+/** Every row of every collection as the index keeps it: its float32 template and its int8 row, by account/person. */
+async function indexRows(byAccount: Map<string, Collection>): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const [accountId, c] of byAccount) {
+    const dump = await c.exportCodes();
+    const keys = dump.count ? dump.keys.split('\0') : [];
+    for (let i = 0; i < keys.length; i++) {
+      const template = await c.get(keys[i]);
+      const code = Buffer.from(dump.codes.subarray(i * dump.stride, (i + 1) * dump.stride)).toString('base64');
+      out.set(`${accountId}/${keys[i]}`, `${Buffer.from(template!.buffer).toString('base64')} ${code} ${dump.scales[i]} ${dump.sums[i]}`);
+    }
+  }
+  return out;
+}
+
+/** The JavaScript opener's templates bulk-loaded into one collection per account, read back from the index. */
+async function jsIntoIndex(js: Outcome): Promise<Map<string, string>> {
+  if ('error' in js) throw js.error;
+  const byAccount = new Map<string, { ids: string[]; data: Buffer[] }>();
+  for (const [where, b64] of js.templates) {
+    const [accountId, ...rest] = where.split('/');
+    const entry = byAccount.get(accountId) ?? { ids: [], data: [] };
+    byAccount.set(accountId, entry);
+    entry.ids.push(rest.join('/'));
+    entry.data.push(Buffer.from(b64, 'base64'));
+  }
+  const collectionsOf = new Map<string, Collection>();
+  for (const [accountId, { ids, data }] of byAccount) {
+    const c = newCollection();
+    const bytes = Buffer.concat(data);
+    await c.bulkLoad(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4), ids);
+    collectionsOf.set(accountId, c);
+  }
+  return indexRows(collectionsOf);
+}
+
+/** The stream opened by the native sink straight into the index (loadSealed), one collection per account, read back. */
+async function runIntoIndex(stream: Buffer, cut?: number): Promise<{ count: number; rows: Map<string, string>; blocks: number } | { error: unknown }> {
+  const byAccount = new Map<string, Collection>();
+  let blocks = 0;
+  let chain: Promise<unknown> = Promise.resolve();
+  const unsealers = new NativeUnsealers(settings, () => { throw new Error('unsealed rows handed over'); }, (block) => {
+    blocks++;
+    const c = byAccount.get(block.accountId) ?? newCollection(block.dimension);
+    byAccount.set(block.accountId, c);
+    const load = chain.then(() => c.loadSealed({ ...block, keys: block.ids }, block.key));
+    chain = load.catch(() => undefined);
+    return load;
+  });
+  try {
+    const got = await run(() => unsealers.sink(), stream, cut);
+    if ('error' in got) return got;
+    return { count: got.count, rows: await indexRows(byAccount), blocks };
+  } finally {
+    unsealers.close();
+  }
+}
+
+async function both(stream: Buffer): Promise<{ js: Outcome; native: Outcome; intoIndex: Awaited<ReturnType<typeof runIntoIndex>> }> {
   const js = await run((onRows) => inProcessUnsealer(settings, onRows), stream);
-  return { js, native: await runNative(stream) };
+  return { js, native: await runNative(stream), intoIndex: await runIntoIndex(stream) };
 }
 
 const availability = sealedBatchAvailable();
@@ -122,6 +190,17 @@ async function nativeAgainstJs(t: Test): Promise<void> {
     t.equal(native.templates.get(`${one.accountId}/${one.personId}`), sealer.open(TEMPLATES_PLACE, [one.accountId, one.personId, MODEL], one.sealed).toString('base64'),
       'and equal to the sealer opening it alone');
     t.ok(native.blocks >= 3, `several batches (${native.blocks})`);
+  });
+
+  await t.test('opened straight into the index: the rows bulkLoad makes of the same templates', async (t) => {
+    const stream = copyStream(rows);
+    const intoIndex = await runIntoIndex(stream);
+    if ('error' in intoIndex) throw intoIndex.error;
+    t.equal(intoIndex.count, rows.length, 'every row counted');
+    t.ok(intoIndex.blocks >= 3, `several sealed blocks (${intoIndex.blocks})`);
+    const expected = await jsIntoIndex(await run((onRows) => inProcessUnsealer(settings, onRows), stream));
+    t.equal(intoIndex.rows.size, rows.length, 'every person in the index once');
+    t.same(intoIndex.rows, expected, 'identical float32 templates, int8 codes, scales and sums for every person');
   });
 
   await t.test('messages cut anywhere give the same result', async (t) => {
@@ -150,13 +229,14 @@ async function nativeAgainstJs(t: Test): Promise<void> {
   for (const [what, sealed, message] of corruptions) {
     await t.test(`${what}: the same SealError`, async (t) => {
       const changed = rows.map((r, i) => (i === at ? { ...r, sealed } : r));
-      const { js, native } = await both(copyStream(changed));
+      const { js, native, intoIndex } = await both(copyStream(changed));
       t.ok('error' in js && js.error instanceof SealError, 'JavaScript: a SealError');
       t.ok('error' in native && native.error instanceof SealError, 'native: a SealError');
       const jsMessage = 'error' in js ? (js.error as Error).message : '';
       t.match(jsMessage, message);
       t.ok(jsMessage.includes(JSON.stringify([victim.accountId, victim.personId, MODEL])) || /not float32/.test(jsMessage), 'names the person');
       t.equal('error' in native ? (native.error as Error).message : '', jsMessage, 'the same message');
+      t.equal('error' in intoIndex ? (intoIndex.error as Error).message : '', jsMessage, 'and opened into the index');
     });
   }
 
@@ -164,10 +244,11 @@ async function nativeAgainstJs(t: Test): Promise<void> {
     // Row 7 belongs to a small account whose only batch is opened at the end, after the big account's first
     // (full) batch failed at row 4000.
     const changed = rows.map((r, i) => (i === 4000 ? { ...r, sealed: r.sealed.subarray(0, 10) } : i === 7 ? { ...r, sealed: rows[8].sealed } : r));
-    const { js, native } = await both(copyStream(changed));
+    const { js, native, intoIndex } = await both(copyStream(changed));
     const jsMessage = 'error' in js ? (js.error as Error).message : '';
     t.match(jsMessage, JSON.stringify([rows[7].accountId, rows[7].personId, MODEL]), 'JavaScript names row 7');
     t.equal('error' in native ? (native.error as Error).message : '', jsMessage, 'native too');
+    t.equal('error' in intoIndex ? (intoIndex.error as Error).message : '', jsMessage, 'and opened into the index');
   });
 
   await t.test('another key: no row opens', async (t) => {
@@ -228,6 +309,61 @@ t.test('openSealedBatch: the lowest failing row of a batch, whatever thread find
     const got = await openSealedBatch(key, batch(damaged), threads);
     t.same(got, { failedRow: 130, reason: 'tag', bytes: 0, version: 0 }, `${threads} threads: row 130 named`);
   }
+});
+
+t.test('loadSealed: the lowest row that does not open, whatever thread meets it, and nothing loaded', { skip: !availability.available && availability.reason }, async (t) => {
+  const n = 4 * 4096;  // four threads' worth of rows for the bulk load
+  const plain = Array.from({ length: n }, () => template());
+  const ids = plain.map((_, i) => `p${i}`);
+  const sealedRows = plain.map((p, i) => seal('acc', ids[i], p));
+  const aadOf = (id: string) => Buffer.from(JSON.stringify([TEMPLATES_PLACE, 'acc', id, MODEL]));
+  const offsets = (parts: Buffer[]) => { const o = new Uint32Array(parts.length + 1); parts.forEach((p, i) => { o[i + 1] = o[i] + p.length; }); return o; };
+  const batch = (rowsIn: Buffer[], keys = ids) => {
+    const aads = keys.map(aadOf);
+    return { keys, sealed: Buffer.concat(rowsIn), sealedOffsets: offsets(rowsIn), aad: Buffer.concat(aads), aadOffsets: offsets(aads) };
+  };
+  const raw = key.export();
+  const reference = newCollection();
+  await reference.bulkLoad(new Float32Array(Buffer.concat(plain).buffer.slice(0)), ids);
+  const expected = await indexRows(new Map([['acc', reference]]));
+  for (const threads of [1, 2, 4]) {
+    for (const vectors of [true, false]) {
+      const c = similarityIndex().createCollection(`native-unseal-${process.pid}-${collections++}`, DIM, { vectors });
+      t.teardown(() => { similarityIndex().dropCollection(c.name); });
+      await c.add('already', new Float32Array(plain[0].buffer, plain[0].byteOffset, DIM));
+      const damaged = sealedRows.map((r, i) => (i === 12000 || i === 130 || i === n - 1 ? Buffer.from(r).fill(7, 20, 30) : r));
+      t.same(await c.loadSealed(batch(damaged), raw, { threads }), { added: 0, replaced: 0, failedRow: 130, reason: 'tag', bytes: 0, version: 0 },
+        `${threads} threads, vectors ${vectors}: row 130 named`);
+      t.equal(c.size, 1, 'nothing loaded');
+      const got = await c.loadSealed(batch(sealedRows), raw, { threads });
+      t.same(got, { added: n, replaced: 0, failedRow: -1, reason: '', bytes: 0, version: 0 }, 'a whole batch loads');
+      if (vectors) {
+        const rowsIn = await indexRows(new Map([['acc', c]]));
+        rowsIn.delete('acc/already');
+        t.same(rowsIn, expected, 'the rows bulkLoad makes of the unsealed templates');
+      }
+    }
+  }
+  const c = newCollection();
+  // A key repeated later keeps the later row, but the earlier one must still open (as openSealedBatch checks every row).
+  const repeated = ids.slice(0, 10).map((id, i) => (i === 9 ? ids[2] : id));
+  const two = sealedRows.slice(0, 10).map((r, i) => (i === 2 ? r.subarray(0, 5) : r));
+  t.same(await c.loadSealed(batch(two, repeated), raw), { added: 0, replaced: 0, failedRow: 2, reason: 'short', bytes: 5, version: 0 }, 'a superseded row is judged too');
+  const nan = seal('acc', ids[0], Buffer.from(Float32Array.from({ length: DIM }, (_, i) => (i === 3 ? NaN : 0.1)).buffer));
+  await t.rejects(c.loadSealed(batch([nan], ids.slice(0, 1)), raw), { code: 'ERR_INDEX_BAD_ARGUMENT', message: /NaN/ }, 'a template that opens but is no template: the index error');
+  t.equal(c.size, 0, 'nothing loaded');
+  const wide = newCollection(DIM + 1);
+  t.same(await wide.loadSealed(batch(sealedRows.slice(0, 1), ids.slice(0, 1)), raw), { added: 0, replaced: 0, failedRow: 0, reason: 'size', bytes: DIM * 4, version: 0 },
+    'a collection of another dimension: the plain size is no row of it');
+  t.throws(() => c.loadSealed(batch(sealedRows), raw.subarray(0, 31)), /32 bytes/);
+  t.throws(() => c.loadSealed({ ...batch(sealedRows), sealedOffsets: Uint32Array.of(0, 1e9) }, raw), /rows \+ 1 offsets/);
+  const one = batch(sealedRows.slice(0, 1), ids.slice(0, 1));
+  t.throws(() => c.loadSealed({ ...one, aadOffsets: Uint32Array.of(0, one.aad.length + 1) }, raw), /end past their buffer/);
+  // The addon checks again for a caller that skipped these checks.
+  const addon = (await import('../src/native')).native as unknown as { index: { loadSealedTemplates: (...args: unknown[]) => Promise<unknown> } };
+  await t.rejects(addon.index.loadSealedTemplates(c.name, raw, one.sealed, Uint32Array.of(0, one.sealed.length + 9), one.aad, one.aadOffsets, 'p0', 0),
+    { code: 'ERR_INDEX_BAD_ARGUMENT', message: /out of bounds/ });
+  t.throws(() => addon.index.loadSealedTemplates(c.name, raw, one.sealed, one.sealedOffsets, one.aad, one.aadOffsets, 'p0\0p1', 0), /keys and offsets differ/);
 });
 
 const skip = postgresSkipReason();

@@ -2,7 +2,9 @@
 // the stream is cut into messages, NULLs stay NULL, and a stream that is not binary COPY is refused. Over a
 // real server, copyTemplates unsealing on worker threads hands over exactly the templates the repository
 // opens one by one (and those of the same code on the calling thread), in blocks of one account of at most
-// 4,096; a sealed value that does not open fails the copy with a SealError naming the person.
+// 4,096; a sealed value that does not open fails the copy with a SealError naming the person. A sink that
+// asks for a pause stops its connection's reading until it drained, gets every row, and the connection
+// goes back to the pool serving.
 import crypto from 'node:crypto';
 import t, { type Test } from 'tap';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
@@ -10,7 +12,7 @@ import { SealError } from '../src/storage/crypto/aead';
 import type { PgPersonRepository } from '../src/storage/postgres/persons';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
-import { BinaryCopyParser } from '../src/storage/postgres/template-copy';
+import { BinaryCopyParser, copyTemplateParts, type CopyPartSink } from '../src/storage/postgres/template-copy';
 import type { TemplateRows } from '../src/storage/postgres/unseal-worker';
 import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
@@ -111,6 +113,39 @@ async function overServer(t: Test): Promise<void> {
       t.ok(blocks.every((b) => b.n >= 1 && b.n <= 4096), 'blocks of at most 4,096');
       t.ok(blocks.some((b) => b.accountId === 'big' && b.n === 4096) || parts > 1, 'a whole block for the large account');
     }
+  });
+
+  await t.test('a sink that asks for a pause: reading stops until it drained, every row arrives', async (t) => {
+    const HOLD_EVERY = 500;
+    let rowsSeen = 0;
+    let sinceHold = 0;
+    let holding = false;
+    let holds = 0;
+    let mostWhileHeld = 0;
+    let whileHeld = 0;
+    const parser = new BinaryCopyParser(() => { rowsSeen++; sinceHold++; });
+    const sink: CopyPartSink = {
+      push(chunk) {
+        if (holding) mostWhileHeld = Math.max(mostWhileHeld, ++whileHeld);
+        parser.push(chunk);
+        if (holding || sinceHold < HOLD_EVERY) return true;
+        holding = true;
+        holds++;
+        whileHeld = 0;
+        return false;
+      },
+      // Long enough that an unpaused stream would deliver hundreds of rows meanwhile.
+      drained: () => new Promise((resolve) => setTimeout(() => { holding = false; sinceHold = 0; resolve(); }, 40)),
+      end: async () => ({ rows: rowsSeen, finished: parser.finished }),
+      abort: () => undefined,
+    };
+    const count = await copyTemplateParts(store.pool.pool, MODEL, () => sink, { parts: 1 });
+    t.equal(count, 5004, 'every row');
+    t.ok(holds >= 5, `paused ${holds} times`);
+    // A message per row; what one socket read had already brought (64 KB: ~22 rows) is all that follows a pause.
+    t.ok(mostWhileHeld <= 64, `at most ${mostWhileHeld} messages while paused`);
+    const answers = await Promise.all(Array.from({ length: 4 }, () => store.pool.query('SELECT 1 AS one')));
+    t.ok(answers.every((a) => a.rows[0].one === 1), 'every pooled connection serves again');
   });
 
   await t.test('a sealed value that does not open fails the copy, naming the person', async (t) => {

@@ -153,18 +153,8 @@ Napi::Value BulkLoad(const Napi::CallbackInfo& info) {
   // keys: string[], or one string of all keys joined by '\0' (one conversion instead of one per key).
   std::shared_ptr<std::vector<std::string>> keys;
   if (info.Length() > 2 && info[2].IsString()) {
-    const std::string joined = info[2].As<Napi::String>().Utf8Value();
-    keys = std::make_shared<std::vector<std::string>>();
-    if (c->dim() && data.ElementLength() / c->dim() > 0) {
-      keys->reserve(data.ElementLength() / c->dim());
-      size_t start = 0;
-      for (;;) {
-        size_t end = joined.find('\0', start);
-        keys->emplace_back(joined, start, end == std::string::npos ? std::string::npos : end - start);
-        if (end == std::string::npos) break;
-        start = end + 1;
-      }
-    }
+    keys = std::make_shared<std::vector<std::string>>(
+        splitJoinedKeys(info[2].As<Napi::String>().Utf8Value(), c->dim() ? data.ElementLength() / c->dim() : 0));
   } else {
     keys = std::make_shared<std::vector<std::string>>(stringArrayArg(info, 2, "keys"));
   }
@@ -321,6 +311,7 @@ void InitIndexBinding(Napi::Env env, Napi::Object exports) {
   o.Set("scoreTemplates", Napi::Function::New(env, ScoreTemplates, "scoreTemplates"));
   indexjs::addSnapshotFunctions(env, o);
   indexjs::addHookFunctions(env, o);
+  indexjs::addSealedLoadFunctions(env, o);
   exports.Set("index", o);
 }
 

@@ -81,6 +81,22 @@ inline std::shared_ptr<Collection> collectionArg(const Napi::CallbackInfo& info,
   return c;
 }
 
+// Keys given as one string joined by '\0' (one conversion instead of one per key): `n` keys expected, none
+// when n is 0.
+inline std::vector<std::string> splitJoinedKeys(const std::string& joined, size_t n) {
+  std::vector<std::string> keys;
+  if (n == 0) return keys;
+  keys.reserve(n);
+  size_t start = 0;
+  for (;;) {
+    size_t end = joined.find('\0', start);
+    keys.emplace_back(joined, start, end == std::string::npos ? std::string::npos : end - start);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return keys;
+}
+
 // Runs `run` off the event loop, then settles the promise with `resolve` (on the JS thread) or the error.
 class PromiseWorker : public Napi::AsyncWorker {
  public:
@@ -133,5 +149,7 @@ class PromiseWorker : public Napi::AsyncWorker {
 // benchmark hooks, added to `exports.index`.
 void addSnapshotFunctions(Napi::Env env, Napi::Object index);
 void addHookFunctions(Napi::Env env, Napi::Object index);
+// loadSealedTemplates (index_sealed_load_binding.cpp).
+void addSealedLoadFunctions(Napi::Env env, Napi::Object index);
 
 }  // namespace facecheck::addon::indexjs

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "addon/bindings.h"
+#include "addon/sealed_row_fault.h"
 #include "core/crypto/sealed_batch.h"
 
 namespace facecheck::addon {
@@ -22,18 +23,6 @@ namespace {
 using crypto::SealedBatch;
 using crypto::SealedBatchResult;
 using crypto::SealedRowFault;
-
-const char* faultName(SealedRowFault f) {
-  switch (f) {
-    case SealedRowFault::TooShort: return "short";
-    case SealedRowFault::Version: return "version";
-    case SealedRowFault::Tag: return "tag";
-    case SealedRowFault::Size: return "size";
-    case SealedRowFault::Unavailable: return "unavailable";
-    case SealedRowFault::None: break;
-  }
-  return "";
-}
 
 // The batch, its key and the JS arrays it reads and writes, held until the worker is done.
 class OpenSealedWorker : public Napi::AsyncWorker {
@@ -61,7 +50,7 @@ class OpenSealedWorker : public Napi::AsyncWorker {
     }
     Napi::Object o = Napi::Object::New(env);
     o.Set("failedRow", double(result_.failedRow));
-    o.Set("reason", faultName(result_.fault));
+    o.Set("reason", sealedRowFaultName(result_.fault));
     o.Set("bytes", double(result_.bytes));
     o.Set("version", double(result_.version));
     o.Set("detail", result_.detail);

@@ -113,6 +113,31 @@ export interface SealedImportResult {
   keyMs: number;
 }
 
+/**
+ * Sealed templates to load (loadSealed): row i, for keys[i], is the sealed value
+ * sealed[sealedOffsets[i] … sealedOffsets[i + 1]) (src/storage/crypto/aead.ts's format) with its additional
+ * data aad[aadOffsets[i] … aadOffsets[i + 1]).
+ */
+export interface SealedTemplates {
+  keys: readonly string[];
+  sealed: Uint8Array;
+  sealedOffsets: Uint32Array;
+  aad: Uint8Array;
+  aadOffsets: Uint32Array;
+}
+
+/** What a loadSealed did: the rows added or replaced, or the lowest row that did not open (nothing loaded). */
+export interface SealedLoadResult extends BulkLoadResult {
+  /** -1 when every row opened and was loaded. */
+  failedRow: number;
+  /** Why failedRow did not open, as openSealedBatch says it (src/storage/crypto/sealed-batch.ts). */
+  reason: 'short' | 'version' | 'tag' | 'size' | '';
+  /** 'short': the sealed value's length; 'size': its plain length. */
+  bytes: number;
+  /** 'version': the version byte found. */
+  version: number;
+}
+
 export interface BulkLoadOptions {
   /** Replace the whole collection (default false: add/replace the given keys). */
   clear?: boolean;
@@ -158,6 +183,8 @@ export interface IndexBinding {
   clear(name: string): Promise<void>;
   /** keys: one per template, or all of them joined by '\0'. */
   bulkLoad(name: string, templates: Float32Array, keys: string[] | string, clear: boolean, threads: number): Promise<BulkLoadResult>;
+  loadSealedTemplates(name: string, key: Uint8Array, sealed: Uint8Array, sealedOffsets: Uint32Array, aad: Uint8Array,
+    aadOffsets: Uint32Array, keys: string[] | string, threads: number): Promise<SealedLoadResult>;
   search(name: string, queries: Float32Array, options?: SearchOptions): Promise<NativeHits[]>;
   exactSearch(name: string, queries: Float32Array, options?: SearchOptions): Promise<NativeHits[]>;
   get(name: string, key: string): Promise<Float32Array | null>;

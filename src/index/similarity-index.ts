@@ -12,9 +12,10 @@
 import {
   IndexError, loadIndexBinding, toIndexError,
   type BulkLoadOptions, type BulkLoadResult, type CodeDump, type CollectionOptions, type CollectionStats,
-  type IndexBinding, type KernelName, type NativeHits, type SealedImportResult, type SealedJob, type SearchHit,
-  type SearchOptions,
+  type IndexBinding, type KernelName, type NativeHits, type SealedImportResult, type SealedJob, type SealedLoadResult,
+  type SealedTemplates, type SearchHit, type SearchOptions,
 } from './index-binding';
+import { checkOffsets } from '../storage/crypto/sealed-batch';
 
 export * from './index-binding';
 
@@ -147,6 +148,26 @@ export class Collection {
       // One joined string crosses into the addon much faster than a million small ones.
       const joined = keys.length > 1000 && !keys.some((k) => k.includes('\0')) ? keys.join('\0') : undefined;
       return this.binding.bulkLoad(this.name, templates, joined ?? (keys as string[]), options.clear ?? false, options.threads ?? 0);
+    });
+  }
+
+  /**
+   * Loads sealed templates opened natively with the 32-byte `key`, each deciphered straight into the row
+   * that keeps it (no unsealed copy of the batch), with bulkLoad's upsert semantics, on `threads` threads (0,
+   * the default: as bulkLoad chooses). When a row does not open, nothing is loaded and the result names the
+   * lowest such row (failedRow) as openSealedBatch would. Only where the addon can open sealed values
+   * (sealedBatchAvailable). The arrays are read in place and the key copied: leave the arrays unchanged
+   * until the promise settles.
+   */
+  loadSealed(batch: SealedTemplates, key: Uint8Array, options: { threads?: number } = {}): Promise<SealedLoadResult> {
+    const rows = batch.keys.length;
+    if (key.byteLength !== 32) throw new RangeError('loadSealed: the key is not 32 bytes');
+    checkOffsets('sealedOffsets', batch.sealedOffsets, rows, batch.sealed.byteLength);
+    checkOffsets('aadOffsets', batch.aadOffsets, rows, batch.aad.byteLength);
+    return call(() => {
+      const joined = batch.keys.some((k) => k.includes('\0')) ? undefined : batch.keys.join('\0');
+      return this.binding.loadSealedTemplates(this.name, key, batch.sealed, batch.sealedOffsets, batch.aad, batch.aadOffsets,
+        joined ?? [...batch.keys], options.threads ?? 0);
     });
   }
 

@@ -15,7 +15,7 @@ import { IndexGallery } from './index-gallery';
 
 /** What the follower needs of the store (PostgresStore has it; the optional parts make it faster). */
 export interface FollowedStore {
-  readonly persons: AsyncPersonRepository & Partial<Pick<PgPersonRepository, 'copyTemplates' | 'openTemplate'>>;
+  readonly persons: AsyncPersonRepository & Partial<Pick<PgPersonRepository, 'copyTemplates' | 'openTemplate' | 'countOtherModels'>>;
   readonly changes: AsyncChangeLog;
   followChanges(options: Omit<ChangeFollowerOptions, 'settings'>): ChangeFollower;
 }
@@ -28,7 +28,7 @@ export interface GalleryFollowerOptions {
   /** Errors the follower handled itself (lost connection, a batch to retry), for the log. */
   onError?: (err: unknown) => void;
   pollIntervalMs?: number;
-  /** Connections reading the persons table at once during a build; default 2. */
+  /** Connections reading the persons table at once during a build; default: see defaultCopyParts. */
   buildParts?: number;
 }
 
@@ -130,7 +130,8 @@ export class GalleryFollower {
     const fresh = new Galleries((accountId) => new IndexGallery(`${this.name}/${crypto.randomUUID()}/${accountId}`));
     try {
       const loaded = this.store.persons.copyTemplates ? await this.copyInto(fresh) : await this.blocksInto(fresh);
-      const stale = (await this.store.persons.count()) - loaded;
+      const { persons } = this.store;
+      const stale = persons.countOtherModels ? await persons.countOtherModels(this.options.modelId) : (await persons.count()) - loaded;
       this.galleries.adopt(fresh);
       return { loaded, stale };
     } catch (err) {
@@ -140,12 +141,13 @@ export class GalleryFollower {
   }
 
   /**
-   * Several COPY streams (parsed on this thread, unsealed by the addon on the other cores) hand over
-   * blocks of up to 4,096 templates of one account; each goes to the index (its native load runs off the
-   * main thread) while the next rows arrive, and its memory is reused once the index has copied it.
+   * Several COPY streams (parsed on this thread) hand over blocks of one account's templates;
+   * each goes to the index (its native load runs off the main thread) while the next rows arrive. Where the
+   * addon opens them, they come sealed and are deciphered straight into the index's rows (loadSealed);
+   * otherwise unsealed, their memory reused once the index has copied it. One load at a time.
    */
   private async copyInto(galleries: Galleries): Promise<number> {
-    let loading: Promise<void> = Promise.resolve();
+    let loading: Promise<unknown> = Promise.resolve();
     let failure: unknown;
     let loaded: number;
     try {
@@ -153,7 +155,15 @@ export class GalleryFollower {
         const gallery = galleries.of(rows.accountId) as IndexGallery;
         loading = loading.then(() => gallery.load(rows.ids, rows.data, rows.dimension))
           .then(() => rows.release(), (err: unknown) => { failure ??= err; });
-      }, { parts: this.options.buildParts });
+      }, {
+        parts: this.options.buildParts,
+        openSealed: (block) => {
+          const gallery = galleries.of(block.accountId) as IndexGallery;
+          const load = loading.then(() => gallery.loadSealed({ ...block, keys: block.ids }, block.dimension, block.key));
+          loading = load.catch(() => undefined);  // the copy fails with it (the consumer's rejection)
+          return load;
+        },
+      });
     } catch (err) {
       await loading;  // loads still running settle before the caller closes these galleries
       throw err;

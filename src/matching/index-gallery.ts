@@ -10,7 +10,10 @@
 //   fetches those templates from the source and scores them exactly in float32 (the same normalisation and
 //   kernel as the index, so the scores equal the other mode's). A candidate the source does not return is
 //   dropped; score and get read the source.
-import { IndexError, similarityIndex, type CodeDump, type Collection, type SealedImportResult, type SealedJob } from '../index/similarity-index';
+import {
+  IndexError, similarityIndex, type CodeDump, type Collection, type SealedImportResult, type SealedJob, type SealedLoadResult,
+  type SealedTemplates,
+} from '../index/similarity-index';
 import type { Gallery, GalleryHit } from './gallery';
 
 export type { CodeDump } from '../index/similarity-index';
@@ -110,6 +113,19 @@ export class IndexGallery implements Gallery {
    */
   async load(personIds: readonly string[], templates: Float32Array, dimension: number, options: { clear?: boolean } = {}): Promise<void> {
     await this.open(dimension).bulkLoad(templates, personIds, { clear: options.clear ?? false });
+  }
+
+  /**
+   * Adds many sealed templates of `dimension` values, opened natively with `key` straight into the index's
+   * rows (Collection.loadSealed: a PostgreSQL node's start-up build). Resolves with the lowest row that did
+   * not open, if any, and then loads nothing.
+   */
+  async loadSealed(batch: SealedTemplates, dimension: number, key: Uint8Array): Promise<SealedLoadResult> {
+    const collection = this.open(dimension);
+    if (collection.dim !== dimension) {
+      throw new IndexError('ERR_INDEX_DIM_MISMATCH', 'FieldsValidation', `templates of ${dimension} values for a gallery of ${collection.dim}`);
+    }
+    return collection.loadSealed(batch, key);
   }
 
   /** The index's int8 rows (for a snapshot), or undefined when the gallery has no collection yet. */

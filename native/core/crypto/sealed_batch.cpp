@@ -53,12 +53,6 @@ class JoiningThreads {
   std::vector<std::thread> threads_;
 };
 
-struct RowFailure {
-  SealedRowFault fault = SealedRowFault::None;
-  size_t bytes = 0;
-  uint8_t version = 0;
-};
-
 // The offsets describe rows + 1 boundaries, not decreasing, inside their buffers.
 bool offsetsValid(const uint32_t* offsets, size_t rows, size_t bufferBytes) {
   if (!offsets) return rows == 0;
@@ -87,7 +81,11 @@ class BatchOpener {
         for (size_t i = first; i < end; ++i) {
           // A failure found meanwhile at a lower row makes the rest of this run irrelevant.
           if (int64_t(i) > failed_.load()) return;
-          RowFailure f = openRow(i, opener, scratch);
+          SealedRowFailure f = openRow(i, opener, scratch);
+          if (f.fault == SealedRowFault::Unavailable) {
+            unavailable_.store(true);  // no memory for the scratch: the batch is not judged
+            return;
+          }
           if (f.fault != SealedRowFault::None) {
             record(i, f);
             return;
@@ -116,40 +114,11 @@ class BatchOpener {
   }
 
  private:
-  // The JavaScript opener's checks in its order; the row's values land in out when it opens.
-  RowFailure openRow(size_t i, AesGcmOpener& opener, std::vector<uint8_t>& scratch) {
-    const uint8_t* sealed = b_.sealed + b_.sealedOffsets[i];
-    const size_t length = b_.sealedOffsets[i + 1] - b_.sealedOffsets[i];
-    if (length < kSealOverheadBytes) return {SealedRowFault::TooShort, length, 0};
-    if (sealed[0] != kSealVersion) return {SealedRowFault::Version, 0, sealed[0]};
-    const size_t plainBytes = length - kSealOverheadBytes;
-    const size_t rowBytes = b_.dimension * sizeof(float);
-    // A plain size other than the row's is still opened first: a value that does not open says so first.
-    uint8_t* plain = reinterpret_cast<uint8_t*>(b_.out + i * b_.dimension);
-    if (plainBytes != rowBytes) {
-      scratch.resize(plainBytes);
-      plain = scratch.data();
-    }
-    const uint8_t* nonce = sealed + 1;
-    const uint8_t* cipher = nonce + kSealNonceBytes;
-    const uint8_t* tag = cipher + plainBytes;
-    const uint8_t* aad = b_.aad + b_.aadOffsets[i];
-    const size_t aadBytes = b_.aadOffsets[i + 1] - b_.aadOffsets[i];
-    const bool opened = opener.begin(key_, nonce, kSealNonceBytes, aad, aadBytes) &&
-                        (plainBytes == 0 || opener.update(cipher, plainBytes, plain)) && opener.finish(tag);
-    if (!opened) {
-      // Bytes of a value that did not verify are not left where they could be mistaken for a template.
-      if (plainBytes) explicit_bzero(plain, plainBytes);
-      return {SealedRowFault::Tag, 0, 0};
-    }
-    if (plainBytes % sizeof(float) != 0 || plainBytes != rowBytes) {
-      explicit_bzero(plain, plainBytes);
-      return {SealedRowFault::Size, plainBytes, 0};
-    }
-    return {};
+  SealedRowFailure openRow(size_t i, AesGcmOpener& opener, std::vector<uint8_t>& scratch) {
+    return openSealedRow(opener, key_, b_, i, b_.out + i * b_.dimension, scratch);
   }
 
-  void record(size_t row, const RowFailure& f) {
+  void record(size_t row, const SealedRowFailure& f) {
     std::lock_guard<std::mutex> lock(mu_);
     if (int64_t(row) < failed_.load()) {
       failure_ = f;
@@ -163,12 +132,54 @@ class BatchOpener {
   std::atomic<int64_t> failed_{kNoFailure};
   std::atomic<bool> unavailable_{false};
   std::mutex mu_;
-  RowFailure failure_;
+  SealedRowFailure failure_;
 };
 
 }  // namespace
 
 bool sealedBatchAvailable(std::string* why) { return aesGcmAvailable(why); }
+
+bool sealedBatchOffsetsValid(const SealedBatch& batch) {
+  return offsetsValid(batch.sealedOffsets, batch.rows, batch.sealedBytes) &&
+         offsetsValid(batch.aadOffsets, batch.rows, batch.aadBytes);
+}
+
+SealedRowFailure openSealedRow(AesGcmOpener& opener, const uint8_t* key, const SealedBatch& b, size_t i, float* out,
+                               std::vector<uint8_t>& scratch) noexcept {
+  const uint8_t* sealed = b.sealed + b.sealedOffsets[i];
+  const size_t length = b.sealedOffsets[i + 1] - b.sealedOffsets[i];
+  if (length < kSealOverheadBytes) return {SealedRowFault::TooShort, length, 0};
+  if (sealed[0] != kSealVersion) return {SealedRowFault::Version, 0, sealed[0]};
+  const size_t plainBytes = length - kSealOverheadBytes;
+  const size_t rowBytes = b.dimension * sizeof(float);
+  // A plain size other than the row's is still opened first: a value that does not open says so first.
+  uint8_t* plain = reinterpret_cast<uint8_t*>(out);
+  if (plainBytes != rowBytes) {
+    try {
+      scratch.resize(plainBytes);
+    } catch (...) {
+      return {SealedRowFault::Unavailable, 0, 0};
+    }
+    plain = scratch.data();
+  }
+  const uint8_t* nonce = sealed + 1;
+  const uint8_t* cipher = nonce + kSealNonceBytes;
+  const uint8_t* tag = cipher + plainBytes;
+  const uint8_t* aad = b.aad + b.aadOffsets[i];
+  const size_t aadBytes = b.aadOffsets[i + 1] - b.aadOffsets[i];
+  const bool opened = opener.begin(key, nonce, kSealNonceBytes, aad, aadBytes) &&
+                      (plainBytes == 0 || opener.update(cipher, plainBytes, plain)) && opener.finish(tag);
+  if (!opened) {
+    // Bytes of a value that did not verify are not left where they could be mistaken for a template.
+    if (plainBytes) explicit_bzero(plain, plainBytes);
+    return {SealedRowFault::Tag, 0, 0};
+  }
+  if (plainBytes % sizeof(float) != 0 || plainBytes != rowBytes) {
+    explicit_bzero(plain, plainBytes);
+    return {SealedRowFault::Size, plainBytes, 0};
+  }
+  return {};
+}
 
 SealedBatchResult openSealedBatch(const uint8_t* key, const SealedBatch& batch, unsigned threads) noexcept {
   SealedBatchResult r;
@@ -180,8 +191,7 @@ SealedBatchResult openSealedBatch(const uint8_t* key, const SealedBatch& batch, 
       return r;
     }
     if (!key || (batch.rows > 0 && (!batch.sealed || !batch.aad || !batch.out)) ||
-        !offsetsValid(batch.sealedOffsets, batch.rows, batch.sealedBytes) ||
-        !offsetsValid(batch.aadOffsets, batch.rows, batch.aadBytes) ||
+        !sealedBatchOffsetsValid(batch) ||
         (batch.dimension != 0 && batch.rows > batch.outValues / batch.dimension)) {
       r.detail = "sealed batch: offsets or output out of bounds";
       return r;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace facecheck::crypto {
 
@@ -55,6 +56,26 @@ struct SealedBatchResult {
   std::string detail;
   bool ok() const { return failedRow < 0 && fault == SealedRowFault::None && detail.empty(); }
 };
+
+// Whether the batch's offsets describe `rows` rows inside their buffers (what openSealedBatch checks first;
+// the output is not looked at).
+bool sealedBatchOffsetsValid(const SealedBatch& batch);
+
+// Why one row did not open (fault None: it opened).
+struct SealedRowFailure {
+  SealedRowFault fault = SealedRowFault::None;
+  size_t bytes = 0;     // TooShort: the sealed value's length; Size: its plain length
+  uint8_t version = 0;  // Version: the version byte found
+};
+
+class AesGcmOpener;
+
+// Opens row i of the batch into `out` (batch.dimension floats) with the JavaScript opener's checks in its
+// order, using `opener` (one per thread) and `scratch` for a plain value of another size. A row that does
+// not open leaves none of its bytes in `out`; Unavailable: no memory for the scratch. batch.out is not used.
+// Never throws.
+SealedRowFailure openSealedRow(AesGcmOpener& opener, const uint8_t* key, const SealedBatch& batch, size_t i,
+                               float* out, std::vector<uint8_t>& scratch) noexcept;
 
 // Whether openSealedBatch can open anything here (see core/crypto/aes_gcm.h); *why says why not.
 bool sealedBatchAvailable(std::string* why = nullptr);

@@ -37,6 +37,11 @@
 #include "core/index/key_table.h"
 #include "core/index/kernels.h"
 
+namespace facecheck::crypto {
+struct SealedBatch;
+struct SealedBatchResult;
+}  // namespace facecheck::crypto
+
 namespace facecheck::index {
 
 enum class IndexCode : int {
@@ -248,6 +253,14 @@ class Collection {
   // then do the rows replace the collection's content (clear semantics). Any failure changes nothing and
   // says in *fault whether the file was at fault (sealed_import.cpp). Needs a collection without vectors.
   IndexResult importSealed(const SealedRows& rows, unsigned threads, SealedStats* stats, SealedFault* fault);
+  // Sealed templates (storage's sealed values, core/crypto/sealed_batch.h; batch.out unused) opened with the
+  // 32-byte key straight into the rows, each deciphered into its float32 row (or a scratch row) and encoded
+  // there: bulkLoad's upsert semantics without an unsealed copy of the batch. When a row does not open,
+  // nothing changes and *opened names the lowest such row as openSealedBatch would (the IndexResult is
+  // BadArgument); a row that opens but is no template fails as bulkLoad does, *opened saying none.
+  IndexResult loadSealedTemplates(const crypto::SealedBatch& batch, const uint8_t* key,
+                                  const std::vector<std::string>& keys, unsigned threads, BulkStats* stats,
+                                  crypto::SealedBatchResult* opened);
 
   // nq queries (nq * dim floats). out->at(j) = hits of query j, best first.
   IndexResult search(const float* queries, size_t nq, const SearchOptions& opts,

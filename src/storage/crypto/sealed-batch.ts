@@ -62,7 +62,8 @@ export function sealedBatchAvailable(): { available: boolean; reason: string } {
   return b.available ? { available: true, reason: '' } : { available: false, reason: b.reason };
 }
 
-function checkOffsets(name: string, offsets: Uint32Array, rows: number, bytes: number): void {
+/** Throws a RangeError unless `offsets` are rows + 1 boundaries, not decreasing, within `bytes`. */
+export function checkOffsets(name: string, offsets: Uint32Array, rows: number, bytes: number): void {
   if (offsets.length !== rows + 1) throw new RangeError(`sealed batch: ${name} must hold rows + 1 offsets`);
   for (let i = 0; i < rows; i++) {
     if (offsets[i + 1] < offsets[i]) throw new RangeError(`sealed batch: ${name} decrease at row ${i}`);

@@ -5,6 +5,7 @@
 import { Client } from 'pg';
 import { SchemaTooNewError, translated } from './errors';
 import { INITIAL_SCHEMA } from './migrations/0001-initial';
+import { INLINE_TEMPLATES } from './migrations/0002-inline-templates';
 import type { Migration } from './migrations/migration';
 import { clientOptions, type PostgresSettings, type Queryable } from './pool';
 import { MIGRATION_LOCK } from './lock-keys';
@@ -12,7 +13,7 @@ import { MIGRATION_LOCK } from './lock-keys';
 export type { Migration };
 
 /** Every migration this program knows, oldest first. */
-export const MIGRATIONS: readonly Migration[] = [INITIAL_SCHEMA];
+export const MIGRATIONS: readonly Migration[] = [INITIAL_SCHEMA, INLINE_TEMPLATES];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 

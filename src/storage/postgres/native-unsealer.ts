@@ -1,13 +1,18 @@
 // The start-up build's templates unsealed natively: each COPY part is parsed on the calling thread (the one
-// BinaryCopyParser), its rows gathered per account into batches of up to 4,096 sealed values with their
-// AADs, and each full batch opened by the addon off the event loop (../crypto/sealed-batch.ts) on every core
-// but this one while parsing goes on. In JavaScript one AES-256-GCM decipher per ~2.8 KB template cost
-// ~10 µs, half of a 100k join on two cores; here this thread only parses and copies bytes, and is still the
-// slower side (a batch opens in ~6 ms on one core, its parsing takes ~25 ms). At most BATCHES_IN_FLIGHT
-// batches of a copy are opened at once, so the addon's calls leave the thread pool room for the index's
-// loads; a full batch waiting for its turn holds its sealed bytes (~11.5 MB), which is why the opening
-// must not be the slower side. A template that does not open fails the copy with the SealError the
-// JavaScript opener (./unseal-worker.ts) gives for the same row, the first in the stream.
+// BinaryCopyParser), its rows gathered per account into batches of up to 1,024 sealed values with their
+// AADs, and each full batch opened by the addon off the event loop on every core but this one while
+// parsing goes on. In JavaScript one AES-256-GCM decipher per ~2.8 KB template cost ~10 µs, half of a 100k
+// join on two cores; here this thread only parses and copies bytes. A consumer that can open sealed
+// templates where it keeps them (the index's loadSealed) takes the batches sealed, so no unsealed copy of
+// a batch is ever made; otherwise they are opened into blocks of floats (../crypto/sealed-batch.ts) and
+// handed over. At most BATCHES_IN_FLIGHT batches of a copy are opened at once, so the addon's calls leave
+// the thread pool room for the index's loads, and when more than BATCHES_QUEUED wait, the copy's streams
+// stop reading until one is done: batch buffers are reused, never taken anew while loads are the slower
+// side. Where fresh memory is dear (a PVM guest: ~10-35 µs a page at its first write, whatever the
+// kernel is told beforehand) rows copied into a new buffer cost ~25 µs each against ~0.6 µs into a reused
+// one; with the reading paused and batches of 1,024 rows (2.9 MB sealed) a 100k build took 2.6-3.2 s
+// against 3.2-4.0 s for unbounded batches of 4,096. A template that does not open fails the copy with the
+// SealError the JavaScript opener (./unseal-worker.ts) gives for the same row, the first in the stream.
 import os from 'node:os';
 
 import { SealError } from '../crypto/aead';
@@ -15,18 +20,40 @@ import { openSealedBatch, sealedBatchAvailable, type SealedBatchOutcome } from '
 import { BinaryCopyParser, type CopyPartSink } from './template-copy';
 import type { TemplateRows, UnsealSettings } from './unseal-worker';
 
-/** Rows per batch: one index block, and a few ms of every core per call. */
-const BLOCK = 4096;
+/** Rows per batch: a few ms of a core per call, and little memory held by the batches of a copy. */
+const BLOCK = 1024;
 /** An account's first batch holds this many rows; an account of a few persons keeps little memory. */
 const FIRST = 64;
 const BATCHES_IN_FLIGHT = 2;
+/** Full batches a copy holds (opening or waiting) before its streams stop reading until one is done. */
+const BATCHES_QUEUED = BATCHES_IN_FLIGHT + 1;
 /**
- * Threads per batch: every core but the one this thread parses on (it is the build's bottleneck: on two
- * cores, a batch on both made the parsing wait its turn, and one core opens a 4,096 batch in ~6 ms).
+ * Threads per batch: every core but the one this thread parses on (on two cores, a batch on both made the
+ * parsing wait its turn; one core opens 4,096 templates in ~6 ms).
  */
 const THREADS = Math.max(1, os.availableParallelism() - 1);
 const SEAL_VERSION = 1;
 const OVERHEAD = 1 + 12 + 16;  // version, nonce, tag
+
+/**
+ * One account's templates still sealed, as a consumer that opens them where it keeps them takes them (the
+ * index's loadSealed: no unsealed copy of the batch). Row i, for ids[i], is sealed[sealedOffsets[i] …
+ * sealedOffsets[i + 1]) with its additional data likewise.
+ */
+export interface SealedTemplateBlock {
+  accountId: string;
+  ids: string[];
+  dimension: number;
+  sealed: Uint8Array;
+  sealedOffsets: Uint32Array;
+  aad: Uint8Array;
+  aadOffsets: Uint32Array;
+  /** The raw data key: valid until the consumer's promise settles, wiped once the copy is done. */
+  key: Uint8Array;
+}
+
+/** Opens and keeps a block; resolves with the lowest row that did not open (failedRow -1: none, all kept). */
+export type SealedBlockConsumer = (block: SealedTemplateBlock) => Promise<SealedBatchOutcome>;
 
 /** Who opens the start-up build's templates: 'native' (this file) or 'js' (./unseal-worker.ts). */
 export type TemplateUnsealer = 'native' | 'js';
@@ -41,8 +68,20 @@ export function chooseTemplateUnsealer(requested?: TemplateUnsealer): TemplateUn
 class Slots {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
+  private readonly watchers: Array<{ most: number; resolve: () => void }> = [];
 
   constructor(private readonly max: number) {}
+
+  /** Tasks running or waiting for a slot. */
+  get queued(): number {
+    return this.running + this.waiting.length;
+  }
+
+  /** Resolves once at most `most` tasks are queued. */
+  below(most: number): Promise<void> {
+    if (this.queued <= most) return Promise.resolve();
+    return new Promise((resolve) => this.watchers.push({ most, resolve }));
+  }
 
   async run<T>(task: () => Promise<T>): Promise<T> {
     if (this.running < this.max) this.running++;
@@ -53,6 +92,9 @@ class Slots {
       const next = this.waiting.shift();
       if (next) next();
       else this.running--;
+      for (let i = this.watchers.length - 1; i >= 0; i--) {
+        if (this.queued <= this.watchers[i].most) this.watchers.splice(i, 1)[0].resolve();
+      }
     }
   }
 }
@@ -96,12 +138,14 @@ export class NativeUnsealers {
   private readonly rawKey: Buffer;
   private readonly slots = new Slots(BATCHES_IN_FLIGHT);
 
-  constructor(private readonly settings: UnsealSettings, private readonly onRows: (rows: TemplateRows) => void) {
+  /** With `openSealed`, blocks go to it sealed and `onRows` is not called. */
+  constructor(private readonly settings: UnsealSettings, private readonly onRows: (rows: TemplateRows) => void,
+    private readonly openSealed?: SealedBlockConsumer) {
     this.rawKey = settings.key.export();
   }
 
   sink(): CopyPartSink {
-    return new NativeUnsealSink(this.settings, this.rawKey, this.slots, this.onRows);
+    return new NativeUnsealSink(this.settings, this.rawKey, this.slots, this.onRows, this.openSealed);
   }
 
   close(): void {
@@ -128,18 +172,23 @@ class NativeUnsealSink implements CopyPartSink {
   private readonly suffix: string;
 
   constructor(private readonly settings: UnsealSettings, private readonly rawKey: Buffer, private readonly slots: Slots,
-    private readonly onRows: (rows: TemplateRows) => void) {
+    private readonly onRows: (rows: TemplateRows) => void, private readonly openSealed?: SealedBlockConsumer) {
     this.suffix = `,${JSON.stringify(settings.modelId)}]`;
   }
 
-  push(chunk: Buffer): void {
+  push(chunk: Buffer): boolean {
     // After a failure only rows before it can change which row is reported, and those were parsed already.
-    if (this.stopped) return;
+    if (this.stopped) return true;
     try {
       this.parser.push(chunk);
     } catch (err) {
       this.fail(this.seq, err as Error);
     }
+    return this.slots.queued <= BATCHES_QUEUED;
+  }
+
+  drained(): Promise<void> {
+    return this.slots.below(BATCHES_QUEUED);
   }
 
   async end(): Promise<{ rows: number; finished: boolean }> {
@@ -218,25 +267,36 @@ class NativeUnsealSink implements CopyPartSink {
     const dimension = Math.max(1, Math.floor((b.sealedLength - OVERHEAD) / 4));
     const sealedOffsets = new Uint32Array(n + 1);
     for (let i = 1; i <= n; i++) sealedOffsets[i] = i * b.sealedLength;
+    const aadOffsets = b.aadOffsets.subarray(0, n + 1);
     const task = this.slots.run(async () => {
       if (this.aborted) return;
-      // The output is taken only now: batches waiting for a slot hold their sealed bytes, not their rows.
-      const out = this.output(n * dimension);
-      const outcome = await openSealedBatch(this.rawKey, {
-        sealed: b.sealed, sealedOffsets, aad: b.aad, aadOffsets: b.aadOffsets.subarray(0, n + 1), out, dimension,
-      }, THREADS);
-      this.keepSealed(b.sealed, b.sealedLength);
-      if (outcome.failedRow >= 0) {
-        const row = outcome.failedRow;
-        this.fail(b.seqs[row], sealFailure(outcome, this.settings.place, b.accountId, b.ids[row], this.settings.modelId));
+      if (this.openSealed) {
+        const outcome = await this.openSealed({
+          accountId: b.accountId, ids: b.ids, dimension, sealed: b.sealed.subarray(0, n * b.sealedLength), sealedOffsets,
+          aad: b.aad, aadOffsets, key: this.rawKey,
+        });
+        this.keepSealed(b.sealed, b.sealedLength);
+        if (!this.failedAt(outcome, b)) this.rows += n;
         return;
       }
-      if (this.aborted || this.failure) return;
+      // The output is taken only now: batches waiting for a slot hold their sealed bytes, not their rows.
+      const out = this.output(n * dimension);
+      const outcome = await openSealedBatch(this.rawKey, { sealed: b.sealed, sealedOffsets, aad: b.aad, aadOffsets, out, dimension }, THREADS);
+      this.keepSealed(b.sealed, b.sealedLength);
+      if (this.failedAt(outcome, b) || this.aborted || this.failure) return;
       this.rows += n;
       this.onRows({ accountId: b.accountId, ids: b.ids, data: out, dimension, release: () => this.keepOutput(out, n) });
     }).catch((err: unknown) => this.fail(-1, err as Error));  // the call itself failed: no row to blame
     this.pending.add(task);
     void task.finally(() => this.pending.delete(task));
+  }
+
+  /** Whether a row of the batch did not open; the failure is recorded with its place in the stream. */
+  private failedAt(outcome: SealedBatchOutcome, b: Batch): boolean {
+    if (outcome.failedRow < 0) return false;
+    const row = outcome.failedRow;
+    this.fail(b.seqs[row], sealFailure(outcome, this.settings.place, b.accountId, b.ids[row], this.settings.modelId));
+    return true;
   }
 
   private output(values: number): Float32Array {
@@ -251,7 +311,7 @@ class NativeUnsealSink implements CopyPartSink {
   }
 
   private keepSealed(sealed: Buffer, sealedLength: number): void {
-    if (this.aborted || sealed.length !== BLOCK * sealedLength || this.spareSealed.length >= 4) return;
+    if (this.aborted || sealed.length !== BLOCK * sealedLength || this.spareSealed.length > BATCHES_QUEUED) return;
     this.spareSealed.push(sealed);
   }
 }

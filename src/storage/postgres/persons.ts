@@ -13,7 +13,7 @@ import type { Sealer } from '../crypto/sealer';
 import { appendChanges, PgChangeLog } from './change-log';
 import type { AsyncPersonRepository } from './interfaces';
 import { PostgresPool, type Db } from './pool';
-import { chooseTemplateUnsealer, NativeUnsealers, type TemplateUnsealer } from './native-unsealer';
+import { chooseTemplateUnsealer, NativeUnsealers, type SealedBlockConsumer, type TemplateUnsealer } from './native-unsealer';
 import { copyTemplateParts } from './template-copy';
 import { inProcessUnsealer, UnsealWorker, type TemplateRows } from './unseal-worker';
 
@@ -230,18 +230,20 @@ export class PgPersonRepository implements AsyncPersonRepository {
   }
 
   /**
-   * Every template of `modelId`, unsealed, in blocks of up to 4,096 persons of one account, in no particular
-   * order: a node's start-up fill. On the node's pool it reads with `parts` binary COPY streams at once
+   * Every template of `modelId`, unsealed, in blocks of up to 4,096 persons of one account (1,024 natively),
+   * in no particular order: a node's start-up fill. On the node's pool it reads with `parts` binary COPY streams at once
    * (./template-copy.ts: no hex text, no pages), each parsed on this thread and unsealed natively in
    * batches on the other cores (./native-unsealer.ts) where the addon can (`unsealer`, else
    * FACE_CHECK_TEMPLATE_UNSEAL=js, decides otherwise); else in JavaScript (./unseal-worker.ts) on a worker
    * thread per part on a machine of UNSEAL_WORKERS_FROM_CORES cores or more, else on this thread (`workers`
-   * decides instead when given, and chooses JavaScript); inside a transaction, or without the data key, it
+   * decides instead when given, and chooses JavaScript). Natively, `openSealed` (when given) takes each block
+   * still sealed and opens it where it keeps it, instead of `onRows` taking it unsealed. Inside a
+   * transaction, or without the data key, it
    * falls back to templateBlocks. A template that does not open rejects (SealError), as does a stream that
    * fails midway: never a partial count. Resolves with the count.
    */
   async copyTemplates(modelId: string, onRows: (rows: TemplateRows) => void,
-    options: { parts?: number; workers?: boolean; unsealer?: TemplateUnsealer } = {}): Promise<number> {
+    options: { parts?: number; workers?: boolean; unsealer?: TemplateUnsealer; openSealed?: SealedBlockConsumer } = {}): Promise<number> {
     if (!(this.db instanceof PostgresPool) || !this.dataKey) {
       let n = 0;
       for await (const block of this.templateBlocks(modelId)) {
@@ -255,7 +257,7 @@ export class PgPersonRepository implements AsyncPersonRepository {
     const settings = { key: this.dataKey, place: TEMPLATES_PLACE, modelId };
     const copyOptions = { parts: options.parts, timeoutMs: Math.max(60_000, 10 * this.db.settings.statementTimeoutMs) };
     if (options.workers === undefined && chooseTemplateUnsealer(options.unsealer) === 'native') {
-      const unsealers = new NativeUnsealers(settings, onRows);
+      const unsealers = new NativeUnsealers(settings, onRows, options.openSealed);
       try {
         return await copyTemplateParts(this.db.pool, modelId, () => unsealers.sink(), copyOptions);
       } finally {
@@ -276,6 +278,17 @@ export class PgPersonRepository implements AsyncPersonRepository {
   async templateCount(modelId: string, accountId: string): Promise<number> {
     const { rows } = await this.db.query<{ n: string }>(
       'SELECT count(*) AS n FROM persons WHERE model_id = $1 AND account_id = $2', [modelId, accountId]);
+    return Number(rows[0].n);
+  }
+
+  /**
+   * Persons whose template is of another model than `modelId` (they cannot match until reindexed). Two
+   * ranges of the model index, so it reads only those rows: a count(*) of the whole table scans its heap,
+   * ~4 KB a person with the templates inline.
+   */
+  async countOtherModels(modelId: string): Promise<number> {
+    const { rows } = await this.db.query<{ n: string }>(
+      'SELECT count(*) AS n FROM persons WHERE model_id < $1 OR model_id > $1', [modelId]);
     return Number(rows[0].n);
   }
 
