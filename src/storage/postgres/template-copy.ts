@@ -2,10 +2,10 @@
 // paged SELECT (./persons.ts templateBlocks) spends most of its time outside the data: bytea travels as hex
 // text (twice its size, decoded in JavaScript) and every page is one more round trip. Here each part is one
 // `COPY (SELECT …) TO STDOUT (FORMAT binary)` whose rows arrive as raw buffers (node-pg hands COPY data
-// through untouched), on its own pooled connection; several parts, split by a hash of the person id, run at
-// once, each into a sink of its own (./native-unsealer.ts: parsed here, unsealed by the addon in batches on
-// the other cores; where the addon cannot, ./unseal-worker.ts), so the server's reading and this process's
-// unsealing spread over the cores.
+// through untouched), on its own pooled connection; one part on a small machine, else several split by a
+// hash of the person id run at once, each into a sink of its own (./native-unsealer.ts: parsed here, opened
+// by the addon in batches on the other cores; where the addon cannot, ./unseal-worker.ts), so the server's
+// reading and this process's unsealing spread over the cores. A sink may pause its part's reading.
 import os from 'node:os';
 
 import type { Pool, PoolClient } from 'pg';
