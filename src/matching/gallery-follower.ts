@@ -28,7 +28,7 @@ export interface GalleryFollowerOptions {
   /** Errors the follower handled itself (lost connection, a batch to retry), for the log. */
   onError?: (err: unknown) => void;
   pollIntervalMs?: number;
-  /** Connections reading the persons table at once during a build; default: see defaultCopyParts. */
+  /** Connections reading the persons table at once during a build; default DEFAULT_COPY_PARTS (one). */
   buildParts?: number;
 }
 

@@ -2,17 +2,15 @@
 // paged SELECT (./persons.ts templateBlocks) spends most of its time outside the data: bytea travels as hex
 // text (twice its size, decoded in JavaScript) and every page is one more round trip. Here each part is one
 // `COPY (SELECT …) TO STDOUT (FORMAT binary)` whose rows arrive as raw buffers (node-pg hands COPY data
-// through untouched), on its own pooled connection; one part on a small machine, else several split by a
-// hash of the person id run at once, each into a sink of its own (./native-unsealer.ts: parsed here, opened
-// by the addon in batches on the other cores; where the addon cannot, ./unseal-worker.ts), so the server's
-// reading and this process's unsealing spread over the cores. A sink may pause its part's reading.
-import os from 'node:os';
-
+// through untouched), on its own pooled connection; by default one part, or several split by a hash of the
+// person id run at once, each into a sink of its own (./native-unsealer.ts: parsed here, opened by the
+// addon in batches on the other cores; where the addon cannot, ./unseal-worker.ts), so the server's reading
+// and this process's unsealing overlap. A sink may pause its part's reading.
 import type { Pool, PoolClient } from 'pg';
 import { translated } from './errors';
 
 export interface CopyTemplatesOptions {
-  /** Connections reading at once (hash partitions of the persons); default defaultCopyParts(). */
+  /** Connections reading at once (hash partitions of the persons); default DEFAULT_COPY_PARTS. */
   parts?: number;
   /** Longest time one part may take, server and client side; default 60 s. */
   timeoutMs?: number;
@@ -21,14 +19,13 @@ export interface CopyTemplatesOptions {
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
 /**
- * Streams a copy reads at once by default: one on a machine of two cores or fewer, whose cores the parsing
- * thread and the index's loads already take (measured on the 2-core VM with the server on it: a 100k join
- * in 3.4-3.9 s with one stream against 3.8-4.2 s with two, five starts each, alternating), else two, so
- * that the server reads in two backends at once.
+ * Streams a copy reads at once by default: one. The templates are stored in the table's rows, so one stream
+ * is one sequential scan (100k rows in ~1 s, about as long as this thread takes to parse them); each hash
+ * part scans the whole table, so two parts double the server's reading (measured on the 2-core VM with
+ * the server on it: a 100k join in 3.4-3.9 s with one stream against 3.8-4.2 s with two, five starts each,
+ * alternating).
  */
-export function defaultCopyParts(): number {
-  return os.availableParallelism() <= 2 ? 1 : 2;
-}
+export const DEFAULT_COPY_PARTS = 1;
 
 /**
  * Parses PostgreSQL's binary COPY stream (header, tuples, trailer) whatever its chunking. Self-contained (only
@@ -180,7 +177,7 @@ export interface CopyPartSink {
  */
 export async function copyTemplateParts(pool: Pool, modelId: string, sinkFor: (part: number) => CopyPartSink,
   options: CopyTemplatesOptions & { accountId?: string } = {}): Promise<number> {
-  const parts = Math.max(1, Math.floor(options.parts ?? defaultCopyParts()));
+  const parts = Math.max(1, Math.floor(options.parts ?? DEFAULT_COPY_PARTS));
   const timeoutMs = options.timeoutMs ?? 60_000;
   const sinks = Array.from({ length: parts }, (_, part) => sinkFor(part));
   const onePart = async (part: number): Promise<number> => {
