@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include <array>
-#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>

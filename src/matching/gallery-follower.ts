@@ -141,10 +141,10 @@ export class GalleryFollower {
   }
 
   /**
-   * Several COPY streams (parsed on this thread) hand over blocks of one account's templates;
-   * each goes to the index (its native load runs off the main thread) while the next rows arrive. Where the
-   * addon opens them, they come sealed and are deciphered straight into the index's rows (loadSealed);
-   * otherwise unsealed, their memory reused once the index has copied it. One load at a time.
+   * The COPY stream (or streams, with buildParts), parsed on this thread, hands over blocks of one account's
+   * templates; each goes to the index (its native load runs off the main thread) while the next rows arrive.
+   * Where the addon opens them, they come sealed and are deciphered straight into the index's rows
+   * (loadSealed); otherwise unsealed, their memory reused once the index has copied it. One load at a time.
    */
   private async copyInto(galleries: Galleries): Promise<number> {
     let loading: Promise<unknown> = Promise.resolve();

@@ -6,6 +6,7 @@
 // failed load changes nothing. AES-256-GCM is the process's OpenSSL (core/crypto/aes_gcm.h).
 #include <string.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -97,35 +98,22 @@ class SealedTemplateRows final : public RowSource {
 
   const char* badRowMessage() const override { return "a template has a NaN or an infinity"; }
 
-  // Whether a row failed to open during the load (else a failure was an opened row's, or the memory's).
-  bool openFailed() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return openFailed_;
-  }
-  // Whether a row could not be judged: no memory for a context or a scratch value.
-  bool outOfMemory() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return outOfMemory_;
-  }
+  // Whether a row could not be judged: no memory for a context or a scratch value. (A row that does not
+  // open fails the load as a bad row, which the caller then names.)
+  bool outOfMemory() const { return outOfMemory_.load(); }
 
  private:
   bool open(size_t i, float* out) const {
     std::unique_ptr<AesGcmOpener> opener = pool_.take();
     if (!opener) {
-      noteFailure(true);
+      outOfMemory_ = true;
       return false;
     }
     std::vector<uint8_t> odd;  // only a plain value of another size than a row allocates
     const SealedRowFailure f = crypto::openSealedRow(*opener, key_, b_, i, out, odd);
     pool_.give(std::move(opener));
-    if (f.fault == SealedRowFault::None) return true;
-    noteFailure(f.fault == SealedRowFault::Unavailable);
-    return false;
-  }
-
-  void noteFailure(bool outOfMemory) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    (outOfMemory ? outOfMemory_ : openFailed_) = true;
+    if (f.fault == SealedRowFault::Unavailable) outOfMemory_ = true;
+    return f.fault == SealedRowFault::None;
   }
 
   const SealedBatch& b_;
@@ -133,9 +121,7 @@ class SealedTemplateRows final : public RowSource {
   const std::vector<std::string>& keys_;
   const size_t dim_, stride_;
   mutable OpenerPool pool_;
-  mutable std::mutex mu_;
-  mutable bool openFailed_ = false;
-  mutable bool outOfMemory_ = false;
+  mutable std::atomic<bool> outOfMemory_{false};
 };
 
 // The lowest row that does not open, found one row after another: the load's threads stop at the first
@@ -208,22 +194,26 @@ IndexResult Collection::loadSealedTemplates(const SealedBatch& batch, const uint
     }
     IndexResult r = checkSealedLoad(batch, key, keys, dim_);
     if (!r.ok()) return r;
-    // Every row must open, as openSealedBatch checks every row, including those a repeated key supersedes.
-    if (hasRepeatedKeys(keys)) {
+    // What openSealedBatch would say of the batch: the lowest row that does not open, if any.
+    auto judgeEveryRow = [&]() -> IndexResult {
       *opened = firstUnopened(batch, key);
       if (opened->fault == SealedRowFault::Unavailable) return IndexResult::fail(IndexCode::OutOfMemory, opened->detail);
       if (opened->failedRow >= 0) return IndexResult::fail(IndexCode::BadArgument, "a sealed template does not open");
+      return {};
+    };
+    // Every row must open, including those a repeated key supersedes (the load writes only the last).
+    if (hasRepeatedKeys(keys)) {
+      r = judgeEveryRow();
+      if (!r.ok()) return r;
     }
     SealedTemplateRows src(batch, key, keys, dim_, stride_);
     r = loadRows(src, false, threads, stats);
     if (r.ok()) return r;
     if (src.outOfMemory()) return IndexResult::fail(IndexCode::OutOfMemory, kNoContext);
-    // What openSealedBatch would have said of the batch comes first, as it would have failed before any load.
-    if (src.openFailed() || r.code == IndexCode::BadArgument) {
-      *opened = firstUnopened(batch, key);
-      if (opened->fault == SealedRowFault::Unavailable)
-        return IndexResult::fail(IndexCode::OutOfMemory, opened->detail);
-      if (opened->failedRow >= 0) return IndexResult::fail(IndexCode::BadArgument, "a sealed template does not open");
+    // A bad row: one that does not open is named first, as openSealedBatch would have failed before any load.
+    if (r.code == IndexCode::BadArgument) {
+      IndexResult sealed = judgeEveryRow();
+      if (!sealed.ok()) return sealed;
     }
     return r;
   });

@@ -231,8 +231,8 @@ export class PgPersonRepository implements AsyncPersonRepository {
 
   /**
    * Every template of `modelId`, unsealed, in blocks of up to 4,096 persons of one account (1,024 natively),
-   * in no particular order: a node's start-up fill. On the node's pool it reads with `parts` binary COPY streams at once
-   * (./template-copy.ts: no hex text, no pages), each parsed on this thread and unsealed natively in
+   * in no particular order: a node's start-up fill. On the node's pool it reads with `parts` binary COPY
+   * streams at once (./template-copy.ts: no hex text, no pages), each parsed on this thread and unsealed natively in
    * batches on the other cores (./native-unsealer.ts) where the addon can (`unsealer`, else
    * FACE_CHECK_TEMPLATE_UNSEAL=js, decides otherwise); else in JavaScript (./unseal-worker.ts) on a worker
    * thread per part on a machine of UNSEAL_WORKERS_FROM_CORES cores or more, else on this thread (`workers`
