@@ -10,9 +10,10 @@
 // missed; a callback that throws gets the same batch again later (delivery is at least once: the callback
 // must be idempotent, e.g. "upsert what the persons table holds now"). When the log was pruned past the
 // position (a node away for longer than the retention) onResync is called to rebuild from the table.
-import { Client, type Notification } from 'pg';
+import type { Client, Notification } from 'pg';
 import { CHANGE_CHANNEL, readForFollower, type FollowedChange } from './change-log';
 import { DatabaseUnavailableError, unavailability } from './errors';
+import { pg } from './pg-module';
 import { clientOptions, type PostgresSettings } from './pool';
 
 export interface ChangeFollowerOptions {
@@ -170,7 +171,7 @@ export class ChangeFollower {
   private async connectLoop(): Promise<void> {
     let delay = this.minDelay;
     while (!this.stopped && !this.client) {
-      const c = new Client(clientOptions(this.options.settings, `${this.options.settings.applicationName} change follower`));
+      const c = new (pg().Client)(clientOptions(this.options.settings, `${this.options.settings.applicationName} change follower`));
       c.on('error', (err) => this.lost(c, err));
       c.on('end', () => this.lost(c, new Error('change follower connection ended')));
       c.on('notification', (n: Notification) => this.notified(n));

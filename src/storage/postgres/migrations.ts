@@ -2,7 +2,7 @@
 // takes a fixed advisory lock, so nodes starting together queue on the lock and each finds the versions
 // the others applied: a schema is applied once, and a half-applied schema is never visible (PostgreSQL's
 // DDL is transactional). A database whose schema is newer than this program knows is refused, untouched.
-import { Client } from 'pg';
+import { pg } from './pg-module';
 import { SchemaTooNewError, translated } from './errors';
 import { INITIAL_SCHEMA } from './migrations/0001-initial';
 import { INLINE_TEMPLATES } from './migrations/0002-inline-templates';
@@ -42,7 +42,7 @@ export async function migrate(settings: PostgresSettings, migrations: readonly M
   checkedList(migrations);
   const latest = migrations.length ? migrations[migrations.length - 1].version : 0;
   // A connection of its own, without the pool's read timeout: a migration may take long.
-  const client = new Client({ ...clientOptions(settings, `${settings.applicationName} migrations`), query_timeout: undefined,
+  const client = new (pg().Client)({ ...clientOptions(settings, `${settings.applicationName} migrations`), query_timeout: undefined,
     statement_timeout: MIGRATION_TIMEOUT_MS });
   client.on('error', () => undefined);  // surfaces on the next query
   try {

@@ -4,8 +4,9 @@
 // by the server's statement_timeout and, for a server that stopped answering altogether, by a client-side
 // read timeout a little longer. Broken connections are dropped from the pool, so the pool reconnects by
 // itself on the next request once the server is back.
-import { Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
+import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { isRetryableConflict, translated, unavailability } from './errors';
+import { pg } from './pg-module';
 
 export interface PostgresSettings {
   /** postgres://user[:password]@host:port/database (the password, if any, is never logged). */
@@ -101,7 +102,7 @@ export class PostgresPool implements Db {
   idleErrors = 0;
 
   constructor(readonly settings: PostgresSettings) {
-    this.pool = new Pool({ ...clientOptions(settings), max: settings.poolSize, idleTimeoutMillis: settings.idleTimeoutMs });
+    this.pool = new (pg().Pool)({ ...clientOptions(settings), max: settings.poolSize, idleTimeoutMillis: settings.idleTimeoutMs });
     // Without a listener an idle connection's error would end the process.
     this.pool.on('error', () => { this.idleErrors++; });
   }
