@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config/types';
-import { createEngine } from './engine';
+import { engineForStart } from './engine/early-engine';
 import { templateModelId } from './engine/template-spec';
 import type { FaceEngine } from './engine/types';
 import { ErrorCatalog } from './errors';
@@ -31,7 +31,7 @@ export async function startCloudNode(config: Config, opts: StartOptions = {}): P
   if (config.server.mode !== 'cloud') throw new Error('[storage] backend = postgres serves cloud mode only');
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const errors = opts.errors ?? new ErrorCatalog(nativeErrorTable());
-  const engineReady = opts.engine ? Promise.resolve(opts.engine) : createEngine();
+  const engineReady = opts.engine ? Promise.resolve(opts.engine) : engineForStart();
   engineReady.catch(() => undefined);  // awaited below or in the clean-up
   let logger: FastifyBaseLogger | undefined;
   let backend: OpenedBackend | undefined;

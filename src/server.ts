@@ -1,6 +1,6 @@
 // Starting and stopping the service: error table, engine, store, galleries, first API key, HTTP listener.
 import type { Config } from './config/types';
-import { createEngine } from './engine';
+import { engineForStart } from './engine/early-engine';
 import type { FaceEngine } from './engine/types';
 import { ErrorCatalog } from './errors';
 import { buildApp } from './http/app';
@@ -45,7 +45,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   const errors = opts.errors ?? new ErrorCatalog(nativeErrorTable());
   // The engine's models load and the camera opens (device probing, its photos decoded) while the store opens
   // and the index is rebuilt: start-up takes the longest of them, not their sum.
-  const engineReady = opts.engine ? Promise.resolve(opts.engine) : createEngine();
+  const engineReady = opts.engine ? Promise.resolve(opts.engine) : engineForStart();
   const cameraReady: Promise<DeviceCamera | undefined> =
     !opts.camera && config.server.mode === 'device' && config.camera.source !== 'none'
       ? DeviceCamera.open(config) : Promise.resolve(undefined);
