@@ -37,7 +37,7 @@ import { templateModelId, templateSize } from '../src/engine/template-spec';
 import { Galleries } from '../src/matching/galleries';
 import { packageRoot } from '../src/package-root';
 import { openStore } from '../src/storage/store';
-import { printJsonLine } from './common';
+import { acceptsConnections, printJsonLine } from './common';
 
 const ROUNDS = Number(process.env.BOARD_ROUNDS ?? 3);
 const WINDOW_S = Number(process.env.BOARD_WINDOW_S ?? 10);
@@ -158,9 +158,15 @@ async function startDevice(work: string, storeDir: string, idleDetectFps: number
   child.stderr!.on('data', keep);
   let exited = false;
   child.once('exit', () => { exited = true; });
-  for (;;) {
+  // Until the port accepts a connection, a bare TCP connect every 10 ms (./common.ts), then the request.
+  for (let up = false; ;) {
     if (exited) throw new Error(`the device program exited before answering:\n${log.join('\n')}`);
     if (performance.now() - t0 > 120_000) throw new Error('the device program did not answer within 120 s');
+    up ||= await acceptsConnections(port);
+    if (!up) {
+      await sleep(10);
+      continue;
+    }
     try {
       const res = await fetch(`http://127.0.0.1:${port}/person/face/nobody`, { headers: { 'api-key': KEY }, signal: AbortSignal.timeout(2000) });
       await res.arrayBuffer();

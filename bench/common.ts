@@ -1,5 +1,6 @@
 // Shared pieces of the benchmarks: shared-data paths, image loading, statistics, the final JSON line.
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import sharp from 'sharp';
 
@@ -56,4 +57,16 @@ export function outDir(): string {
 
 export function printJsonLine(result: Record<string, unknown>): void {
   console.log(JSON.stringify(result));
+}
+
+/**
+ * Whether something accepts TCP connections on the loopback port: what a bench polls a starting program with
+ * (a failing fetch every 10 ms cost the bench's process 0.4-0.6 s of CPU during a 3 s start on two cores).
+ */
+export function acceptsConnections(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => resolve(false));
+  });
 }

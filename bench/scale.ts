@@ -13,7 +13,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -24,7 +23,7 @@ import { openPostgresStore } from '../src/storage/postgres/store';
 import { openStore } from '../src/storage/store';
 import { fakePhotoB64, templateFor } from '../test/helpers/fake-engine';
 import { startPostgres } from '../test/helpers/postgres';
-import { mapLimit, percentile, printJsonLine } from './common';
+import { acceptsConnections, mapLimit, percentile, printJsonLine } from './common';
 import { describeHost, measureHostInChild } from './host';
 import { freePort } from '../test/helpers/free-port';
 
@@ -94,15 +93,6 @@ async function writeIni(dir: string, name: string, storage: string[]): Promise<{
 }
 
 /** Spawns a node and polls `ready` (default: the live probe) until it answers 200. */
-/** Whether something accepts TCP connections on the loopback port. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
-    socket.once('error', () => resolve(false));
-  });
-}
-
 async function startNode(ini: string, port: number, ready?: (base: string) => Promise<boolean>): Promise<NodeProcess> {
   const base = `http://127.0.0.1:${port}`;
   const started = performance.now();
@@ -119,7 +109,7 @@ async function startNode(ini: string, port: number, ready?: (base: string) => Pr
   for (let up = false; ;) {
     if (gone) throw new Error(`node ${ini} exited:\n${errors}`);
     if (performance.now() - started > 120_000) throw new Error(`node ${ini} not ready after 120 s:\n${errors}`);
-    up ||= await accepts(port);
+    up ||= await acceptsConnections(port);
     if (up && await check(base).catch(() => false)) break;
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -214,10 +204,11 @@ async function joining(databaseUrl: (name: string) => Promise<string>, pgStorage
   const joinAdmin = await openPostgresStore(postgresSettings(joinUrl, { poolSize: 2 }), { keyFile });
   for (const batch of preload(JOIN_PERSONS - 1, 'join-')) await joinAdmin.persons.createMany(ACCOUNT, batch, now);
   await joinAdmin.persons.create(ACCOUNT, 'known', { modelId: MODEL, template: templateFor(50_001, 0, 1), referenceImage: Buffer.from('x') }, now);
-  // A joining node meets a database whose rows were written long before: vacuumed, hint bits set, not one
-  // whose autovacuum of a 100k bulk load would run during the measured starts; and checkpointed, so that
-  // the first start does not share the cores with the server writing the ~400 MB the vacuum dirtied.
-  await joinAdmin.pool.query('VACUUM (ANALYZE) persons');
+  // A joining node meets a database whose rows were written long before: every table vacuumed (the persons
+  // and the change log's 100k entries), hint bits set, not one whose autovacuum of a 100k bulk load would
+  // run during the measured starts; and checkpointed, so that the first start does not share the cores with
+  // the server writing the ~400 MB the vacuum dirtied.
+  await joinAdmin.pool.query('VACUUM (ANALYZE)');
   await joinAdmin.pool.query('CHECKPOINT');
   await joinAdmin.close();
   const emptyUrl = await databaseUrl('bench_scale_empty');

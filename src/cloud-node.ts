@@ -5,7 +5,6 @@
 import fs from 'node:fs';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config/types';
-import { engineForStart } from './engine/early-engine';
 import { templateModelId } from './engine/template-spec';
 import type { FaceEngine } from './engine/types';
 import { ErrorCatalog } from './errors';
@@ -13,6 +12,7 @@ import { buildApp } from './http/app';
 import { GalleryFollower } from './matching/gallery-follower';
 import { nativeErrorTable } from './native';
 import { clusterHousekeeping } from './ops/housekeeping';
+import { engineForStart } from './ops/early-start';
 import { logOptions } from './ops/log-options';
 import { closeWhenIdle, drain, ensureFirstKey, type RunningService, type StartOptions } from './ops/service-lifecycle';
 import { openBackend, type OpenedBackend } from './storage/open-backend';

@@ -1,6 +1,5 @@
 // Starting and stopping the service: error table, engine, store, galleries, first API key, HTTP listener.
 import type { Config } from './config/types';
-import { engineForStart } from './engine/early-engine';
 import type { FaceEngine } from './engine/types';
 import { ErrorCatalog } from './errors';
 import { buildApp } from './http/app';
@@ -10,8 +9,9 @@ import { stopSnapshotReadAhead } from './matching/snapshot/read-ahead';
 import type { RestoreReport } from './matching/snapshot/restore';
 import { SnapshotScheduler } from './matching/snapshot/scheduler';
 import { templateModelId } from './engine/template-spec';
-import { DeviceCamera } from './device/camera';
+import type { DeviceCamera } from './device/camera';
 import { nativeErrorTable } from './native';
+import { cameraForStart, engineForStart } from './ops/early-start';
 import { logOptions } from './ops/log-options';
 import { closeWhenIdle, drain, ensureFirstKey, type RunningService, type StartOptions } from './ops/service-lifecycle';
 import { startCloudNode } from './cloud-node';
@@ -48,7 +48,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   const engineReady = opts.engine ? Promise.resolve(opts.engine) : engineForStart();
   const cameraReady: Promise<DeviceCamera | undefined> =
     !opts.camera && config.server.mode === 'device' && config.camera.source !== 'none'
-      ? DeviceCamera.open(config) : Promise.resolve(undefined);
+      ? cameraForStart(config) : Promise.resolve(undefined);
   // Awaited below or in the clean-up; a failure of either is handled there, never left unhandled.
   engineReady.catch(() => undefined);
   cameraReady.catch(() => undefined);

@@ -1,12 +1,21 @@
 // What `face-check serve` starts before the rest of the program loads (src/ops/early-start.ts): the engine
-// (src/engine/early-engine.ts), handed to the start once; nothing for other commands or a bad ini.
+// and a device's camera, each handed to the start once; nothing for other commands or a bad ini.
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { engineForStart, engineLoadingEarly, loadEngineEarly } from '../src/engine/early-engine';
+import { parseArgs, configOf } from '../src/cli/args';
 import { templateModelId } from '../src/engine/template-spec';
-import { beginEarlyStart } from '../src/ops/early-start';
+import { beginEarlyStart, cameraForStart, earlyStartWaiting, engineForStart } from '../src/ops/early-start';
+import { Prestarted } from '../src/ops/prestarted';
 import { tempDir } from './helpers/app';
+
+/** Whether the camera reports itself connected within 10 s (its source delivers frames on its own thread). */
+async function connects(camera: { connected(): boolean }): Promise<boolean> {
+  for (const end = Date.now() + 10_000; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) {
+    if (camera.connected()) return true;
+  }
+  return false;
+}
 
 function iniFile(lines: string[]): string {
   const file = path.join(tempDir(), 'face-check.ini');
@@ -17,9 +26,9 @@ function iniFile(lines: string[]): string {
 t.test('serve starts the engine early; the start takes it once, a later start gets a new one', async (t) => {
   const ini = iniFile(['[server]', 'mode = cloud', '[storage]', `path = ${path.join(tempDir(), 'db')}`]);
   beginEarlyStart(['serve', '--config', ini]);
-  t.equal(engineLoadingEarly(), true);
+  t.same(earlyStartWaiting(), { engine: true, camera: false }, 'no camera in cloud mode');
   const first = engineForStart();
-  t.equal(engineLoadingEarly(), false, 'handed out once');
+  t.same(earlyStartWaiting(), { engine: false, camera: false }, 'handed out once');
   const second = engineForStart();
   t.not(first, second, 'a second start gets its own engine');
   const [a, b] = await Promise.all([first, second]);
@@ -29,12 +38,26 @@ t.test('serve starts the engine early; the start takes it once, a later start ge
   await Promise.all([a.close(), b.close()]);
 });
 
-t.test('loading early twice starts one engine', async (t) => {
-  loadEngineEarly();
-  loadEngineEarly();
-  const engine = engineForStart();
-  t.equal(engineLoadingEarly(), false, 'nothing left behind by the second call');
-  await (await engine).close();
+t.test("a device's camera opens early for its configuration; another configuration gets its own", async (t) => {
+  const lines = ['[server]', 'mode = device', '[storage]', `path = ${path.join(tempDir(), 'db')}`, '[licence]', 'development = true',
+    '[camera]', 'source = synthetic', 'scenario = none'];
+  const ini = iniFile(lines);
+  beginEarlyStart(['serve', '--config', ini]);
+  t.same(earlyStartWaiting(), { engine: true, camera: true });
+  const config = configOf(parseArgs(['serve', '--config', ini]));
+  const camera = await cameraForStart(config);
+  t.equal(earlyStartWaiting().camera, false, 'handed out once');
+  t.ok(await connects(camera), 'the synthetic camera runs');
+  await camera.close();
+  await (await engineForStart()).close();
+
+  beginEarlyStart(['serve', '--config', ini]);
+  const other = configOf(parseArgs(['serve', '--config', iniFile([...lines, 'idle_detect_fps = 2'])]));
+  const own = await cameraForStart(other);
+  t.equal(earlyStartWaiting().camera, false, 'the early camera, of another configuration, is not kept waiting');
+  t.ok(await connects(own), 'its own camera runs, the early one closed beside it');
+  await own.close();
+  await (await engineForStart()).close();
 });
 
 t.test('other commands, --help and a bad ini start nothing', async (t) => {
@@ -42,6 +65,26 @@ t.test('other commands, --help and a bad ini start nothing', async (t) => {
   for (const argv of [['accounts', 'list', '--config', ini], ['serve', '--help'], ['serve', '--config', iniFile(['[server]', 'mode = nonsense'])],
     ['serve', '--config', path.join(tempDir(), 'missing.ini')]]) {
     beginEarlyStart(argv);
-    t.equal(engineLoadingEarly(), false, argv.join(' '));
+    t.same(earlyStartWaiting(), { engine: false, camera: false }, argv.join(' '));
   }
+});
+
+t.test('Prestarted: begun once, taken once, another key made anew and the early one released', async (t) => {
+  const made: string[] = [];
+  const released: string[] = [];
+  const held = new Prestarted<string>();
+  const make = (v: string) => async () => { made.push(v); return v; };
+  const release = async (v: string) => { released.push(v); };
+  held.begin('a', make('early'));
+  held.begin('a', make('twice'));
+  t.same(made, ['early'], 'a second begin makes nothing');
+  t.equal(await held.take('a', make('new'), release), 'early');
+  t.equal(await held.take('a', make('new'), release), 'new', 'handed out once');
+  held.begin('a', make('early-a'));
+  t.equal(await held.take('b', make('for-b'), release), 'for-b');
+  await new Promise((r) => setImmediate(r));
+  t.same(released, ['early-a'], 'the one begun for another key is released');
+  const failing = new Prestarted<string>();
+  failing.begin('a', async () => { throw new Error('no models'); });
+  await t.rejects(failing.take('a', make('x'), release), /no models/, 'a failure reaches the start that takes it');
 });
