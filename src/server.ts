@@ -44,7 +44,8 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const errors = opts.errors ?? new ErrorCatalog(nativeErrorTable());
   // The engine's models load and the camera opens (device probing, its photos decoded) while the store opens
-  // and the index is rebuilt: start-up takes the longest of them, not their sum.
+  // and the index is rebuilt: start-up takes the longest of them, not their sum. Under `face-check serve`
+  // both began before the program's modules loaded (./ops/early-start.ts).
   const engineReady = opts.engine ? Promise.resolve(opts.engine) : engineForStart();
   const cameraReady: Promise<DeviceCamera | undefined> =
     !opts.camera && config.server.mode === 'device' && config.camera.source !== 'none'
