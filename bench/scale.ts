@@ -234,6 +234,16 @@ async function joining(databaseUrl: (name: string) => Promise<string>, pgStorage
     bytesPerPerson: Math.round(((joinRss - emptyRss) * 2 ** 20) / JOIN_PERSONS) };
 }
 
+async function dropDatabase(serverUrl: string, name: string): Promise<void> {
+  const c = new Client({ connectionString: serverUrl });
+  await c.connect();
+  try {
+    await c.query(`DROP DATABASE IF EXISTS ${name}`);
+  } finally {
+    await c.end();
+  }
+}
+
 async function main(): Promise<void> {
   // First, while nothing else of the bench runs: what this host charges for a start (see bench/host.ts).
   const host = measureHostInChild();
@@ -242,10 +252,10 @@ async function main(): Promise<void> {
   const ownServer = process.env.BENCH_SCALE_POSTGRES_URL ? undefined : await startPostgres();
   const serverUrl = process.env.BENCH_SCALE_POSTGRES_URL ?? ownServer!.url;
   const databaseUrl = async (name: string): Promise<string> => {
+    await dropDatabase(serverUrl, name);
     const c = new Client({ connectionString: serverUrl });
     await c.connect();
     try {
-      await c.query(`DROP DATABASE IF EXISTS ${name}`);
       await c.query(`CREATE DATABASE ${name}`);
     } finally {
       await c.end();
@@ -329,6 +339,9 @@ async function main(): Promise<void> {
     await a.stop();
     await b.stop();
     await admin.close();
+    // Done with: dropped, so that the server's autovacuum of its ~25k persons and changes cannot run during
+    // the join's starts.
+    await dropDatabase(serverUrl, 'bench_scale_cluster');
 
     const join = await joining(databaseUrl, pgStorage, keyFile, dir, now, started);
 

@@ -1,9 +1,10 @@
 // Two real node processes (`face-check serve`'s start-up with the fake engine) over one PostgreSQL database,
 // as cloud mode runs behind a load balancer: a person enrolled on A is identified on B (read-your-writes on
-// A, B within the follower's bound: measured); the daily quota is exact over both; a signed request replayed
-// to the other node is refused; concurrent creates of one person_id on both give one 200 and one CP_002;
-// with the database cut (every backend terminated, then the server stopped) requests are answered 503 fast,
-// the nodes serve again once it is back, and every acknowledged enrolment is there on both.
+// A, B within the follower's bound: measured); B's update and removal reach A's identify answers; the daily
+// quota is exact over both; a signed request replayed to the other node is refused; concurrent creates of
+// one person_id on both give one 200 and one CP_002; with the database cut (every backend terminated, then
+// the server stopped) requests are answered 503 fast, the nodes serve again once it is back, and every
+// acknowledged enrolment is there on both.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -91,6 +92,31 @@ async function run(): Promise<void> {
     const removed = await request(b.address, 'DELETE', '/person/face/vis-0');
     t.equal(removed.status, 200, 'removed on B');
     t.equal((await request(b.address, 'POST', '/person/recognize-face', await enrolBody(100))).status, 410, 'gone on B at once');
+  });
+
+  await t.test("a person updated, then removed, on B: A's identify answers B's write within the follower bound", async (t) => {
+    // A answers an identify of a person it has matched before from what it follows (no statement for an
+    // unlimited account): B's update and removal must reach those answers.
+    const id = 'followed-meta';
+    const photo = await enrolBody(300);
+    t.equal((await request(a.address, 'POST', `/person/face/${id}`, photo)).status, 200);
+    const first = await request(a.address, 'POST', '/person/recognize-face', photo);
+    t.equal(first.body?.personId, id);
+    await new Promise((r) => setTimeout(r, 5));  // the update's timestamp differs from the creation's
+    const updated = await request(b.address, 'PUT', `/person/face/${id}`, photo);
+    t.equal(updated.status, 200, 'updated on B');
+    t.not(updated.body.updated, first.body.updated);
+    const answersWithin = async (ms: number, ok: (r: { status: number; body: any }) => boolean) => {
+      const until = performance.now() + ms;
+      do {
+        if (ok(await request(a.address, 'POST', '/person/recognize-face', photo))) return true;
+        await new Promise((r) => setTimeout(r, 2));
+      } while (performance.now() < until);
+      return false;
+    };
+    t.ok(await answersWithin(2_000, (r) => r.status === 200 && r.body.updated === updated.body.updated), "A answers with B's update");
+    t.equal((await request(b.address, 'DELETE', `/person/face/${id}`)).status, 200, 'removed on B');
+    t.ok(await answersWithin(2_000, (r) => r.status === 410), 'gone on A');
   });
 
   await t.test('each node\'s /metrics says where its change follower stands', async (t) => {

@@ -26,7 +26,7 @@ export function planLimits(config: Config): PlanLimits {
 
 /**
  * Counts the request against the account's plan as stored now (CP_005 when the limit is reached) and, when
- * `personId` is given, returns that person's meta read after the count: one round trip on PostgreSQL.
+ * `personId` is given, returns that person's meta read after the count: one round trip on PostgreSQL at most.
  */
 export async function meterRequest(ctx: ServiceContext, accountId: string, personId?: string):
   Promise<(PersonMeta & { modelId: string }) | undefined> {

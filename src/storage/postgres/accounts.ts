@@ -3,6 +3,7 @@
 import { normalisedEmail, type AccountRecord } from '../accounts';
 import type { AccountRole, Plan } from '../../domain/accounts';
 import type { AsyncAccountRepository } from './interfaces';
+import type { MeterCaches } from './meter-caches';
 import type { Db } from './pool';
 import { iso } from './rows';
 
@@ -24,7 +25,8 @@ function recordOf(r: AccountRow): AccountRecord {
 }
 
 export class PgAccountRepository implements AsyncAccountRepository {
-  constructor(private readonly db: Db) {}
+  /** `caches`: this node's cached plans, dropped as soon as this node has written an account (the others' by notification). */
+  constructor(private readonly db: Db, private readonly caches?: MeterCaches) {}
 
   async get(accountId: string): Promise<AccountRecord | undefined> {
     const { rows } = await this.db.query<AccountRow>(`SELECT ${COLUMNS} FROM accounts WHERE account_id = $1`, [accountId]);
@@ -41,14 +43,17 @@ export class PgAccountRepository implements AsyncAccountRepository {
     const { rowCount } = await this.db.query(`INSERT INTO accounts (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)
       ON CONFLICT DO NOTHING`,
     [record.accountId, email, record.passwordHash, record.role, record.plan, record.created, record.updated]);
-    if (rowCount) return 'created';
+    if (rowCount) {
+      this.caches?.accountChanged(record.accountId);
+      return 'created';
+    }
     // A conflict: the address is reported first, as the LMDB store does.
     const { rows } = await this.db.query('SELECT 1 FROM accounts WHERE email = $1', [email]);
     return rows.length ? 'email-taken' : 'id-taken';
   }
 
   async update(accountId: string, change: (a: AccountRecord) => AccountRecord): Promise<AccountRecord | undefined> {
-    return this.db.transaction(async (tx) => {
+    const updated = await this.db.transaction(async (tx) => {
       const { rows } = await tx.query<AccountRow>(`SELECT ${COLUMNS} FROM accounts WHERE account_id = $1 FOR UPDATE`, [accountId]);
       if (!rows[0]) return undefined;
       const current = recordOf(rows[0]);
@@ -57,6 +62,8 @@ export class PgAccountRepository implements AsyncAccountRepository {
         WHERE account_id = $1`, [accountId, next.passwordHash, next.role, next.plan, next.created, next.updated]);
       return next;
     });
+    if (updated) this.caches?.accountChanged(accountId);
+    return updated;
   }
 
   async list(): Promise<AccountRecord[]> {

@@ -10,14 +10,30 @@
 // missed; a callback that throws gets the same batch again later (delivery is at least once: the callback
 // must be idempotent, e.g. "upsert what the persons table holds now"). When the log was pruned past the
 // position (a node away for longer than the retention) onResync is called to rebuild from the table.
+// An observer (./meter-caches.ts) is told when the connection listens or is lost, of the accounts' writes
+// (ACCOUNT_CHANNEL, on the same connection) and of every batch delivered.
 import type { Client, Notification } from 'pg';
 import { CHANGE_CHANNEL, readForFollower, type FollowedChange } from './change-log';
 import { DatabaseUnavailableError, unavailability } from './errors';
+import { ACCOUNT_CHANNEL } from './meter-caches';
 import { pg } from './pg-module';
 import { clientOptions, type PostgresSettings } from './pool';
 
+/** Told what the follower learns besides the changes it hands to onChanges. */
+export interface FollowerObserver {
+  /** Listening on both channels (true: nothing missed from now on), or the connection lost or stopped. */
+  listening(on: boolean): void;
+  /** The follower had missed changes and onResync rebuilt from the table. */
+  resynced(on: boolean): void;
+  /** An account was written ('*': every account). */
+  accountChanged(accountId: string): void;
+  /** onChanges applied this batch. */
+  delivered(batch: readonly FollowedChange[]): void;
+}
+
 export interface ChangeFollowerOptions {
   settings: PostgresSettings;
+  observer?: FollowerObserver;
   /** Deliver changes after this seq (lastSeq() read before the gallery was built). */
   after: number;
   /** Applies one ordered batch; a throw means "not applied" and the batch comes again. */
@@ -144,6 +160,7 @@ export class ChangeFollower {
     await this.pumping?.catch(() => undefined);
     const c = this.client;
     this.client = undefined;
+    this.options.observer?.listening(false);
     await c?.end().catch(() => undefined);
   }
 
@@ -179,11 +196,13 @@ export class ChangeFollower {
         await c.connect();
         // Before the catch-up read: a change committed meanwhile is either read or notified.
         await c.query(`LISTEN ${CHANGE_CHANNEL}`);
+        if (this.options.observer) await c.query(`LISTEN ${ACCOUNT_CHANNEL}`);
         if (this.stopped) {
           await c.end().catch(() => undefined);
           return;
         }
         this.client = c;
+        this.options.observer?.listening(true);
         if (this.connectedOnce) this.stats.reconnects++;
         this.connectedOnce = true;
         this.kick();
@@ -200,6 +219,7 @@ export class ChangeFollower {
   private lost(c: Client, err: unknown): void {
     if (c !== this.client) return;
     this.client = undefined;
+    this.options.observer?.listening(false);
     c.end().catch(() => undefined);
     if (this.stopped) return;
     this.options.onError?.(err);
@@ -207,6 +227,10 @@ export class ChangeFollower {
   }
 
   private notified(n: Notification): void {
+    if (n.channel === ACCOUNT_CHANNEL) {
+      this.options.observer?.accountChanged(n.payload ?? '*');
+      return;
+    }
     if (n.channel !== CHANGE_CHANNEL) return;
     this.stats.notifications++;
     // Payload: the highest seq of the committing transaction; nothing to read when delivered already.
@@ -226,12 +250,14 @@ export class ChangeFollower {
         if (read.horizon > this.positionSeq) {
           this.stats.resyncs++;
           this.advance(Math.max(await this.options.onResync(), read.horizon));
+          this.options.observer?.resynced(this.client === c);
           this.dirty = true;
           continue;
         }
         const batch = read.changes;
         if (batch.length === 0) continue;
         await this.options.onChanges(batch);
+        this.options.observer?.delivered(batch);
         this.stats.batches++;
         this.stats.delivered += batch.length;
         this.advance(batch[batch.length - 1].seq);

@@ -77,8 +77,8 @@ function changeOf(r: ChangeRow): PersonChange {
 
 /** A change as the follower reads it, with what the persons table holds now when asked for. */
 export interface FollowedChange extends PersonChange {
-  /** The person's current model and sealed template; null when the person is gone. Absent unless asked for. */
-  current?: { modelId: string; sealedTemplate: Buffer } | null;
+  /** The person's current model, sealed template and meta; null when the person is gone. Absent unless asked for. */
+  current?: { modelId: string; sealedTemplate: Buffer; created: Date; updated: Date } | null;
 }
 
 /** What one follower read returns: the prune horizon, the log's last seq and the changes after the position. */
@@ -94,9 +94,11 @@ export interface FollowerRead {
  * needs no second read). A row with no change carries the horizon and last seq alone.
  */
 export async function readForFollower(q: Queryable, afterSeq: number, limit: number, withTemplates: boolean): Promise<FollowerRead> {
-  const current = withTemplates ? 'p.model_id AS current_model, p.sealed_template' : 'NULL AS current_model, NULL::bytea AS sealed_template';
+  const current = withTemplates ? 'p.model_id AS current_model, p.sealed_template, p.created AS current_created, p.updated AS current_updated'
+    : 'NULL AS current_model, NULL::bytea AS sealed_template, NULL::timestamptz AS current_created, NULL::timestamptz AS current_updated';
   const join = withTemplates ? 'LEFT JOIN persons p ON p.account_id = c.account_id AND p.person_id = c.person_id' : '';
-  const { rows } = await q.query<Partial<ChangeRow> & { horizon: string; last_seq: string | null; current_model: string | null; sealed_template: Buffer | null }>(
+  const { rows } = await q.query<Partial<ChangeRow> & { horizon: string; last_seq: string | null; current_model: string | null;
+    sealed_template: Buffer | null; current_created: Date | null; current_updated: Date | null }>(
     `SELECT coalesce((SELECT convert_from(value, 'UTF8')::bigint FROM meta WHERE key = $3), 0) AS horizon,
        (SELECT max(seq) FROM person_changes) AS last_seq, x.*
      FROM (SELECT 1) AS one LEFT JOIN LATERAL (
@@ -108,7 +110,10 @@ export async function readForFollower(q: Queryable, afterSeq: number, limit: num
   for (const r of rows) {
     if (r.seq === null || r.seq === undefined) continue;
     const change: FollowedChange = changeOf(r as ChangeRow);
-    if (withTemplates) change.current = r.current_model !== null && r.sealed_template !== null ? { modelId: r.current_model, sealedTemplate: r.sealed_template } : null;
+    if (withTemplates) {
+      change.current = r.current_model !== null && r.sealed_template !== null && r.current_created !== null && r.current_updated !== null
+        ? { modelId: r.current_model, sealedTemplate: r.sealed_template, created: r.current_created, updated: r.current_updated } : null;
+    }
     changes.push(change);
   }
   return { horizon, lastSeq: Math.max(Number(rows[0]?.last_seq ?? 0), horizon), changes };

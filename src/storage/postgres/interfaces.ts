@@ -123,7 +123,8 @@ export interface AsyncQuotaRepository {
   tryConsume(accountId: string, day: string, limit: number): Promise<boolean>;
   /**
    * The account's plan, the request counted against that plan's limit (exact across nodes, as tryConsume)
-   * and, when asked, a person's meta: one statement in PostgreSQL, so a metered request costs one round trip.
+   * and, when asked, a person's meta: one statement in PostgreSQL, so a metered request costs one round trip
+   * at most (none on a following node for an unlimited account whose plan and person it has cached).
    */
   meter(request: MeterRequest): Promise<MeterResult>;
   used(accountId: string, day: string): Promise<number>;

@@ -6,6 +6,7 @@ import { pg } from './pg-module';
 import { SchemaTooNewError, translated } from './errors';
 import { INITIAL_SCHEMA } from './migrations/0001-initial';
 import { INLINE_TEMPLATES } from './migrations/0002-inline-templates';
+import { ACCOUNT_NOTIFY } from './migrations/0003-account-notify';
 import type { Migration } from './migrations/migration';
 import { clientOptions, type PostgresSettings, type Queryable } from './pool';
 import { MIGRATION_LOCK } from './lock-keys';
@@ -13,7 +14,7 @@ import { MIGRATION_LOCK } from './lock-keys';
 export type { Migration };
 
 /** Every migration this program knows, oldest first. */
-export const MIGRATIONS: readonly Migration[] = [INITIAL_SCHEMA, INLINE_TEMPLATES];
+export const MIGRATIONS: readonly Migration[] = [INITIAL_SCHEMA, INLINE_TEMPLATES, ACCOUNT_NOTIFY];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 

@@ -2,13 +2,16 @@
 // statement. The insert creates the day's row at 1; on conflict the update adds 1 only while used < limit,
 // and PostgreSQL re-checks that condition on the row's latest version after waiting for any concurrent
 // writer, so N requests on any number of nodes admit exactly min(N, limit). No row returned: refused.
+import type { Plan } from '../../domain/accounts';
 import type { QuotaEntry } from '../quota';
-import type { AsyncQuotaRepository, MeterRequest, MeterResult } from './interfaces';
+import { limitOfPlan, type AsyncQuotaRepository, type MeterRequest, type MeterResult } from './interfaces';
 import { allRowsByKey } from './keyset';
+import type { MeterCaches } from './meter-caches';
 import type { Db } from './pool';
 
 export class PgQuotaRepository implements AsyncQuotaRepository {
-  constructor(private readonly db: Db) {}
+  /** `caches`: a following node's plans and persons' meta (./meter-caches.ts); unlimited requests they answer make no statement. */
+  constructor(private readonly db: Db, private readonly caches?: MeterCaches) {}
 
   async tryConsume(accountId: string, day: string, limit: number): Promise<boolean> {
     if (limit <= 0) return false;
@@ -26,18 +29,32 @@ export class PgQuotaRepository implements AsyncQuotaRepository {
    */
   async meter(request: MeterRequest): Promise<MeterResult> {
     const { accountId, day, limits, personId } = request;
-    const { rows } = await this.db.query<{ n: number; admitted: boolean; created: Date | null; updated: Date | null;
+    const caches = this.caches;
+    const plan = caches?.plans.get(accountId);
+    if (caches && plan !== undefined && limitOfPlan(limits, plan ?? undefined) === 0) {
+      // Unlimited: nothing to count, so nothing to write; answered from what this node follows.
+      if (personId === undefined) return { limit: 0, admitted: true };
+      const person = caches.person(accountId, personId);
+      if (person) return { limit: 0, admitted: true, person };
+    }
+    const planToken = caches?.plans.token() ?? -1;
+    const personToken = caches?.personToken() ?? -1;
+    const { rows } = await this.db.query<{ n: number; plan: Plan | null; admitted: boolean; created: Date | null; updated: Date | null;
       model_id: string | null }>(`WITH lim AS (
-        SELECT CASE WHEN p.plan IS NULL THEN $3::int WHEN p.plan = 'paid' THEN $5::int ELSE $4::int END AS n
+        SELECT CASE WHEN p.plan IS NULL THEN $3::int WHEN p.plan = 'paid' THEN $5::int ELSE $4::int END AS n, p.plan
         FROM (SELECT (SELECT plan FROM accounts WHERE account_id = $1) AS plan) p),
       counted AS (
         INSERT INTO quota AS q (account_id, day, used) SELECT $1, $2, 1 FROM lim WHERE lim.n > 0
         ON CONFLICT (account_id, day) DO UPDATE SET used = q.used + 1 WHERE q.used < (SELECT n FROM lim)
         RETURNING q.used)
-      SELECT lim.n, (lim.n = 0 OR EXISTS (SELECT 1 FROM counted)) AS admitted, m.created, m.updated, m.model_id
+      SELECT lim.n, lim.plan, (lim.n = 0 OR EXISTS (SELECT 1 FROM counted)) AS admitted, m.created, m.updated, m.model_id
       FROM lim LEFT JOIN persons m ON m.account_id = $1 AND m.person_id = $6::text`,
     [accountId, day, limits.noRecord, limits.free, limits.paid, personId ?? null], 'face_check_quota_meter');
     const r = rows[0];
+    caches?.plans.fill(accountId, r.plan, planToken);
+    if (caches && personId !== undefined && r.created && r.updated && r.model_id !== null) {
+      caches.fillPerson(accountId, { modelId: r.model_id, created: r.created, updated: r.updated }, personId, personToken);
+    }
     const result: MeterResult = { limit: r.n, admitted: r.admitted };
     if (r.admitted && personId !== undefined && r.created && r.updated && r.model_id !== null) {
       result.person = { personId, created: r.created.toISOString(), updated: r.updated.toISOString(), modelId: r.model_id };

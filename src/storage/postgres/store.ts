@@ -16,6 +16,7 @@ import type { AsyncStore } from './interfaces';
 import { PgKeyUsageRepository } from './key-usage';
 import { PgLicenceUsageRepository } from './licence-usage';
 import { PgLicenceRepository } from './licences';
+import { MeterCaches } from './meter-caches';
 import { migrate, type MigrationOutcome } from './migrations';
 import { PgPersonRepository } from './persons';
 import { describeUrl, PostgresPool, type PostgresSettings } from './pool';
@@ -53,6 +54,8 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
     const sealer = new DataKeySealer(dataKey);
     const keyUsage = new PgKeyUsageRepository(pool, options.keyUsageFlushMs);
     const persons = new PgPersonRepository(pool, sealer, dataKey);
+    // Filled and trusted only while a follower of this store listens (followChanges, started by a node).
+    const meterCaches = new MeterCaches();
     return {
       pool,
       keyFile,
@@ -60,9 +63,9 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
       persons,
       changes: persons.changes,
       apiKeys: new PgApiKeyRepository(pool),
-      quota: new PgQuotaRepository(pool),
+      quota: new PgQuotaRepository(pool, meterCaches),
       serviceKeys: new PgServiceKeyRepository(pool, sealer),
-      accounts: new PgAccountRepository(pool),
+      accounts: new PgAccountRepository(pool, meterCaches),
       sessions: new PgSessionRepository(pool),
       licences: new PgLicenceRepository(pool, sealer),
       activationCodes: new PgActivationCodeRepository(pool),
@@ -83,7 +86,7 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
         raw.fill(0);
         return key;
       },
-      followChanges: (o) => new ChangeFollower({ ...o, settings }),
+      followChanges: (o) => new ChangeFollower({ ...o, settings, observer: meterCaches }),
       close: async () => {
         try {
           await keyUsage.close();

@@ -1,0 +1,89 @@
+// What a metered request reads besides its count, cached on a node whose change follower listens: the
+// account's plan (which picks its limit) and the matched person's meta (the answer's created/updated).
+// With both known and a limit of 0 (unlimited: nothing to count), identify and verify answer from the
+// node alone, as the search already does: no database round trip. A limited account's request always
+// makes its statement, since its count must be exact across nodes.
+//
+// Plans: every write to the accounts table, by any node or by hand, notifies ACCOUNT_CHANNEL (schema 3's
+// trigger); this node also drops its entry when it writes one itself. Persons: the follower's delivered
+// changes carry each person's current meta. So another node's write reaches this cache when the follower
+// has it (the bound documented for the galleries), and this node's own writes at once.
+import type { Plan } from '../../domain/accounts';
+import type { PersonMeta } from '../persons';
+import type { FollowedChange } from './change-log';
+import { FollowedCache } from './followed-cache';
+
+/** LISTEN/NOTIFY channel of the accounts table's writes; the payload is the account id ('*': every account). */
+export const ACCOUNT_CHANNEL = 'face_check_account_changes';
+
+/** Plans cached at most (a few bytes each). */
+const MAX_PLANS = 100_000;
+/** Persons' meta cached at most (~150 B each): past it, the oldest is read again when next matched. */
+const MAX_PERSONS = 1_000_000;
+
+export type KnownPerson = PersonMeta & { modelId: string };
+
+interface CachedMeta {
+  created: number;
+  updated: number;
+  modelId: string;
+}
+
+const personKey = (accountId: string, personId: string) => `${accountId}\0${personId}`;
+
+export class MeterCaches {
+  /** null: the account has no record (its limit is [quota]'s). */
+  readonly plans = new FollowedCache<Plan | null>(MAX_PLANS);
+  private readonly persons = new FollowedCache<CachedMeta>(MAX_PERSONS);
+  /** One string per model id, not one per cached person. */
+  private readonly modelIds = new Map<string, string>();
+
+  /** The follower's connection: listening on both channels (true: trusted from now on, empty), or lost. */
+  listening(on: boolean): void {
+    this.plans.reset(on);
+    this.persons.reset(on);
+  }
+
+  /** The follower rebuilt from the table: changes were missed, so no person's meta is known. */
+  resynced(on: boolean): void {
+    this.persons.reset(on);
+  }
+
+  /** An account was written (by a notification, or by this node after its commit); '*' for every account. */
+  accountChanged(accountId: string): void {
+    if (accountId === '*') this.plans.reset(this.plans.isTrusted);
+    else this.plans.delete(accountId);
+  }
+
+  /** The follower applied `batch`: each person as the table holds it now. */
+  delivered(batch: readonly FollowedChange[]): void {
+    for (const c of batch) {
+      const key = personKey(c.accountId, c.personId);
+      if (c.current) this.persons.set(key, this.meta(c.current.modelId, c.current.created, c.current.updated));
+      else this.persons.delete(key);
+    }
+  }
+
+  person(accountId: string, personId: string): KnownPerson | undefined {
+    const m = this.persons.get(personKey(accountId, personId));
+    return m && { personId, created: new Date(m.created).toISOString(), updated: new Date(m.updated).toISOString(), modelId: m.modelId };
+  }
+
+  personToken(): number {
+    return this.persons.token();
+  }
+
+  /** Keeps a person's meta read by a request begun at `token` (FollowedCache.fill). */
+  fillPerson(accountId: string, person: { modelId: string; created: Date; updated: Date }, personId: string, token: number): void {
+    this.persons.fill(personKey(accountId, personId), this.meta(person.modelId, person.created, person.updated), token);
+  }
+
+  private meta(modelId: string, created: Date, updated: Date): CachedMeta {
+    let id = this.modelIds.get(modelId);
+    if (id === undefined) {
+      if (this.modelIds.size > 64) this.modelIds.clear();
+      this.modelIds.set(modelId, (id = modelId));
+    }
+    return { created: created.getTime(), updated: updated.getTime(), modelId: id };
+  }
+}
