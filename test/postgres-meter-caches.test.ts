@@ -164,6 +164,25 @@ async function run(): Promise<void> {
     t.same(await meter('own'), { limit: 3, admitted: true });
   });
 
+  await t.test('a TRUNCATE of the accounts drops every cached plan', async (t) => {
+    // Limits under which the cached paid plan (0: no statement) and no record at all (5) differ.
+    const limits: PlanLimits = { noRecord: 5, free: 3, paid: 0 };
+    const meterWith = () => a.quota.meter({ accountId: 'wiped', day: DAY, limits });
+    await b.accounts.create(account('wiped', 'paid'));
+    t.ok(await within(5_000, async () => {
+      const before = meters();
+      return (await meterWith()).limit === 0 && meters() === before;
+    }), 'paid, cached');
+    const c = new Client({ connectionString: url });
+    await c.connect();
+    try {
+      await c.query('TRUNCATE accounts');
+    } finally {
+      await c.end();
+    }
+    t.ok(await within(5_000, async () => (await meterWith()).limit === 5), 'no record any more: counted against [quota]');
+  });
+
   await t.test('the follower connection lost: the database is read again until the follower listens again', async (t) => {
     await a.accounts.create(account('steady', 'paid'));
     let before = 0;

@@ -12,7 +12,7 @@ import { meterRequest } from './quota';
 export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId: string, input: FaceInput): Promise<PersonView> {
   const image = await faceInputImage(ctx, input);
   const { person, face } = await releasing(image, async () => {
-    // The count and the person's meta in one statement (one round trip on PostgreSQL).
+    // The count and the person's meta in one statement (one round trip on PostgreSQL at most).
     const stored = await meterRequest(ctx, caller.accountId, personId);
     if (!stored) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
     if (stored.modelId !== ctx.engine.modelId) {

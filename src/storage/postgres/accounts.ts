@@ -19,6 +19,12 @@ interface AccountRow {
 
 const COLUMNS = 'account_id, email, password_hash, role, plan, created, updated';
 
+/**
+ * LISTEN/NOTIFY channel of the table's writes, whoever makes them (schema 3's trigger); the payload is the
+ * account id ('*': every account, after a TRUNCATE).
+ */
+export const ACCOUNT_CHANNEL = 'face_check_account_changes';
+
 function recordOf(r: AccountRow): AccountRecord {
   return { accountId: r.account_id, email: r.email, passwordHash: r.password_hash, role: r.role, plan: r.plan,
     created: iso(r.created), updated: iso(r.updated) };

@@ -13,9 +13,9 @@
 // An observer (./meter-caches.ts) is told when the connection listens or is lost, of the accounts' writes
 // (ACCOUNT_CHANNEL, on the same connection) and of every batch delivered.
 import type { Client, Notification } from 'pg';
+import { ACCOUNT_CHANNEL } from './accounts';
 import { CHANGE_CHANNEL, readForFollower, type FollowedChange } from './change-log';
 import { DatabaseUnavailableError, unavailability } from './errors';
-import { ACCOUNT_CHANNEL } from './meter-caches';
 import { pg } from './pg-module';
 import { clientOptions, type PostgresSettings } from './pool';
 

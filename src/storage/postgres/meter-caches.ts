@@ -4,8 +4,8 @@
 // node alone, as the search already does: no database round trip. A limited account's request always
 // makes its statement, since its count must be exact across nodes.
 //
-// Plans: every write to the accounts table, by any node or by hand, notifies ACCOUNT_CHANNEL (schema 3's
-// trigger); this node also drops its entry when it writes one itself. Persons: the follower's delivered
+// Plans: every write to the accounts table, by any node or by hand, notifies ACCOUNT_CHANNEL (./accounts.ts,
+// schema 3's trigger); this node also drops its entry when it writes one itself. Persons: the follower's delivered
 // changes carry each person's current meta. So another node's write reaches this cache when the follower
 // has it (the bound documented for the galleries), and this node's own writes at once.
 import type { Plan } from '../../domain/accounts';
@@ -13,12 +13,9 @@ import type { PersonMeta } from '../persons';
 import type { FollowedChange } from './change-log';
 import { FollowedCache } from './followed-cache';
 
-/** LISTEN/NOTIFY channel of the accounts table's writes; the payload is the account id ('*': every account). */
-export const ACCOUNT_CHANNEL = 'face_check_account_changes';
-
 /** Plans cached at most (a few bytes each). */
 const MAX_PLANS = 100_000;
-/** Persons' meta cached at most (~150 B each): past it, the oldest is read again when next matched. */
+/** Persons' meta cached at most (~225 B of heap each): past it, the oldest is read again when next matched. */
 const MAX_PERSONS = 1_000_000;
 
 export type KnownPerson = PersonMeta & { modelId: string };

@@ -2,7 +2,7 @@
 // it (a node, `face-check migrate`, an operator's own SQL), so a node that caches accounts' plans to meter
 // unlimited requests without a round trip (../meter-caches.ts) drops its entry when the other nodes'
 // transactions commit. A TRUNCATE notifies '*' (every account).
-import { ACCOUNT_CHANNEL } from '../meter-caches';
+import { ACCOUNT_CHANNEL } from '../accounts';
 import type { Migration } from './migration';
 
 export const ACCOUNT_NOTIFY: Migration = {
