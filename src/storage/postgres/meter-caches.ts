@@ -4,10 +4,10 @@
 // node alone, as the search already does: no database round trip. A limited account's request always
 // makes its statement, since its count must be exact across nodes.
 //
-// Plans: every write to the accounts table, by any node or by hand, notifies ACCOUNT_CHANNEL (./accounts.ts,
-// schema 3's trigger); this node also drops its entry when it writes one itself. Persons: the follower's delivered
-// changes carry each person's current meta. So another node's write reaches this cache when the follower
-// has it (the bound documented for the galleries), and this node's own writes at once.
+// Plans: every write to the accounts table, by any node or by hand, notifies ACCOUNT_CHANNEL
+// (./accounts.ts, schema 3's trigger); this node also drops its entry when it writes one itself. Persons:
+// the follower's delivered changes carry each person's current meta. So another node's write reaches this
+// cache when the follower has it (the bound documented for the galleries), and this node's own writes at once.
 import type { Plan } from '../../domain/accounts';
 import type { PersonMeta } from '../persons';
 import type { FollowedChange } from './change-log';
@@ -71,7 +71,7 @@ export class MeterCaches {
   }
 
   /** Keeps a person's meta read by a request begun at `token` (FollowedCache.fill). */
-  fillPerson(accountId: string, person: { modelId: string; created: Date; updated: Date }, personId: string, token: number): void {
+  fillPerson(accountId: string, personId: string, person: { modelId: string; created: Date; updated: Date }, token: number): void {
     this.persons.fill(personKey(accountId, personId), this.meta(person.modelId, person.created, person.updated), token);
   }
 

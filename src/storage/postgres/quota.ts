@@ -53,7 +53,7 @@ export class PgQuotaRepository implements AsyncQuotaRepository {
     const r = rows[0];
     caches?.plans.fill(accountId, r.plan, planToken);
     if (caches && personId !== undefined && r.created && r.updated && r.model_id !== null) {
-      caches.fillPerson(accountId, { modelId: r.model_id, created: r.created, updated: r.updated }, personId, personToken);
+      caches.fillPerson(accountId, personId, { modelId: r.model_id, created: r.created, updated: r.updated }, personToken);
     }
     const result: MeterResult = { limit: r.n, admitted: r.admitted };
     if (r.admitted && personId !== undefined && r.created && r.updated && r.model_id !== null) {
