@@ -4,7 +4,9 @@
 // opens one by one (and those of the same code on the calling thread), in blocks of one account of at most
 // 4,096; a sealed value that does not open fails the copy with a SealError naming the person. A sink that
 // asks for a pause stops its connection's reading until it drained, gets every row, and the connection
-// goes back to the pool serving.
+// goes back to the pool serving. A part that fails stops the other parts' statements, and the copy settles
+// only once no sink can deliver anything more; a connection lost mid-copy rejects the copy and leaves the
+// process and the pool serving.
 import crypto from 'node:crypto';
 import t, { type Test } from 'tap';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
@@ -158,5 +160,70 @@ async function overServer(t: Test): Promise<void> {
       t.match((err as Error).message, /"big","p1234"/, `workers ${workers}: names the person`);
       t.match((err as Error).message, /does not open/);
     }
+  });
+
+  await t.test('a part that fails stops the others, and nothing reaches a sink once the copy settled', async (t) => {
+    let settled = false;
+    let lateCalls = 0;
+    const rowsOf = [0, 0];
+    const aborted = [false, false];
+    const sinkFor = (part: number): CopyPartSink => {
+      const parser = new BinaryCopyParser(() => {
+        if (settled) lateCalls++;
+        rowsOf[part]++;
+        // Part 0 fails on its tenth row; part 1 reads on at the server's pace.
+        if (part === 0 && rowsOf[part] === 10) throw new Error('sink 0: refused');
+      });
+      return {
+        push: (chunk) => { if (settled) lateCalls++; parser.push(chunk); },
+        // Work still in flight when the copy fails (a batch being opened) ends after a while and then
+        // delivers, unless aborted.
+        end: () => new Promise((resolve) => setTimeout(() => {
+          if (!aborted[part]) { if (settled) lateCalls++; }
+          resolve({ rows: rowsOf[part], finished: parser.finished });
+        }, 150)),
+        abort: () => { aborted[part] = true; },
+      };
+    };
+    const err = await copyTemplateParts(store.pool.pool, MODEL, sinkFor, { parts: 2 }).then(() => undefined, (e: unknown) => e);
+    settled = true;
+    t.match((err as Error)?.message, /sink 0: refused/, 'the first failure is the copy\'s');
+    t.same(aborted, [true, true], 'every sink aborted');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    t.ok(rowsOf[1] < 2500, `the other part's statement ended early (${rowsOf[1]} of ~2,500 rows read)`);
+    t.equal(lateCalls, 0, 'no sink call after the copy settled');
+    const answers = await Promise.all(Array.from({ length: 4 }, () => store.pool.query('SELECT 1 AS one')));
+    t.ok(answers.every((a) => a.rows[0].one === 1), 'every pooled connection serves again');
+  });
+
+  await t.test('a connection lost mid-copy fails the copy, not the process', async (t) => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    let rowsSeen = 0;
+    const parser = new BinaryCopyParser(() => { rowsSeen++; });
+    let paused = false;
+    const sink: CopyPartSink = {
+      push(chunk) {
+        parser.push(chunk);
+        if (paused || rowsSeen < 100) return true;
+        paused = true;
+        return false;
+      },
+      drained: () => held,
+      end: async () => ({ rows: rowsSeen, finished: parser.finished }),
+      abort: () => undefined,
+    };
+    const copying = copyTemplateParts(store.pool.pool, MODEL, () => sink, { parts: 1 }).then(() => undefined, (e: unknown) => e);
+    for (let i = 0; i < 200 && !paused; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    t.ok(paused, 'the copy is held mid-stream');
+    const { rows: ended } = await store.pool.query<{ ended: boolean }>(
+      "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE query LIKE 'BEGIN; SET LOCAL statement_timeout%' AND pid <> pg_backend_pid()");
+    t.same(ended.map((r) => r.ended), [true], 'its backend terminated');
+    release();
+    const err = await copying;
+    t.type(err, Error, 'the copy rejects');
+    t.ok(rowsSeen < 5004, `it did not complete (${rowsSeen} rows)`);
+    const answers = await Promise.all(Array.from({ length: 4 }, () => store.pool.query('SELECT 1 AS one')));
+    t.ok(answers.every((a) => a.rows[0].one === 1), 'the pool serves again');
   });
 }

@@ -81,6 +81,9 @@ export class BinaryCopyParser {
   }
 }
 
+/** The connection's socket, as far as a COPY uses it. */
+type CopySocket = { pause(): unknown; resume(): unknown; destroy(): unknown };
+
 /** What a COPY's data goes to: `push` false asks for no more until `drained` resolves. */
 type CopyTarget = Pick<CopyPartSink, 'push' | 'drained'>;
 
@@ -96,7 +99,7 @@ class CopyOut {
   readonly done: Promise<void>;
   private settle!: (err?: unknown) => void;
   private failure: unknown;
-  private stream: { pause(): unknown; resume(): unknown } | undefined;
+  private stream: CopySocket | undefined;
   private resumed: Promise<void> | undefined;
 
   constructor(private readonly text: string, private readonly parser: CopyTarget, timeoutMs: number) {
@@ -111,9 +114,18 @@ class CopyOut {
     });
   }
 
-  submit(connection: { query(text: string): void; stream?: { pause(): unknown; resume(): unknown } }): void {
+  submit(connection: { query(text: string): void; stream?: CopySocket }): void {
     this.stream = connection.stream;
     connection.query(this.text);
+  }
+
+  /**
+   * Ends the statement by closing its connection (the server would otherwise stream the rest of the table):
+   * `done` then rejects with `reason`, and nothing more reaches the parser.
+   */
+  stop(reason: Error): void {
+    this.failure ??= reason;
+    this.stream?.destroy();
   }
 
   /** Resolves once the socket reads again (at once when it was never paused). */
@@ -160,12 +172,13 @@ function literal(value: string): string {
 /**
  * What one part's bytes feed: `push` per message, then `end` for the rows and whether the trailer came. A
  * sink with `drained` may answer a push with false: its stream then stops reading until drained resolves.
+ * After `abort`, nothing more is delivered, and `end` (always called) settles once nothing more can be.
  */
 export interface CopyPartSink {
   push(chunk: Buffer): boolean | void;
   drained?(): Promise<void>;
   end(): Promise<{ rows: number; finished: boolean }>;
-  /** The stream failed: stop, deliver nothing more. */
+  /** The copy failed: stop, deliver nothing more. */
   abort(): void;
 }
 
@@ -173,13 +186,25 @@ export interface CopyPartSink {
  * Streams the rows (account_id, person_id, sealed_template) of every person of `modelId` (of one account if
  * given) in `parts` binary COPY streams at once, each into the sink `sinkFor(part)` made before its
  * connection is taken (a worker boots meanwhile). Resolves with the count once every part and its sink
- * finished; a part that fails (the server, the connection, a sink) fails the whole and aborts every sink.
+ * finished. A part that fails (the server, the connection, a sink) fails the whole: every sink is aborted,
+ * the other parts' statements are ended, and the promise settles only once no sink can deliver anything
+ * more, so a caller that retries never has an old copy still writing into what it discarded.
  */
 export async function copyTemplateParts(pool: Pool, modelId: string, sinkFor: (part: number) => CopyPartSink,
   options: CopyTemplatesOptions & { accountId?: string } = {}): Promise<number> {
   const parts = Math.max(1, Math.floor(options.parts ?? DEFAULT_COPY_PARTS));
   const timeoutMs = options.timeoutMs ?? 60_000;
   const sinks = Array.from({ length: parts }, (_, part) => sinkFor(part));
+  const running = new Set<CopyOut>();
+  let failure: { error: unknown } | undefined;
+  const stop = (error: unknown): void => {
+    if (failure) return;
+    failure = { error };
+    for (const sink of sinks) sink.abort();
+    const reason = new Error('COPY: stopped, another part of the copy failed');
+    for (const copy of running) copy.stop(reason);
+  };
+
   const onePart = async (part: number): Promise<number> => {
     const filter = [`model_id = ${literal(modelId)}`];
     if (options.accountId !== undefined) filter.push(`account_id = ${literal(options.accountId)}`);
@@ -196,15 +221,26 @@ export async function copyTemplateParts(pool: Pool, modelId: string, sinkFor: (p
       throw translated(err);
     }
     let broken: unknown;
+    // A checked-out connection has no pool listener: without this one, a connection lost mid-copy would
+    // end the process instead of failing the copy.
+    const onError = (err: unknown) => { broken ??= err; };
+    client.on('error', onError);
     try {
+      if (failure) throw new Error('COPY: not started, another part of the copy failed');
       const copy = new CopyOut(text, sink, timeoutMs + 1_000);
-      client.query(copy as never);
-      await copy.done;
-      await copy.flowing();  // the connection goes back to the pool reading
+      running.add(copy);
+      try {
+        client.query(copy as never);
+        await copy.done;
+        await copy.flowing();  // the connection goes back to the pool reading
+      } finally {
+        running.delete(copy);
+      }
     } catch (err) {
-      broken = err;
+      broken ??= err;
       throw translated(err);
     } finally {
+      client.removeListener('error', onError);
       // A connection left inside a failed transaction is not given back to the pool.
       client.release(broken ? true : undefined);
     }
@@ -212,11 +248,17 @@ export async function copyTemplateParts(pool: Pool, modelId: string, sinkFor: (p
     if (!finished) throw new Error('COPY: the stream ended without its trailer');
     return rows;
   };
-  try {
-    const counts = await Promise.all(sinks.map((_, part) => onePart(part)));
-    return counts.reduce((a, b) => a + b, 0);
-  } catch (err) {
-    for (const sink of sinks) sink.abort();
-    throw err;
-  }
+
+  const counts = await Promise.allSettled(sinks.map(async (sink, part) => {
+    try {
+      return await onePart(part);
+    } catch (err) {
+      stop(err);
+      // What the sink still has in flight settles before the copy does.
+      await sink.end().catch(() => undefined);
+      throw err;
+    }
+  }));
+  if (failure) throw failure.error;
+  return counts.reduce((sum, c) => sum + (c.status === 'fulfilled' ? c.value : 0), 0);
 }

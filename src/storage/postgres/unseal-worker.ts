@@ -167,8 +167,10 @@ function failureOf(err: { seal?: boolean; sealError?: boolean; message: string }
 /** The same parsing and unsealing on the calling thread (one small stream, or where workers are not wanted). */
 export function inProcessUnsealer(settings: UnsealSettings, onRows: (rows: TemplateRows) => void): CopyPartSink {
   compiled ??= new Function('require', `${UNSEAL_SOURCE}\nreturn makeUnsealer;`)(require) as MakeUnsealer;
-  const unsealer = compiled(settings.key, settings.place, settings.modelId, (accountId, ids, data, dimension) =>
-    onRows({ accountId, ids, data, dimension, release: () => unsealer.recycle(data.buffer as ArrayBuffer) }));
+  let aborted = false;
+  const unsealer = compiled(settings.key, settings.place, settings.modelId, (accountId, ids, data, dimension) => {
+    if (!aborted) onRows({ accountId, ids, data, dimension, release: () => unsealer.recycle(data.buffer as ArrayBuffer) });
+  });
   const rethrown = <T>(fn: () => T): T => {
     try {
       return fn();
@@ -177,9 +179,9 @@ export function inProcessUnsealer(settings: UnsealSettings, onRows: (rows: Templ
     }
   };
   return {
-    push: (chunk) => rethrown(() => unsealer.push(chunk)),
-    end: async () => rethrown(() => unsealer.end()),
-    abort: () => undefined,
+    push: (chunk) => { if (!aborted) rethrown(() => unsealer.push(chunk)); },
+    end: async () => (aborted ? { rows: 0, finished: false } : rethrown(() => unsealer.end())),
+    abort: () => { aborted = true; },
   };
 }
 
@@ -204,6 +206,7 @@ export class UnsealWorker implements CopyPartSink {
       this.worker.on('message', (m: { block?: Omit<TemplateRows, 'release'>; done?: { rows: number; finished: boolean };
         error?: { seal: boolean; message: string } }) => {
         if (m.block) {
+          if (this.closed) return;  // aborted: a block already on its way is dropped
           const { data } = m.block;
           onRows({ ...m.block, release: () => this.recycle(data.buffer as ArrayBuffer) });
         } else if (m.done) {
@@ -234,6 +237,7 @@ export class UnsealWorker implements CopyPartSink {
   }
 
   async end(): Promise<{ rows: number; finished: boolean }> {
+    if (this.closed) return { rows: 0, finished: false };
     if (this.used) this.send();
     this.worker.postMessage({ end: true });
     try {
