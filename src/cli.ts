@@ -15,16 +15,17 @@
 //                             [--camera freenect|synthetic|none] (src/cli/device-install.ts)
 //   face-check service install [--prefix <dir>] [--config <file.ini>] (src/cli/service-install.ts)
 // Without --config the package's config/default.ini is used.
-// Exit codes: 0 done; 1 failed; 2 usage; 69 (EX_UNAVAILABLE) a device could not reach its licence server at
-// start; 75 (EX_TEMPFAIL) the store is busy; 77 (EX_NOPERM) a device's licence was refused or its document
-// did not verify; 78 (EX_CONFIG) the ini is wrong. A service unit with Restart=on-failure retries them all.
+// Exit codes: 0 done; 1 failed; 2 usage; 69 (EX_UNAVAILABLE) a device could not reach its licence server, or a
+// cloud node its database, at start; 75 (EX_TEMPFAIL) the store is busy; 77 (EX_NOPERM) a device's licence was
+// refused or its document did not verify; 78 (EX_CONFIG) the ini is wrong (src/cli/exit-code.ts). A service
+// unit with Restart=on-failure retries them all.
 import fs from 'node:fs';
 import path from 'node:path';
-import { ConfigError } from './config/load';
 import type { Config } from './config/types';
 import { ACCOUNT_USAGE, accountCommand } from './cli/accounts';
 import { ACCOUNT_ID, configOf, parseArgs, stdio, UsageError, type Args, type Io } from './cli/args';
 import { DEVICE_USAGE, deviceCommand } from './cli/device-install';
+import { failureExitCode } from './cli/exit-code';
 import { LICENCE_USAGE, licenceCommand } from './cli/licences';
 import { SERVICE_USAGE, serviceCommand } from './cli/service-install';
 import { isRole, ROLES } from './domain/roles';
@@ -32,16 +33,14 @@ import { createEngine } from './engine';
 import type { FaceEngine } from './engine/types';
 import { DEFAULT_ACCOUNT } from './services/auth';
 import { reindex } from './services/reindex';
-import { LicenceStartError } from './licensing/device-licence';
 import { checkedPublicKey } from './services/request-signing';
 import { startService, type RunningService } from './server';
 import { generateRsaKeyPair } from './storage/service-key';
 import { MIGRATE_USAGE, migrateCommand } from './cli/migrate';
 import { openCommandStore } from './cli/open-store';
 import type { AsyncStore } from './storage/postgres/interfaces';
-import { DatabaseUnavailableError } from './storage/postgres/errors';
 import { openStore } from './storage/store';
-import { lockStore, StoreBusyError } from './storage/process-lock';
+import { lockStore } from './storage/process-lock';
 
 export const USAGE = `usage:
   face-check serve   [--config <file.ini>]
@@ -274,26 +273,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
       io.err(USAGE);
       return 2;
     }
-    if (err instanceof LicenceStartError) {
-      // Both make systemd's Restart=on-failure try again: 69 (EX_UNAVAILABLE) the cloud could not be
-      // reached; 77 (EX_NOPERM) the licence was refused or its document did not verify.
-      io.err(`face-check: licence check failed: ${err.message}`);
-      return err.kind === 'unreachable' ? 69 : 77;
-    }
-    if (err instanceof StoreBusyError) {
-      io.err(`face-check: ${err.message}`);
-      return 75; // EX_TEMPFAIL: try again once the store is free
-    }
-    if (err instanceof DatabaseUnavailableError) {
-      io.err(`face-check: ${err.message}`);
-      return 69; // EX_UNAVAILABLE: Restart=on-failure tries again
-    }
-    if (err instanceof ConfigError) {
-      io.err(`face-check: configuration error: ${err.message}`);
-      return 78; // EX_CONFIG
-    }
-    io.err(`face-check: ${(err as Error).message}`);
-    return 1;
+    return failureExitCode(err, io);
   }
 }
 

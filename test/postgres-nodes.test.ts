@@ -4,7 +4,9 @@
 // quota is exact over both; a signed request replayed to the other node is refused; concurrent creates of
 // one person_id on both give one 200 and one CP_002; with the database cut (every backend terminated, then
 // the server stopped) requests are answered 503 fast, the nodes serve again once it is back, and every
-// acknowledged enrolment is there on both.
+// acknowledged enrolment is there on both. A node that loses the database during its start-up build exits 69
+// (EX_UNAVAILABLE) rather than crashing or hanging, and starts once the database serves.
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -283,5 +285,56 @@ async function run(): Promise<void> {
       const found = await request(c.address, 'POST', '/person/recognize-face', await enrolBody(100 + i));
       t.equal(found.body?.personId, `vis-${i}`, `vis-${i}, enrolled on A before C started, identified on C`);
     }
+  });
+
+  await t.test("the database lost during a node's start-up build: it exits 69 (systemd starts it again) and starts once the database serves", async (t) => {
+    // The test holds the change log while the node opens its store, and the persons table from the moment
+    // the node reads the log's position (just before its build), so the build's COPY waits on the table
+    // where the test can cut its connection.
+    // A database of its own: A and B, still serving, read the main one's tables.
+    const ownUrl = await pg.createDatabase('start_cut');
+    const prepared = await openPostgresStore(postgresSettings(ownUrl, { poolSize: 1 }), { keyFile });
+    await prepared.close();
+    const lockers = [new Client({ connectionString: ownUrl }), new Client({ connectionString: ownUrl })];
+    for (const c of lockers) await c.connect();
+    t.teardown(() => Promise.all(lockers.map((c) => c.end())));
+    const [logLock, tableLock] = lockers;
+    await logLock.query('BEGIN');
+    await logLock.query('LOCK TABLE person_changes IN ACCESS EXCLUSIVE MODE');
+    const ini = nodeIni(dir, 'd', ownUrl, keyFile);
+    const child = spawn(process.execPath, [...process.execArgv, path.join(__dirname, 'helpers', 'fake-service-main.ts'), ini],
+      { cwd: path.join(__dirname, '..'), stdio: ['ignore', 'pipe', 'pipe'] });
+    t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => { output += c.toString('utf8'); });
+    child.stderr.on('data', (c: Buffer) => { output += c.toString('utf8'); });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const waitingOnLock = async (queryLike: string, terminate: boolean): Promise<boolean> => {
+      for (let i = 0; i < 600 && child.exitCode === null; i++) {
+        const { rows } = await admin.pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity
+          WHERE query LIKE $1 AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`, [queryLike]);
+        if (rows.length) {
+          if (terminate) await admin.pool.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+          return true;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return false;
+    };
+    t.ok(await waitingOnLock('%max(seq) FROM person_changes%', false), 'the node reads the log position before its build');
+    await tableLock.query('BEGIN');
+    await tableLock.query('LOCK TABLE persons IN ACCESS EXCLUSIVE MODE');
+    await logLock.query('ROLLBACK');
+    const terminated = await waitingOnLock('BEGIN; SET LOCAL statement_timeout%', true);
+    await tableLock.query('ROLLBACK');
+    t.ok(terminated, "the node's build was waiting on the table and its connection was cut");
+    t.equal(await exited, 69, `exit code 69 (EX_UNAVAILABLE):\n${output}`);
+    t.match(output, /face-check: .*(terminat|connection)/i, 'one line says why');
+    t.notMatch(output, /Unhandled 'error' event|uncaught/i, 'a failure, not a crash');
+    const d: ServiceProcess = await startServiceProcess(ini, 'fake');
+    t.teardown(() => d.stop());
+    t.equal((await request(d.address, 'POST', '/person/face/after-cut', await enrolBody(300))).status, 200, 'started again, it enrols');
+    const found = await request(d.address, 'POST', '/person/recognize-face', await enrolBody(300));
+    t.equal(found.body?.personId, 'after-cut', 'and identifies');
   });
 }

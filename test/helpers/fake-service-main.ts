@@ -1,5 +1,6 @@
 // A child process running the real start-up (src/server.ts: store, galleries, HTTP) with the fake engine,
 // for restart tests that need many distinct identities. Usage: node <ts loader> fake-service-main.ts <ini>
+import { failureExitCode } from '../../src/cli/exit-code';
 import { loadConfig } from '../../src/config/load';
 import { startService } from '../../src/server';
 import { FakeEngine } from './fake-engine';
@@ -9,6 +10,6 @@ startService(loadConfig(process.argv[2]), { engine: new FakeEngine() }).then((se
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }, (err: Error) => {
-  process.stderr.write(`${err.stack ?? err.message}\n`);
-  process.exit(1);
+  // The command line's exit code for the failure (69 for an unreachable database, ...), as `face-check serve`.
+  process.exit(failureExitCode(err, { err: (line) => process.stderr.write(`${line}\n${err.stack ?? ''}\n`) }));
 });
