@@ -38,6 +38,7 @@ import { Galleries } from '../src/matching/galleries';
 import { packageRoot } from '../src/package-root';
 import { openStore } from '../src/storage/store';
 import { acceptsConnections, printJsonLine } from './common';
+import { serviceProcessEnv } from './service-env';
 
 const ROUNDS = Number(process.env.BOARD_ROUNDS ?? 3);
 const WINDOW_S = Number(process.env.BOARD_WINDOW_S ?? 10);
@@ -144,7 +145,7 @@ async function startDevice(work: string, storeDir: string, idleDetectFps: number
     ...(replay ? ['source = replay', `replay_path = ${replay}`, 'replay_loop = true'] : ['source = synthetic', 'scenario = none']),
     `idle_detect_fps = ${idleDetectFps}`, '[licence]', 'development = true'].join('\n'));
   const t0 = performance.now();
-  const child = spawn(process.execPath, [path.join(programRoot, 'bin', 'face-check.js'), 'serve', '--config', ini], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(programRoot, 'bin', 'face-check.js'), 'serve', '--config', ini], { stdio: ['ignore', 'pipe', 'pipe'], env: serviceProcessEnv() });
   const log: string[] = [];
   let loaded: number | null = null;
   const keep = (c: Buffer) => {

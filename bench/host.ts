@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 
 import { percentile, printJsonLine } from './common';
+import { droppedStartVariables, serviceProcessEnv } from './service-env';
 
 const PAGE = 4096;
 const BLOCK = 64 << 20;  // one allocation: large enough to be its own mapping, returned to the OS when freed
@@ -23,8 +24,12 @@ export interface HostProfile {
   kernel: string;
   /** The kernel command line names a paravirtualised MMU (PVM guests), where page faults are costly. */
   pvmGuest: boolean;
-  /** `node -e 0` spawned and waited for: median and range of 7, ms. */
+  /** `node -e 0` spawned and waited for, in the environment a service gets (./service-env.ts): median and range of 7, ms. */
   nodeBootMs: { p50: number; min: number; max: number };
+  /** Variables of this shell's environment that the benchmarks drop when they time a start (./service-env.ts). */
+  droppedStartVariables: string[];
+  /** `node -e 0` in this shell's environment as it is, when it has any of those: median of 7, ms. */
+  nodeBootShellEnvMs?: number;
   /** Writing one byte per 4 KiB page of fresh 64 MiB blocks, ms per GiB (median of 4 blocks). */
   freshMemoryMsPerGiB: number;
   /** The same writes to a block already faulted in (the floor), ms per GiB. */
@@ -39,11 +44,11 @@ function median(v: number[]): number {
   return percentile(v, 50);
 }
 
-function nodeBoot(): HostProfile['nodeBootMs'] {
+function nodeBoot(env: NodeJS.ProcessEnv): HostProfile['nodeBootMs'] {
   const times: number[] = [];
   for (let i = 0; i < 7; i++) {
     const t = performance.now();
-    spawnSync(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+    spawnSync(process.execPath, ['-e', '0'], { stdio: 'ignore', env });
     times.push(performance.now() - t);
   }
   return { p50: +median(times).toFixed(1), min: +Math.min(...times).toFixed(1), max: +Math.max(...times).toFixed(1) };
@@ -107,7 +112,9 @@ function measureHost(): HostProfile {
     node: process.version,
     kernel: os.release(),
     pvmGuest: /(^|\s)pvm[_.]/.test(readCmdline()),
-    nodeBootMs: nodeBoot(),
+    nodeBootMs: nodeBoot(serviceProcessEnv()),
+    droppedStartVariables: droppedStartVariables(),
+    ...(droppedStartVariables().length ? { nodeBootShellEnvMs: nodeBoot(process.env).p50 } : {}),
     ...memory(),
     aesGcmMBps: aesGcm(),
   };
@@ -125,7 +132,8 @@ export function measureHostInChild(): HostProfile {
 
 /** One line for a benchmark's log. */
 export function describeHost(h: HostProfile): string {
-  return `host: ${h.cpu} x ${h.cpus}, node ${h.node}, kernel ${h.kernel}${h.pvmGuest ? ' (PVM guest)' : ''}; node -e 0 ${h.nodeBootMs.p50} ms; ` +
+  return `host: ${h.cpu} x ${h.cpus}, node ${h.node}, kernel ${h.kernel}${h.pvmGuest ? ' (PVM guest)' : ''}; node -e 0 ${h.nodeBootMs.p50} ms` +
+    `${h.nodeBootShellEnvMs === undefined ? '' : ` (${h.nodeBootShellEnvMs} ms with this shell's ${h.droppedStartVariables.join(', ')})`}; ` +
     `fresh memory ${h.freshMemoryMsPerGiB} ms/GiB (${h.faultsPerFreshPage} faults a page), reused ${h.reusedMemoryMsPerGiB} ms/GiB; AES-GCM ${h.aesGcmMBps} MB/s`;
 }
 

@@ -34,6 +34,7 @@ import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
 import { benchTemplate } from './index-snapshot-child';
 import { openStore, SCHEMA_VERSION } from '../src/storage/store';
 import { describeHost, measureHostInChild } from './host';
+import { serviceProcessEnv } from './service-env';
 
 const ACCOUNT = 'default';
 const CACHE = process.env.SNAPSHOT_BENCH_DIR ?? '/tmp/face-check-snapshot-bench';
@@ -122,7 +123,7 @@ function dropFromPageCache(dir: string): void {
 
 /** Spawns the child; resolves with its answer line and when it came. */
 async function runChild(storeDir: string, modelId: string, probe: number, from: 'snapshot' | 'rebuild' = 'snapshot', unseal?: Unsealer): Promise<{ answer: { line: string; at: number }; spawnedAt: number }> {
-  const env = unseal ? { ...process.env, FACE_CHECK_SNAPSHOT_UNSEAL: unseal } : process.env;
+  const env = unseal ? { ...serviceProcessEnv(), FACE_CHECK_SNAPSHOT_UNSEAL: unseal } : serviceProcessEnv();
   const spawnedAt = performance.timeOrigin + performance.now();
   const child = spawn(process.execPath, [path.join(__dirname, 'index-snapshot-child.js'), storeDir, modelId, String(probe), from], { stdio: ['ignore', 'pipe', 'inherit'], env });
   let out = '';

@@ -25,6 +25,7 @@ import { fakePhotoB64, templateFor } from '../test/helpers/fake-engine';
 import { startPostgres } from '../test/helpers/postgres';
 import { acceptsConnections, mapLimit, percentile, printJsonLine } from './common';
 import { describeHost, measureHostInChild } from './host';
+import { serviceProcessEnv } from './service-env';
 import { freePort } from '../test/helpers/free-port';
 
 const PERSONS = Number(process.env.BENCH_SCALE_PERSONS ?? 20_000);
@@ -96,7 +97,7 @@ async function writeIni(dir: string, name: string, storage: string[]): Promise<{
 async function startNode(ini: string, port: number, ready?: (base: string) => Promise<boolean>): Promise<NodeProcess> {
   const base = `http://127.0.0.1:${port}`;
   const started = performance.now();
-  const child = spawn(process.execPath, [NODE_MAIN, ini], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [NODE_MAIN, ini], { stdio: ['ignore', 'ignore', 'pipe'], env: serviceProcessEnv() });
   let errors = '';
   child.stderr!.on('data', (c: Buffer) => { errors += c.toString('utf8'); });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
