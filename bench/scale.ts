@@ -2,7 +2,9 @@
 // start-up with the tests' fake face engine, so what is compared is the storage and gallery side; with the
 // real engine its ~17 ms of CPU per face would dominate every figure on two cores):
 // - identify and create throughput and p50/p99: LMDB single node, PostgreSQL single node, PostgreSQL with
-//   two nodes (load spread over both), each over a gallery preloaded with BENCH_SCALE_PERSONS persons;
+//   two nodes (load spread over both), each over a gallery preloaded with BENCH_SCALE_PERSONS persons; the
+//   identifies are of persons created while the node ran, and again (LMDB and PostgreSQL single) of persons
+//   preloaded before its start, each once;
 // - the catch-up lag of node B after a burst of 1,000 creates on node A (B's /metrics follower position);
 // - cross-node visibility: A acknowledged a create -> an identify on B finds the person (p50/p99);
 // - a node joining with BENCH_SCALE_JOIN_PERSONS (100k) persons in the database: process start to the first
@@ -54,12 +56,18 @@ function randomTemplate(): Float32Array {
 }
 
 /** Preloaded persons: random templates (no fake identity's photo matches them) and a small image. */
-function* preload(count: number, prefix: string): Generator<Array<{ personId: string; modelId: string; template: Float32Array; referenceImage: Buffer }>> {
+/** Identities of the preloaded persons that photos identify: `${prefix}${i}` is LOADED_IDENTITY + i. */
+const LOADED_IDENTITY = 60_001;
+
+/** `count` persons in batches; the first `identifiable` have the fake engine's template of their identity. */
+function* preload(count: number, prefix: string, identifiable = 0): Generator<Array<{ personId: string; modelId: string; template: Float32Array; referenceImage: Buffer }>> {
   const image = crypto.randomBytes(2_000);
   for (let from = 0; from < count; from += 1000) {
-    yield Array.from({ length: Math.min(1000, count - from) }, (_, i) => ({
-      personId: `${prefix}${from + i}`, modelId: MODEL, template: randomTemplate(), referenceImage: image,
-    }));
+    yield Array.from({ length: Math.min(1000, count - from) }, (_, k) => {
+      const i = from + k;
+      const template = i < identifiable ? templateFor(LOADED_IDENTITY + i, 0, 1) : randomTemplate();
+      return { personId: `${prefix}${i}`, modelId: MODEL, template, referenceImage: image };
+    });
   }
 }
 
@@ -198,6 +206,28 @@ async function metric(base: string, name: string): Promise<number> {
   return m ? Number(m[1]) : NaN;
 }
 
+/**
+ * Identifies of persons that were in the store before the node started, each once (IDENTIFIES of them, the
+ * setups taking turns in ROUNDS rounds): the first match of a person since the start, as most identifies of
+ * a large gallery are, where the phase above identifies persons created while the node ran.
+ */
+async function identifyLoaded(setups: Setup[]) {
+  await mapLimit(Array.from({ length: IDENTIFIES }, (_, i) => LOADED_IDENTITY + i), 4, photo);  // not measured
+  const samples = new Map<string, Sample[]>(setups.map((s) => [s.name, []]));
+  const per = Math.ceil(IDENTIFIES / ROUNDS);
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const s of setups) {
+      const indexes = Array.from({ length: per }, (_, i) => r * per + i).filter((i) => i < IDENTIFIES);
+      samples.get(s.name)!.push(await load('identify (loaded at start)', indexes, async (i) => {
+        const res = await call(s.nodes[i % s.nodes.length].base, 'POST', '/person/recognize-face', await photo(LOADED_IDENTITY + i));
+        if (res.status === 200 && res.body.personId !== `pre-${i}`) throw new Error(`identify pre-${i}: ${res.body.personId}`);
+        return res.status;
+      }, 200));
+    }
+  }
+  return Object.fromEntries(setups.map((s) => [s.name, summary(samples.get(s.name)!)]));
+}
+
 /** A node joining a database of JOIN_PERSONS persons: spawn to the first identify (of a person among them) served. */
 async function joining(databaseUrl: (name: string) => Promise<string>, pgStorage: (url: string) => string[], keyFile: string,
   dir: string, now: string, started: (n: NodeProcess) => NodeProcess): Promise<object> {
@@ -279,7 +309,7 @@ async function main(): Promise<void> {
     // LMDB, one node.
     const lmdbDir = path.join(dir, 'lmdb');
     const lmdb = await openStore(lmdbDir);
-    for (const batch of preload(PERSONS, 'pre-')) await lmdb.persons.createMany(ACCOUNT, batch, now);
+    for (const batch of preload(PERSONS, 'pre-', IDENTIFIES)) await lmdb.persons.createMany(ACCOUNT, batch, now);
     await lmdb.close();
     const lmdbIni = await writeIni(dir, 'lmdb', [`path = ${lmdbDir}`]);
     const lmdbNode = started(await startNode(lmdbIni.ini, lmdbIni.port));
@@ -288,7 +318,7 @@ async function main(): Promise<void> {
     const clusterUrl = await databaseUrl('bench_scale_cluster');
     const admin = await openPostgresStore(postgresSettings(clusterUrl, { poolSize: 2 }), { keyFile });
     let t0 = performance.now();
-    for (const batch of preload(PERSONS, 'pre-')) await admin.persons.createMany(ACCOUNT, batch, now);
+    for (const batch of preload(PERSONS, 'pre-', IDENTIFIES)) await admin.persons.createMany(ACCOUNT, batch, now);
     const preloadPerSecond = Math.round(PERSONS / ((performance.now() - t0) / 1000));
     const iniA = await writeIni(dir, 'a', pgStorage(clusterUrl));
     const iniB = await writeIni(dir, 'b', pgStorage(clusterUrl));
@@ -296,6 +326,7 @@ async function main(): Promise<void> {
     const single = await createAndIdentify([{ name: 'lmdb', nodes: [lmdbNode], first: 1 }, { name: 'postgres', nodes: [a], first: 10_001 }]);
     const lmdbRun = single.lmdb;
     const pgSingle = single.postgres;
+    const loaded = await identifyLoaded([{ name: 'lmdb', nodes: [lmdbNode], first: 0 }, { name: 'postgres', nodes: [a], first: 0 }]);
     await lmdbNode.stop();
     const b = started(await startNode(iniB.ini, iniB.port));
     const pgPair = (await createAndIdentify([{ name: 'pair', nodes: [a, b], first: 20_001 }])).pair;
@@ -353,7 +384,9 @@ async function main(): Promise<void> {
       ratios: {
         identifyPostgresOverLmdb: round(pgSingle.identify.perSecond / lmdbRun.identify.perSecond, 2),
         createP99PostgresOverLmdb: round(pgSingle.create.p99 / lmdbRun.create.p99, 2),
+        identifyLoadedPostgresOverLmdb: round(loaded.postgres.perSecond / loaded.lmdb.perSecond, 2),
       },
+      identifyLoadedAtStart: loaded,
       preloadPersonsPerSecond: preloadPerSecond,
       burst: { creates: BURST, onNodeA: { perSecond: Math.round(BURST / (burstMs / 1000)) }, nodeBCatchUpMsAfterLastAck: catchUpMs, nodeBMaxBehindSeqs: maxBehind },
       crossNodeVisibilityMs: stats(visibility),
