@@ -106,6 +106,7 @@ function readCmdline(): string {
 
 /** Measures this host (about 2 s). */
 function measureHost(): HostProfile {
+  const dropped = droppedStartVariables();
   return {
     cpu: os.cpus()[0]?.model ?? 'unknown',
     cpus: os.cpus().length,
@@ -113,8 +114,8 @@ function measureHost(): HostProfile {
     kernel: os.release(),
     pvmGuest: /(^|\s)pvm[_.]/.test(readCmdline()),
     nodeBootMs: nodeBoot(serviceProcessEnv()),
-    droppedStartVariables: droppedStartVariables(),
-    ...(droppedStartVariables().length ? { nodeBootShellEnvMs: nodeBoot(process.env).p50 } : {}),
+    droppedStartVariables: dropped,
+    ...(dropped.length ? { nodeBootShellEnvMs: nodeBoot(process.env).p50 } : {}),
     ...memory(),
     aesGcmMBps: aesGcm(),
   };

@@ -55,11 +55,13 @@ function randomTemplate(): Float32Array {
   return v.map((x) => x / Math.sqrt(n));
 }
 
-/** Preloaded persons: random templates (no fake identity's photo matches them) and a small image. */
 /** Identities of the preloaded persons that photos identify: `${prefix}${i}` is LOADED_IDENTITY + i. */
 const LOADED_IDENTITY = 60_001;
 
-/** `count` persons in batches; the first `identifiable` have the fake engine's template of their identity. */
+/**
+ * Preloaded persons in batches, with a small image: the first `identifiable` have the fake engine's template
+ * of their identity, the others random templates (no fake identity's photo matches them).
+ */
 function* preload(count: number, prefix: string, identifiable = 0): Generator<Array<{ personId: string; modelId: string; template: Float32Array; referenceImage: Buffer }>> {
   const image = crypto.randomBytes(2_000);
   for (let from = 0; from < count; from += 1000) {
@@ -173,31 +175,34 @@ function summary(samples: Sample[]) {
 interface Setup { name: string; nodes: NodeProcess[]; first: number }
 
 /**
- * Creates, then identifies of the created persons, for each setup over its nodes (round robin). The setups
- * take turns in ROUNDS rounds, so other work on the machine meanwhile weighs on each alike.
+ * `n` requests (0..n-1) of `send` for each setup, the setups taking turns in ROUNDS rounds so that other
+ * work on the machine meanwhile weighs on each alike; each request must answer 200. Summaries by setup.
  */
+async function inTurns(setups: Setup[], label: string, n: number, send: (s: Setup, i: number) => Promise<number>) {
+  const samples = new Map<string, Sample[]>(setups.map((s) => [s.name, []]));
+  const per = Math.ceil(n / ROUNDS);
+  for (let r = 0; r < ROUNDS; r++) {
+    const indexes = Array.from({ length: per }, (_, i) => r * per + i).filter((i) => i < n);
+    for (const s of setups) samples.get(s.name)!.push(await load(label, indexes, (i) => send(s, i), 200));
+  }
+  return Object.fromEntries(setups.map((s) => [s.name, summary(samples.get(s.name)!)]));
+}
+
+/** The node of a setup that request `i` goes to (round robin). */
+const nodeOf = (s: Setup, i: number) => s.nodes[i % s.nodes.length].base;
+
+/** Creates, then identifies of the created persons, for each setup over its nodes. */
 async function createAndIdentify(setups: Setup[]) {
   for (const s of setups) await mapLimit(Array.from({ length: CREATES }, (_, i) => s.first + i), 4, photo);  // not measured
-  const creates = new Map<string, Sample[]>(setups.map((s) => [s.name, []]));
-  const identifies = new Map<string, Sample[]>(setups.map((s) => [s.name, []]));
-  const slice = (n: number, r: number) => Array.from({ length: Math.ceil(n / ROUNDS) }, (_, i) => r * Math.ceil(n / ROUNDS) + i).filter((i) => i < n);
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const s of setups) {
-      creates.get(s.name)!.push(await load('create', slice(CREATES, r), async (i) =>
-        (await call(s.nodes[i % s.nodes.length].base, 'POST', `/person/face/id-${s.first + i}`, await photo(s.first + i))).status, 200));
-    }
-  }
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const s of setups) {
-      identifies.get(s.name)!.push(await load('identify', slice(IDENTIFIES, r), async (i) => {
-        const identity = s.first + ((i * 7919) % CREATES);
-        const res = await call(s.nodes[i % s.nodes.length].base, 'POST', '/person/recognize-face', await photo(identity));
-        if (res.status === 200 && res.body.personId !== `id-${identity}`) throw new Error(`identify ${identity}: ${res.body.personId}`);
-        return res.status;
-      }, 200));
-    }
-  }
-  return Object.fromEntries(setups.map((s) => [s.name, { create: summary(creates.get(s.name)!), identify: summary(identifies.get(s.name)!) }]));
+  const creates = await inTurns(setups, 'create', CREATES, async (s, i) =>
+    (await call(nodeOf(s, i), 'POST', `/person/face/id-${s.first + i}`, await photo(s.first + i))).status);
+  const identifies = await inTurns(setups, 'identify', IDENTIFIES, async (s, i) => {
+    const identity = s.first + ((i * 7919) % CREATES);
+    const res = await call(nodeOf(s, i), 'POST', '/person/recognize-face', await photo(identity));
+    if (res.status === 200 && res.body.personId !== `id-${identity}`) throw new Error(`identify ${identity}: ${res.body.personId}`);
+    return res.status;
+  });
+  return Object.fromEntries(setups.map((s) => [s.name, { create: creates[s.name], identify: identifies[s.name] }]));
 }
 
 async function metric(base: string, name: string): Promise<number> {
@@ -213,19 +218,11 @@ async function metric(base: string, name: string): Promise<number> {
  */
 async function identifyLoaded(setups: Setup[]) {
   await mapLimit(Array.from({ length: IDENTIFIES }, (_, i) => LOADED_IDENTITY + i), 4, photo);  // not measured
-  const samples = new Map<string, Sample[]>(setups.map((s) => [s.name, []]));
-  const per = Math.ceil(IDENTIFIES / ROUNDS);
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const s of setups) {
-      const indexes = Array.from({ length: per }, (_, i) => r * per + i).filter((i) => i < IDENTIFIES);
-      samples.get(s.name)!.push(await load('identify (loaded at start)', indexes, async (i) => {
-        const res = await call(s.nodes[i % s.nodes.length].base, 'POST', '/person/recognize-face', await photo(LOADED_IDENTITY + i));
-        if (res.status === 200 && res.body.personId !== `pre-${i}`) throw new Error(`identify pre-${i}: ${res.body.personId}`);
-        return res.status;
-      }, 200));
-    }
-  }
-  return Object.fromEntries(setups.map((s) => [s.name, summary(samples.get(s.name)!)]));
+  return inTurns(setups, 'identify (loaded at start)', IDENTIFIES, async (s, i) => {
+    const res = await call(nodeOf(s, i), 'POST', '/person/recognize-face', await photo(LOADED_IDENTITY + i));
+    if (res.status === 200 && res.body.personId !== `pre-${i}`) throw new Error(`identify pre-${i}: ${res.body.personId}`);
+    return res.status;
+  });
 }
 
 /** A node joining a database of JOIN_PERSONS persons: spawn to the first identify (of a person among them) served. */
