@@ -13,6 +13,8 @@ const RULES: readonly LayerRule[] = [
   { from: 'services/', notTo: ['http/', 'back-office/'] },
   // Accounts, licences and the licence server hold rules; the routes and the back-office are views over them.
   { from: 'licensing/', notTo: ['http/', 'back-office/'] },
+  // Helpers for worker threads, under every layer that starts one.
+  { from: 'threads/', notTo: ['storage/', 'matching/', 'index/', 'engine/', 'services/', 'licensing/', 'http/', 'back-office/'] },
 ];
 
 t.test('src/ has no import cycle', async (t) => {
@@ -21,7 +23,7 @@ t.test('src/ has no import cycle', async (t) => {
   t.same(importCycles(graph), [], 'cycles (each: the files that import each other)');
 });
 
-t.test('storage imports no layer above it; services and licensing do not import http or the back-office', async (t) => {
+t.test('storage imports no layer above it; services and licensing do not import http or the back-office; threads/ imports no layer', async (t) => {
   t.same(layerViolations(importGraph(src), RULES), []);
 });
 

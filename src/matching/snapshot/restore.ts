@@ -119,7 +119,7 @@ export async function restoreGalleries(galleries: RestoreTarget, persons: Person
     results = await loadSnapshots(galleries, persons, modelId, place, pool, native, timings, io, options.groupChunks);
     if (native) workers = native.used;
   } finally {
-    await pool?.close();
+    void pool?.close();
   }
   timings.read = io.readMs;
   timings.unseal = io.unsealMs;

@@ -6,6 +6,7 @@
 import type crypto from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 
+import { retireWorker } from '../../threads/retire';
 import { buffersOf, groupError, WORKER_SOURCE, type GroupJob, type OpenedGroup } from './unseal';
 
 /** An opened group and the worker whose memory it uses. */
@@ -86,10 +87,15 @@ export class UnsealPool {
     this.workers[g.worker].postMessage({ recycle: buffers }, [buffers.codes, buffers.scales, buffers.sums]);
   }
 
-  async close(): Promise<void> {
+  /**
+   * Stops taking work. The workers retire in the background (../../threads/retire.ts: terminating a thread
+   * that has just been busy can abort the process); the start does not wait for them. Resolves with their
+   * exit codes once they are gone (0: each retired on its own).
+   */
+  close(): Promise<number[]> {
     this.readyListeners.length = 0;
     this.failAll(new Error('unseal pool closed'));
-    await Promise.all(this.workers.map((w) => w.terminate()));
+    return Promise.all(this.workers.map((w) => retireWorker(w)));
   }
 
   private failAll(err: unknown): void {

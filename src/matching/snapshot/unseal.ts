@@ -4,6 +4,7 @@
 // alike under the TypeScript test loader and from dist/, and the main thread compiles the same string once.
 import type crypto from 'node:crypto';
 
+import { RETIRE_SOURCE } from '../../threads/retire';
 import { TAG_BYTES } from './format';
 import { SnapshotFormatError } from './format';
 
@@ -130,7 +131,9 @@ function recycleGroup(buffers) {
 export const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 ${GROUP_SOURCE}
+${RETIRE_SOURCE}
 parentPort.on('message', (m) => {
+  if (retiring(m)) return;
   if (m.recycle) return recycleGroup(m.recycle);
   try {
     const g = openGroup(m.job, m.key);

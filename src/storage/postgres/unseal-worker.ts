@@ -13,6 +13,7 @@
 import type crypto from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 
+import { RETIRE_SOURCE, retireWorker } from '../../threads/retire';
 import { SealError } from '../crypto/aead';
 import { BinaryCopyParser, type CopyPartSink } from './template-copy';
 
@@ -129,15 +130,20 @@ function makeUnsealer(key, place, modelId, emit) {
 }
 `;
 
+// An aborted copy sets the shared stop flag: the chunks already queued are then skipped, not unsealed, and
+// the retire message behind them comes at once.
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 ${UNSEAL_SOURCE}
+${RETIRE_SOURCE}
 let unsealer;
+let stop;
 let failed = false;
 parentPort.on('message', (m) => {
-  if (failed) return;
+  if (retiring(m) || failed || (stop && Atomics.load(stop, 0) !== 0)) return;
   try {
     if (m.init) {
+      stop = m.init.stop;
       unsealer = makeUnsealer(m.init.key, m.init.place, m.init.modelId, (accountId, ids, data, dimension) =>
         parentPort.postMessage({ block: { accountId, ids, data, dimension } }, [data.buffer]));
     } else if (m.chunk) {
@@ -194,14 +200,19 @@ const BATCH = 256 * 1024;
  */
 export class UnsealWorker implements CopyPartSink {
   private readonly worker: Worker;
+  /** Set once the copy is over or aborted: the worker skips whatever is still queued. */
+  private readonly stop = new Int32Array(new SharedArrayBuffer(4));
   private batch = Buffer.allocUnsafeSlow(BATCH);
   private used = 0;
   private failure: Error | undefined;
   private closed = false;
   private readonly outcome: Promise<{ rows: number; finished: boolean }>;
+  /** The thread's exit code: 0 once it retired on its own (../../threads/retire.ts), 1 if it had to be terminated. */
+  readonly exited: Promise<number>;
 
   constructor(settings: UnsealSettings, onRows: (rows: TemplateRows) => void) {
     this.worker = new Worker(WORKER_SOURCE, { eval: true });
+    this.exited = new Promise((resolve) => this.worker.once('exit', resolve));
     this.outcome = new Promise((resolve, reject) => {
       this.worker.on('message', (m: { block?: Omit<TemplateRows, 'release'>; done?: { rows: number; finished: boolean };
         error?: { seal: boolean; message: string } }) => {
@@ -220,7 +231,7 @@ export class UnsealWorker implements CopyPartSink {
       this.worker.on('exit', () => reject(this.failure ?? new Error('unseal worker: exited before the end of its stream')));
     });
     this.outcome.catch(() => undefined);  // observed by end(); a failure before it must not be unhandled
-    this.worker.postMessage({ init: { key: settings.key, place: settings.place, modelId: settings.modelId } });
+    this.worker.postMessage({ init: { key: settings.key, place: settings.place, modelId: settings.modelId, stop: this.stop } });
   }
 
   push(chunk: Buffer): void {
@@ -247,10 +258,12 @@ export class UnsealWorker implements CopyPartSink {
     }
   }
 
+  /** Stops the worker's work at once; the thread itself retires in the background, never terminated mid-work. */
   abort(): void {
     if (this.closed) return;
     this.closed = true;
-    void this.worker.terminate();
+    Atomics.store(this.stop, 0, 1);
+    void retireWorker(this.worker);
   }
 
   private send(): void {
