@@ -8,15 +8,44 @@
 // (./accounts.ts, schema 3's trigger); this node also drops its entry when it writes one itself. Persons:
 // the follower's delivered changes carry each person's current meta. So another node's write reaches this
 // cache when the follower has it (the bound documented for the galleries), and this node's own writes at once.
+//
+// Persons that were in the database before the follower listened are known once read: each time the
+// follower starts listening (at start, after a lost connection, after a resync) the cache is filled from
+// the table in pages in the background (`source`), keeping no row whose person a delivered change wrote
+// while the fill ran (FollowedCache.beginFill). Until the fill is done a request reads as before.
 import type { Plan } from '../../domain/accounts';
 import type { PersonMeta } from '../persons';
 import type { FollowedChange } from './change-log';
 import { FollowedCache } from './followed-cache';
+import type { PersonMetaPosition, PersonMetaRow } from './persons';
 
 /** Plans cached at most (a few bytes each). */
 const MAX_PLANS = 100_000;
 /** Persons' meta cached at most (~225 B of heap each): past it, the oldest is read again when next matched. */
 const MAX_PERSONS = 1_000_000;
+/** Persons read per statement of a fill: a page's rows take ~1-2 ms of the event loop. */
+const FILL_PAGE = 2_000;
+
+/** Where a fill reads the persons' meta (PgPersonRepository.metaPage). */
+export interface PersonMetaSource {
+  metaPage(after: PersonMetaPosition | undefined, limit: number): Promise<PersonMetaRow[]>;
+}
+
+export interface MeterCachesOptions {
+  /** Fills the persons' cache each time the follower listens; without it, persons are cached as they are read. */
+  source?: PersonMetaSource;
+  maxPersons?: number;
+}
+
+/** What the fills did, for tests and metrics. */
+export interface FillStats {
+  /** Fills that read the whole table (or until the cache was full). */
+  completed: number;
+  /** Fills stopped by a reset (the connection lost or made again) or by an error. */
+  stopped: number;
+  /** Persons kept by the last fill. */
+  lastKept: number;
+}
 
 export type KnownPerson = PersonMeta & { modelId: string };
 
@@ -31,19 +60,32 @@ const personKey = (accountId: string, personId: string) => `${accountId}\0${pers
 export class MeterCaches {
   /** null: the account has no record (its limit is [quota]'s). */
   readonly plans = new FollowedCache<Plan | null>(MAX_PLANS);
-  private readonly persons = new FollowedCache<CachedMeta>(MAX_PERSONS);
+  private readonly persons: FollowedCache<CachedMeta>;
   /** One string per model id, not one per cached person. */
   private readonly modelIds = new Map<string, string>();
+  readonly fillStats: FillStats = { completed: 0, stopped: 0, lastKept: 0 };
+  private filling: Promise<void> | undefined;
+
+  constructor(private readonly options: MeterCachesOptions = {}) {
+    this.persons = new FollowedCache<CachedMeta>(options.maxPersons ?? MAX_PERSONS);
+  }
 
   /** The follower's connection: listening on both channels (true: trusted from now on, empty), or lost. */
   listening(on: boolean): void {
     this.plans.reset(on);
     this.persons.reset(on);
+    if (on) this.fill();
   }
 
   /** The follower rebuilt from the table: changes were missed, so no person's meta is known. */
   resynced(on: boolean): void {
     this.persons.reset(on);
+    if (on) this.fill();
+  }
+
+  /** Resolves once no fill runs (tests, and a bench that waits for the cache before measuring). */
+  async filled(): Promise<void> {
+    while (this.filling) await this.filling;
   }
 
   /** An account was written (by a notification, or by this node after its commit); '*' for every account. */
@@ -73,6 +115,48 @@ export class MeterCaches {
   /** Keeps a person's meta read by a request begun at `token` (FollowedCache.fill). */
   fillPerson(accountId: string, personId: string, person: { modelId: string; created: Date; updated: Date }, token: number): void {
     this.persons.fill(personKey(accountId, personId), this.meta(person.modelId, person.created, person.updated), token);
+  }
+
+  /** Starts a fill from the table; one already running stops at its next page (the reset made it stale). */
+  private fill(): void {
+    const source = this.options.source;
+    if (!source) return;
+    const run = this.fillFrom(source).finally(() => {
+      if (this.filling === run) this.filling = undefined;
+    });
+    this.filling = run;
+  }
+
+  private async fillFrom(source: PersonMetaSource): Promise<void> {
+    const fill = this.persons.beginFill();
+    try {
+      let after: PersonMetaPosition | undefined;
+      for (;;) {
+        const rows = await source.metaPage(after, FILL_PAGE);
+        for (const r of rows) {
+          if (!fill.put(personKey(r.account_id, r.person_id), this.meta(r.model_id, r.created, r.updated))) {
+            if (fill.stale) this.fillStats.stopped++;
+            else this.fillStats.completed++;  // the cache is full
+            return;
+          }
+        }
+        if (rows.length < FILL_PAGE) {
+          this.fillStats.completed++;
+          return;
+        }
+        after = rows[rows.length - 1];
+        if (fill.stale) {
+          this.fillStats.stopped++;
+          return;
+        }
+      }
+    } catch {
+      // Not retried until the follower listens anew: requests read the database meanwhile, as without a fill.
+      this.fillStats.stopped++;
+    } finally {
+      this.fillStats.lastKept = fill.kept;
+      fill.end();
+    }
   }
 
   private meta(modelId: string, created: Date, updated: Date): CachedMeta {

@@ -7,6 +7,7 @@ import { SchemaTooNewError, translated } from './errors';
 import { INITIAL_SCHEMA } from './migrations/0001-initial';
 import { INLINE_TEMPLATES } from './migrations/0002-inline-templates';
 import { ACCOUNT_NOTIFY } from './migrations/0003-account-notify';
+import { META_IN_MODEL_INDEX } from './migrations/0004-meta-in-model-index';
 import type { Migration } from './migrations/migration';
 import { clientOptions, type PostgresSettings, type Queryable } from './pool';
 import { MIGRATION_LOCK } from './lock-keys';
@@ -14,7 +15,7 @@ import { MIGRATION_LOCK } from './lock-keys';
 export type { Migration };
 
 /** Every migration this program knows, oldest first. */
-export const MIGRATIONS: readonly Migration[] = [INITIAL_SCHEMA, INLINE_TEMPLATES, ACCOUNT_NOTIFY];
+export const MIGRATIONS: readonly Migration[] = [INITIAL_SCHEMA, INLINE_TEMPLATES, ACCOUNT_NOTIFY, META_IN_MODEL_INDEX];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 

@@ -41,6 +41,8 @@ export interface PostgresStore extends AsyncStore {
   readonly migration: MigrationOutcome;
   /** The log, with its time-based prune (pruneBefore) for a cluster's followers. */
   readonly changes: PgChangeLog;
+  /** What a following node meters unlimited requests from (its fills' stats; `filled()` for tests and benchmarks). */
+  readonly meterCaches: MeterCaches;
   /** A follower of the change log on its own connection (not started): read changes.lastChange() before building a gallery, follow from it. */
   followChanges(options: Omit<ChangeFollowerOptions, 'settings'>): ChangeFollower;
 }
@@ -55,13 +57,14 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
     const keyUsage = new PgKeyUsageRepository(pool, options.keyUsageFlushMs);
     const persons = new PgPersonRepository(pool, sealer, dataKey);
     // Filled and trusted only while a follower of this store listens (followChanges, started by a node).
-    const meterCaches = new MeterCaches();
+    const meterCaches = new MeterCaches({ source: persons });
     return {
       pool,
       keyFile,
       migration,
       persons,
       changes: persons.changes,
+      meterCaches,
       apiKeys: new PgApiKeyRepository(pool),
       quota: new PgQuotaRepository(pool, meterCaches),
       serviceKeys: new PgServiceKeyRepository(pool, sealer),
