@@ -13,7 +13,7 @@ const T0 = new Date('2026-11-01T00:00:00Z');
 const T1 = new Date('2026-11-02T00:00:00Z');
 
 function rows(n: number): PersonMetaRow[] {
-  return Array.from({ length: n }, (_, i) => ({ model_id: MODEL, account_id: 'acct', person_id: `p${String(i).padStart(6, '0')}`, created: T0, updated: T0 }));
+  return Array.from({ length: n }, (_, i) => ({ model_id: MODEL, account_id: 'acct', person_id: `p${String(i).padStart(6, '0')}`, created_ms: T0.getTime(), updated_ms: T0.getTime() }));
 }
 
 /** A table of `all` rows handed out a page at a time, each page only once the test calls `next()`. */
@@ -50,12 +50,13 @@ function change(personId: string, current: { updated: Date } | null): FollowedCh
 t.test('a fill after listening answers every person; changes delivered meanwhile win over its pages', async (t) => {
   const table = rows(4500);  // three pages of 2,000
   const source = new GatedSource(table);
-  const caches = new MeterCaches({ source });
+  const caches = new MeterCaches({ source, fillDelayMs: 0, fillPageRows: 2000 });
   caches.listening(true);
+  while (source.reads === 0) await new Promise((r) => setImmediate(r));
   t.equal(caches.person('acct', 'p000001'), undefined, 'nothing known before the first page');
-  // Delivered before the pages that hold them are read: p002500 replaced, p003000 removed.
+  // Delivered once the fill began, before the pages that hold them are read: p002500 replaced, p003000 removed.
   caches.delivered([change('p002500', { updated: T1 }), change('p003000', null)]);
-  table[2500] = { ...table[2500], updated: new Date('2026-10-01T00:00:00Z') };  // the page would say otherwise
+  table[2500] = { ...table[2500], updated_ms: Date.parse('2026-10-01T00:00:00Z') };  // the page would say otherwise
   await source.next();
   t.equal(caches.person('acct', 'p001999')?.created, T0.toISOString(), 'the first page is answered at once');
   // Delivered while the second page is being read: p001000 (already filled) and p002001 (in the page).
@@ -74,7 +75,7 @@ t.test('a fill after listening answers every person; changes delivered meanwhile
 
 t.test('a connection lost during a fill stops it; listening again fills anew', async (t) => {
   const source = new GatedSource(rows(4500));
-  const caches = new MeterCaches({ source });
+  const caches = new MeterCaches({ source, fillDelayMs: 0, fillPageRows: 2000 });
   caches.listening(true);
   await source.next();
   caches.listening(false);
@@ -98,8 +99,9 @@ t.test('a connection lost during a fill stops it; listening again fills anew', a
 
 t.test('a reconnection while a fill reads: the new fill runs, the old one keeps nothing more', async (t) => {
   const source = new GatedSource(rows(2500));
-  const caches = new MeterCaches({ source });
+  const caches = new MeterCaches({ source, fillDelayMs: 0, fillPageRows: 2000 });
   caches.listening(true);
+  while (source.reads === 0) await new Promise((r) => setImmediate(r));
   caches.listening(false);
   caches.listening(true);
   await source.next();  // the first fill's first page: read before the reconnection, dropped
@@ -113,7 +115,7 @@ t.test('a reconnection while a fill reads: the new fill runs, the old one keeps 
 
 t.test('the fill stops at the bound; a failed page stops it and requests read as before', async (t) => {
   const source = new GatedSource(rows(4500));
-  const caches = new MeterCaches({ source, maxPersons: 3000 });
+  const caches = new MeterCaches({ source, maxPersons: 3000, fillDelayMs: 0, fillPageRows: 2000 });
   caches.listening(true);
   await source.next();
   await source.next();
@@ -124,7 +126,7 @@ t.test('the fill stops at the bound; a failed page stops it and requests read as
 
   const failing = new GatedSource(rows(4500));
   failing.failAt = 1;
-  const other = new MeterCaches({ source: failing });
+  const other = new MeterCaches({ source: failing, fillDelayMs: 0, fillPageRows: 2000 });
   other.listening(true);
   await failing.next();
   await failing.next();
@@ -132,6 +134,23 @@ t.test('the fill stops at the bound; a failed page stops it and requests read as
   t.same(other.fillStats, { completed: 0, stopped: 1, lastKept: 2000 });
   t.equal(other.person('acct', 'p000001')?.created, T0.toISOString(), 'what was kept stays true');
   t.equal(other.person('acct', 'p002001'), undefined, 'the rest is read by its requests');
+});
+
+t.test('a fill waits for its delay, and a reset meanwhile cancels it', async (t) => {
+  const source = new GatedSource(rows(10));
+  const caches = new MeterCaches({ source, fillDelayMs: 50 });
+  const keepAlive = setInterval(() => undefined, 1000);  // the delay's timer does not hold the process
+  t.teardown(() => clearInterval(keepAlive));
+  caches.listening(true);
+  await new Promise((r) => setTimeout(r, 20));
+  t.equal(source.reads, 0, 'nothing read during the delay');
+  caches.listening(false);
+  await caches.filled();
+  t.equal(source.reads, 0, 'lost before the delay ended: no fill');
+  caches.listening(true);
+  await source.next();
+  await caches.filled();
+  t.same(caches.fillStats, { completed: 1, stopped: 0, lastKept: 10 });
 });
 
 t.test('without a source nothing is filled', async (t) => {

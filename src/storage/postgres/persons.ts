@@ -57,9 +57,14 @@ export interface PersonMetaRow {
   model_id: string;
   account_id: string;
   person_id: string;
-  created: Date;
-  updated: Date;
+  /** Milliseconds since the epoch, as a Date of the same column holds them (cheaper to parse than a Date). */
+  created_ms: number;
+  updated_ms: number;
 }
+
+// Exact: extract() is numeric, and whole milliseconds are exact in a float8.
+const META_PAGE_COLUMNS = `model_id, account_id, person_id,
+  floor(extract(epoch FROM created) * 1000)::float8 AS created_ms, floor(extract(epoch FROM updated) * 1000)::float8 AS updated_ms`;
 
 export class PgPersonRepository implements AsyncPersonRepository {
   readonly changes: PgChangeLog;
@@ -76,10 +81,10 @@ export class PgPersonRepository implements AsyncPersonRepository {
    */
   async metaPage(after: PersonMetaPosition | undefined, limit: number): Promise<PersonMetaRow[]> {
     const { rows } = after
-      ? await this.db.query<PersonMetaRow>(`SELECT model_id, account_id, person_id, created, updated FROM persons
+      ? await this.db.query<PersonMetaRow>(`SELECT ${META_PAGE_COLUMNS} FROM persons
           WHERE (model_id, account_id, person_id) > ($1, $2, $3) ORDER BY model_id, account_id, person_id LIMIT $4`,
         [after.model_id, after.account_id, after.person_id, limit], 'face_check_persons_meta_after')
-      : await this.db.query<PersonMetaRow>(`SELECT model_id, account_id, person_id, created, updated FROM persons
+      : await this.db.query<PersonMetaRow>(`SELECT ${META_PAGE_COLUMNS} FROM persons
           ORDER BY model_id, account_id, person_id LIMIT $1`, [limit], 'face_check_persons_meta_first');
     return rows;
   }
