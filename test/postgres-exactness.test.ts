@@ -94,12 +94,24 @@ async function run(): Promise<void> {
   });
 
   await t.test('the fence names the last change the other node committed; a failed section writes nothing', async (t) => {
+    let writtenByA = { seq: -1 };
+    let noWrites: { seq: number } | undefined;
     await a.exclusive('fenced', async (scope) => {
       t.equal(scope.fence.seq, 0, 'no change of this account yet');
+      writtenByA = scope.written;
       await scope.persons.create('fenced', 'p1', input(1), new Date().toISOString());
+      t.equal(scope.written.seq, 0, 'not known before the commit');
     });
+    // Another write after it: `written` stays A's own change, where the log's end has moved on.
+    await b.persons.create('elsewhere', 'e1', input(9), new Date().toISOString());
+    t.ok(await a.changes.lastChange() > writtenByA.seq, 'the log went on past it');
     const committed = (await changesAfter(a.pool, 0, 100_000)).filter((c) => c.accountId === 'fenced').map((c) => c.seq);
-    await b.exclusive('fenced', async (scope) => { t.equal(scope.fence.seq, committed[0], 'B sees A\'s change in its fence'); });
+    t.equal(writtenByA.seq, committed[0], 'the section\'s `written` names its own change once committed');
+    await b.exclusive('fenced', async (scope) => {
+      t.equal(scope.fence.seq, committed[0], 'B sees A\'s change in its fence');
+      noWrites = scope.written;
+    });
+    t.equal(noWrites?.seq, 0, 'a section that wrote nothing: written 0');
     await t.rejects(b.exclusive('fenced', async (scope) => {
       await scope.persons.create('fenced', 'p2', input(2), new Date().toISOString());
       throw new Error('the duplicate check refused after the write');

@@ -90,15 +90,18 @@ export async function removePerson(ctx: ServiceContext, caller: Caller, personId
  * The account's exclusive section for a person write. With a gallery feed (PostgreSQL) the galleries are
  * the follower's alone: the section first waits until they hold every change committed before the lock (so
  * the duplicate search sees other nodes' enrolments), and the answer waits until they hold this write,
- * which commits when the section ends (a failed commit then leaves no phantom in a gallery).
+ * which commits when the section ends (a failed commit then leaves no phantom in a gallery): until its own
+ * change, not whatever else was committed meanwhile.
  */
 async function exclusiveWrite<T>(ctx: ServiceContext, accountId: string, write: (persons: AccountScope['persons']) => Promise<T>): Promise<T> {
   const feed = ctx.galleryFeed;
-  const result = await ctx.store.exclusive(accountId, async ({ persons, fence }) => {
-    if (feed) await feed.reach(fence.seq);
-    return write(persons);
+  let written: AccountScope['written'] | undefined;
+  const result = await ctx.store.exclusive(accountId, async (scope) => {
+    written = scope.written;
+    if (feed) await feed.reach(scope.fence.seq);
+    return write(scope.persons);
   });
-  if (feed) await feed.catchUp();
+  if (feed) await (written && written.seq > 0 ? feed.reach(written.seq) : feed.catchUp());
   return result;
 }
 

@@ -166,10 +166,11 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
     replayCache: new InProcessReplayCache(),
     settings: new InProcessSettings(),
     signInThrottle: (options) => new InProcessSignInThrottle(options),
-    // LMDB's galleries are written in-process by the writer itself, so no follower needs a fence: it names
-    // the last change only so the scope reads the same on both backends.
+    // LMDB's galleries are written in-process by the writer itself, so no follower needs a fence or waits for
+    // what a section wrote: the fence names the last change, and `written` stays 0, only so that the scope
+    // reads the same on both backends.
     exclusive: (accountId, fn) => store.exclusive(accountId, () => {
-      const scope: AccountScope = { persons, fence: { seq: store.changes.lastChange() } };
+      const scope: AccountScope = { persons, fence: { seq: store.changes.lastChange() }, written: { seq: 0 } };
       return fn(scope);
     }),
     rotateKey: (newKeyFile) => store.rotateKey(newKeyFile),

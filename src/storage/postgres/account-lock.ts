@@ -3,8 +3,10 @@
 // and the write, even on two nodes. The section is one transaction that first takes an advisory lock on the
 // account (pg_advisory_xact_lock: released by the commit or by the connection's death, never left behind),
 // and the section's person writes join that transaction. The fence tells the caller which changes of the
-// account were committed before it got the lock: its gallery must have applied them before it checks.
-import { accountHead } from './change-log';
+// account were committed before it got the lock: its gallery must have applied them before it checks;
+// `written` tells it, once the section committed, which change its own writes end at, so its answer waits
+// for that change alone rather than for the whole log as it stood (other accounts' and later writes).
+import { accountHead, appendedHead } from './change-log';
 import type { AccountScope } from './interfaces';
 import { lockKey } from './lock-keys';
 import { PgPersonRepository } from './persons';
@@ -21,6 +23,10 @@ export async function exclusiveForAccount<T>(db: Db, sealer: Sealer, accountId: 
     await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey('account', accountId)]);
     // Read after the lock: the previous holder's commit is visible (its lock went only after it committed).
     const fence = { seq: await accountHead(tx, accountId) };
-    return fn({ persons: new PgPersonRepository(new JoinedTransaction(tx), sealer), fence });
+    const written = { seq: 0 };
+    const result = await fn({ persons: new PgPersonRepository(new JoinedTransaction(tx), sealer), fence, written });
+    // After the change log's own hook (registered by the section's first write), just before COMMIT.
+    tx.beforeCommit(async () => { written.seq = appendedHead(tx, accountId); });
+    return result;
   });
 }

@@ -36,6 +36,14 @@ const PRUNED_THROUGH = 'change-log-pruned-through';
 const pendingOf = new WeakMap<Tx, NewChange[]>();
 
 /** Appends `changes` to the log when `tx` commits (with every other change the transaction made). */
+/** Each account's last change a transaction appended (account -> seq), known once its hook ran before COMMIT. */
+const headsOf = new WeakMap<Tx, ReadonlyMap<string, number>>();
+
+/** The seq of `accountId`'s last change that `tx` appended; 0 when it appended none (or before its commit hook). */
+export function appendedHead(tx: Tx, accountId: string): number {
+  return headsOf.get(tx)?.get(accountId) ?? 0;
+}
+
 export function appendChanges(tx: Tx, changes: readonly NewChange[]): void {
   if (changes.length === 0) return;
   let pending = pendingOf.get(tx);
@@ -53,6 +61,7 @@ export function appendChanges(tx: Tx, changes: readonly NewChange[]): void {
       [list.map((c) => c.accountId), list.map((c) => c.personId), list.map((c) => c.op), list.map((c) => c.modelId)]);
       const heads = new Map<string, number>();
       for (const r of rows) heads.set(r.account_id, Math.max(heads.get(r.account_id) ?? 0, Number(r.seq)));
+      headsOf.set(tx, heads);
       const accounts = [...heads.keys()].sort();
       await q.query(`INSERT INTO change_heads AS h (account_id, seq) SELECT * FROM unnest($1::text[], $2::bigint[])
         ON CONFLICT (account_id) DO UPDATE SET seq = EXCLUDED.seq`, [accounts, accounts.map((a) => heads.get(a)!)]);

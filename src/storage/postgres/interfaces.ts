@@ -264,6 +264,8 @@ export interface ChangeFence {
 export interface AccountScope {
   persons: AsyncPersonRepository;
   fence: ChangeFence;
+  /** The account's last change this section wrote: set when the section commits (0 when it wrote none; LMDB: 0). */
+  written: ChangeFence;
 }
 
 export interface AsyncStore {
