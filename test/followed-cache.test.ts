@@ -96,3 +96,43 @@ t.test('two fills share the written keys; once both end, writes are no longer re
   t.equal(c.get('k'), 'page read after the write', 'a fill begun after the write keeps its read');
   third.end();
 });
+
+t.test('an owner is given back every value that is not kept, once, whatever happens to it', async (t) => {
+  const live = new Set<number>();
+  let doubleRelease = 0;
+  const owner = {
+    release: (v: number) => { if (!live.delete(v)) doubleRelease++; },
+    releaseAll: () => live.clear(),
+  };
+  const c = new FollowedCache<number>(50, owner);
+  let next = 0;
+  const value = () => { live.add(next); return next++; };
+  // A seeded sequence of every operation, trusted and not, with bulk fills running through it.
+  let seed = 7;
+  const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  let fill = c.beginFill();
+  for (let i = 0; i < 20_000; i++) {
+    const key = `k${rand(80)}`;
+    switch (rand(9)) {
+      case 0: c.set(key, value()); break;
+      case 1: c.delete(key); break;
+      case 2: c.fill(key, value(), rand(4) === 0 ? -5 : c.token()); break;
+      case 3: fill.put(key, value()); break;
+      // Resets, trusted or not, until the last stretch, which runs trusted (so the cache holds values at the end).
+      case 4: if (i < 16_000 && rand(20) === 0) c.reset(rand(3) !== 0); else if (i === 16_000 || !c.isTrusted) c.reset(true); break;
+      case 5: if (rand(10) === 0) { fill.end(); fill = c.beginFill(); } break;
+      default: c.set(key, value());
+    }
+  }
+  fill.end();
+  const kept = new Set<number>();
+  for (let k = 0; k < 80; k++) {
+    const v = c.get(`k${k}`);
+    if (v !== undefined) kept.add(v);
+  }
+  t.equal(doubleRelease, 0, 'no value released twice');
+  t.ok(c.size <= 50, 'the bound holds');
+  t.ok(c.isTrusted && c.size > 0, `${c.size} entries at the end`);
+  t.same([...live].sort((a, b) => a - b), [...kept].sort((a, b) => a - b), 'what the owner still holds is what the cache keeps');
+  t.equal(kept.size, c.size);
+});

@@ -5,6 +5,15 @@
 // (token), so a read older than a delivered change never overwrites it. A bulk fill (./meter-caches.ts)
 // reads many entries over many statements: it keeps none whose key was written since the fill began.
 
+/**
+ * Told of every value that leaves the cache or is not taken (refused, replaced, evicted, deleted), and when
+ * it is emptied: for values that stand for storage of their own (./meter-caches.ts's slots).
+ */
+export interface CacheValueOwner<V> {
+  release(value: V): void;
+  releaseAll(): void;
+}
+
 /** One bulk fill of a cache: `put` what a read made after beginFill found. */
 export interface BulkFill<V> {
   /** Keeps the entry unless its key was written since the fill began; false once the cache is full or was reset (stop). */
@@ -27,7 +36,7 @@ export class FollowedCache<V> {
   private fills = 0;
 
   /** `maxEntries`: the oldest entry makes room past it (a miss costs one read, never a wrong answer). */
-  constructor(private readonly maxEntries: number) {}
+  constructor(private readonly maxEntries: number, private readonly owner?: CacheValueOwner<V>) {}
 
   get size(): number {
     return this.entries.size;
@@ -49,8 +58,8 @@ export class FollowedCache<V> {
 
   /** Keeps what a read begun at `token` found, unless the cache changed or stopped being trusted since. */
   fill(key: string, value: V, token: number): void {
-    if (!this.trusted || token !== this.version) return;
-    this.store(key, value);
+    if (!this.trusted || token !== this.version) this.owner?.release(value);
+    else this.store(key, value);
   }
 
   /** What the follower delivered or this node wrote: the entry as it is now. */
@@ -58,12 +67,13 @@ export class FollowedCache<V> {
     this.version++;
     this.written?.add(key);
     if (this.trusted) this.store(key, value);
+    else this.owner?.release(value);
   }
 
   delete(key: string): void {
     this.version++;
     this.written?.add(key);
-    this.entries.delete(key);
+    this.drop(key);
   }
 
   /** Empties the cache; from now on it is trusted when `on` (listening again) or not at all. */
@@ -71,6 +81,7 @@ export class FollowedCache<V> {
     this.version++;
     this.epoch++;
     this.entries.clear();
+    this.owner?.releaseAll();
     this.trusted = on;
   }
 
@@ -91,9 +102,14 @@ export class FollowedCache<V> {
       get stale() { return cache.epoch !== epoch; },
       get kept() { return kept; },
       put(key: string, value: V): boolean {
-        if (ended || cache.epoch !== epoch || !cache.trusted) return false;
-        if (written.has(key)) return true;
-        if (cache.entries.size >= cache.maxEntries && !cache.entries.has(key)) return false;
+        const go = !ended && cache.epoch === epoch && cache.trusted;
+        const full = go && cache.entries.size >= cache.maxEntries && !cache.entries.has(key);
+        if (!go || full || written.has(key)) {
+          cache.owner?.release(value);
+          return go && !full;
+        }
+        const old = cache.entries.get(key);
+        if (old !== undefined) cache.owner?.release(old);
         cache.entries.set(key, value);
         kept++;
         return true;
@@ -107,8 +123,15 @@ export class FollowedCache<V> {
   }
 
   private store(key: string, value: V): void {
-    this.entries.delete(key);  // a refreshed entry moves to the young end
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
+    this.drop(key);  // a refreshed entry moves to the young end
+    if (this.entries.size >= this.maxEntries) this.drop(this.entries.keys().next().value as string);
     this.entries.set(key, value);
+  }
+
+  private drop(key: string): void {
+    const old = this.entries.get(key);
+    if (old === undefined) return;
+    this.entries.delete(key);
+    this.owner?.release(old);
   }
 }

@@ -17,11 +17,12 @@ import type { Plan } from '../../domain/accounts';
 import type { PersonMeta } from '../persons';
 import type { FollowedChange } from './change-log';
 import { FollowedCache } from './followed-cache';
+import { MetaSlots } from './meta-slots';
 import type { PersonMetaPosition, PersonMetaRow } from './persons';
 
 /** Plans cached at most (a few bytes each). */
 const MAX_PLANS = 100_000;
-/** Persons' meta cached at most (~225 B of heap each): past it, the oldest is read again when next matched. */
+/** Persons' meta cached at most (~110 B of heap each, ./meta-slots.ts): past it, the oldest is read again when next matched. */
 const MAX_PERSONS = 1_000_000;
 /** Persons read per statement of a fill: a page's rows take ~4 ms of the event loop (~4 µs a person, measured). */
 const FILL_PAGE = 1_000;
@@ -58,27 +59,21 @@ export interface FillStats {
 
 export type KnownPerson = PersonMeta & { modelId: string };
 
-interface CachedMeta {
-  created: number;
-  updated: number;
-  modelId: string;
-}
-
 const personKey = (accountId: string, personId: string) => `${accountId}\0${personId}`;
 
 export class MeterCaches {
   /** null: the account has no record (its limit is [quota]'s). */
   readonly plans = new FollowedCache<Plan | null>(MAX_PLANS);
-  private readonly persons: FollowedCache<CachedMeta>;
-  /** One string per model id, not one per cached person. */
-  private readonly modelIds = new Map<string, string>();
+  /** Each person's slot in `slots`. */
+  private readonly persons: FollowedCache<number>;
+  private readonly slots = new MetaSlots();
   readonly fillStats: FillStats = { completed: 0, stopped: 0, lastKept: 0 };
   private filling: Promise<void> | undefined;
   /** Bumped by every reset of the persons: a fill still waiting for its delay then does not begin. */
   private fillEpoch = 0;
 
   constructor(private readonly options: MeterCachesOptions = {}) {
-    this.persons = new FollowedCache<CachedMeta>(options.maxPersons ?? MAX_PERSONS);
+    this.persons = new FollowedCache<number>(options.maxPersons ?? MAX_PERSONS, this.slots);
   }
 
   /** The follower's connection: listening on both channels (true: trusted from now on, empty), or lost. */
@@ -113,14 +108,22 @@ export class MeterCaches {
   delivered(batch: readonly FollowedChange[]): void {
     for (const c of batch) {
       const key = personKey(c.accountId, c.personId);
-      if (c.current) this.persons.set(key, this.meta(c.current.modelId, c.current.created.getTime(), c.current.updated.getTime()));
+      const slot = c.current ? this.meta(c.current.modelId, c.current.created.getTime(), c.current.updated.getTime()) : -1;
+      if (slot >= 0) this.persons.set(key, slot);
       else this.persons.delete(key);
     }
   }
 
   person(accountId: string, personId: string): KnownPerson | undefined {
-    const m = this.persons.get(personKey(accountId, personId));
-    return m && { personId, created: new Date(m.created).toISOString(), updated: new Date(m.updated).toISOString(), modelId: m.modelId };
+    const slot = this.persons.get(personKey(accountId, personId));
+    if (slot === undefined) return undefined;
+    const m = this.slots.read(slot);
+    return { personId, created: new Date(m.created).toISOString(), updated: new Date(m.updated).toISOString(), modelId: m.modelId };
+  }
+
+  /** Persons whose meta is cached (for tests and metrics). */
+  get personsCached(): number {
+    return this.persons.size;
   }
 
   personToken(): number {
@@ -129,7 +132,8 @@ export class MeterCaches {
 
   /** Keeps a person's meta read by a request begun at `token` (FollowedCache.fill). */
   fillPerson(accountId: string, personId: string, person: { modelId: string; created: Date; updated: Date }, token: number): void {
-    this.persons.fill(personKey(accountId, personId), this.meta(person.modelId, person.created.getTime(), person.updated.getTime()), token);
+    const slot = this.meta(person.modelId, person.created.getTime(), person.updated.getTime());
+    if (slot >= 0) this.persons.fill(personKey(accountId, personId), slot, token);
   }
 
   /**
@@ -157,7 +161,9 @@ export class MeterCaches {
       for (;;) {
         const rows = await source.metaPage(after, pageRows);
         for (const r of rows) {
-          if (!fill.put(personKey(r.account_id, r.person_id), this.meta(r.model_id, r.created_ms, r.updated_ms))) {
+          const slot = this.meta(r.model_id, r.created_ms, r.updated_ms);
+          if (slot < 0) continue;
+          if (!fill.put(personKey(r.account_id, r.person_id), slot)) {
             if (fill.stale) this.fillStats.stopped++;
             else this.fillStats.completed++;  // the cache is full
             return;
@@ -182,12 +188,9 @@ export class MeterCaches {
     }
   }
 
-  private meta(modelId: string, created: number, updated: number): CachedMeta {
-    let id = this.modelIds.get(modelId);
-    if (id === undefined) {
-      if (this.modelIds.size > 64) this.modelIds.clear();
-      this.modelIds.set(modelId, (id = modelId));
-    }
-    return { created, updated, modelId: id };
+  /** A slot of `slots` holding the meta (the cache releases it), or -1: not to be cached. */
+  private meta(modelId: string, created: number, updated: number): number {
+    return this.slots.take(modelId, created, updated);
   }
+
 }
