@@ -126,11 +126,13 @@ async function run(): Promise<void> {
     const last = await admin.changes.lastChange();
     for (const node of [a, b]) {
       let position = NaN;
-      const until = performance.now() + 2_000;
+      let text = '';
+      const until = performance.now() + 5_000;
       do {
-        const text = await (await fetch(`${node.address}/metrics`)).text();
+        text = await (await fetch(`${node.address}/metrics`)).text();
         position = Number(/^face_check_change_follower_position (\S+)$/m.exec(text)?.[1]);
-        if (position >= last) {
+        // The meter cache's fill begins a second after the follower listens.
+        if (position >= last && /^face_check_meter_cache_fills_total\{outcome="completed"\} [1-9]/m.test(text)) {
           t.match(text, /^face_check_change_log_last_seq \d+$/m, 'the log\'s last seq seen');
           t.match(text, /^face_check_change_follower_behind 0$/m, 'nothing behind once caught up');
           t.match(text, /^face_check_change_follower_connected 1$/m, 'connected');
@@ -139,6 +141,8 @@ async function run(): Promise<void> {
         await new Promise((r) => setTimeout(r, 20));
       } while (performance.now() < until);
       t.equal(position, last, 'the follower position is the log\'s last change');
+      t.match(text, /^face_check_meter_cache_fills_total\{outcome="completed"\} [1-9]\d*$/m, 'the meter cache\'s fill completed');
+      t.ok(Number(/^face_check_meter_cache_persons (\d+)$/m.exec(text)?.[1]) >= 1, 'and holds the persons');
     }
   });
 

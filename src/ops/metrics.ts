@@ -46,6 +46,18 @@ export function followerMetricsSourceOf(feed: object | undefined): FollowerMetri
   return feed && typeof (feed as Partial<FollowerMetricsSource>).status === 'function' ? feed as FollowerMetricsSource : undefined;
 }
 
+/** A PostgreSQL node's meter cache (src/storage/postgres/meter-caches.ts), read at each scrape. */
+export interface MeterCacheMetricsSource {
+  readonly personsCached: number;
+  readonly fillStats: { completed: number; stopped: number };
+}
+
+/** The meter cache of a PostgreSQL store (an LMDB store has none). */
+export function meterCacheSourceOf(store: object): MeterCacheMetricsSource | undefined {
+  const caches = (store as { meterCaches?: Partial<MeterCacheMetricsSource> }).meterCaches;
+  return caches && typeof caches.personsCached === 'number' && caches.fillStats ? caches as MeterCacheMetricsSource : undefined;
+}
+
 export interface MetricsSources {
   config: Config;
   store: AsyncStore;
@@ -91,6 +103,8 @@ export class ServiceMetrics {
     if (sources.licence) this.licenceMetrics(sources.licence, registers);
     if (sources.camera) this.cameraMetrics(sources.camera, registers);
     if (sources.follower) this.followerMetrics(sources.follower, registers);
+    const meterCache = sources.follower && meterCacheSourceOf(sources.store);
+    if (meterCache) this.meterCacheMetrics(meterCache, registers);
   }
 
   /** One answered request; `route` is the matched route's pattern (undefined: none matched). */
@@ -257,6 +271,23 @@ export class ServiceMetrics {
     });
     cumulative('change_follower_reconnects_total', 'Times the change follower reconnected to the database', (s) => s.reconnects);
     cumulative('change_follower_resyncs_total', 'Galleries rebuilt because the change log was pruned past this node', (s) => s.resyncs);
+  }
+
+  private meterCacheMetrics(caches: MeterCacheMetricsSource, registers: Registry[]): void {
+    new Gauge({
+      name: `${METRICS_PREFIX}meter_cache_persons`, registers,
+      help: 'Persons whose metadata this node holds to meter unlimited requests without a statement (filled once its follower listens)',
+      collect() { this.set(caches.personsCached); },
+    });
+    new Counter({
+      name: `${METRICS_PREFIX}meter_cache_fills_total`, registers, labelNames: ['outcome'],
+      help: 'Fills of the meter cache from the database: completed, or stopped (connection lost or made again, or a failed read)',
+      collect() {
+        this.reset();
+        this.inc({ outcome: 'completed' }, caches.fillStats.completed);
+        this.inc({ outcome: 'stopped' }, caches.fillStats.stopped);
+      },
+    });
   }
 
   private cameraMetrics(camera: CameraMetricsSource, registers: Registry[]): void {
