@@ -108,7 +108,7 @@ export class MeterCaches {
   delivered(batch: readonly FollowedChange[]): void {
     for (const c of batch) {
       const key = personKey(c.accountId, c.personId);
-      const slot = c.current ? this.meta(c.current.modelId, c.current.created.getTime(), c.current.updated.getTime()) : -1;
+      const slot = c.current ? this.slots.take(c.current.modelId, c.current.created.getTime(), c.current.updated.getTime()) : -1;
       if (slot >= 0) this.persons.set(key, slot);
       else this.persons.delete(key);
     }
@@ -132,7 +132,7 @@ export class MeterCaches {
 
   /** Keeps a person's meta read by a request begun at `token` (FollowedCache.fill). */
   fillPerson(accountId: string, personId: string, person: { modelId: string; created: Date; updated: Date }, token: number): void {
-    const slot = this.meta(person.modelId, person.created.getTime(), person.updated.getTime());
+    const slot = this.slots.take(person.modelId, person.created.getTime(), person.updated.getTime());
     if (slot >= 0) this.persons.fill(personKey(accountId, personId), slot, token);
   }
 
@@ -156,41 +156,26 @@ export class MeterCaches {
   private async fillFrom(source: PersonMetaSource): Promise<void> {
     const fill = this.persons.beginFill();
     const pageRows = this.options.fillPageRows ?? FILL_PAGE;
+    let failed = false;
     try {
       let after: PersonMetaPosition | undefined;
-      for (;;) {
+      while (!fill.stale) {
         const rows = await source.metaPage(after, pageRows);
         for (const r of rows) {
-          const slot = this.meta(r.model_id, r.created_ms, r.updated_ms);
-          if (slot < 0) continue;
-          if (!fill.put(personKey(r.account_id, r.person_id), slot)) {
-            if (fill.stale) this.fillStats.stopped++;
-            else this.fillStats.completed++;  // the cache is full
-            return;
-          }
+          const slot = this.slots.take(r.model_id, r.created_ms, r.updated_ms);
+          if (slot >= 0 && !fill.put(personKey(r.account_id, r.person_id), slot)) return;  // stale, or the cache is full
         }
-        if (rows.length < pageRows) {
-          this.fillStats.completed++;
-          return;
-        }
+        if (rows.length < pageRows) return;
         after = rows[rows.length - 1];
-        if (fill.stale) {
-          this.fillStats.stopped++;
-          return;
-        }
       }
     } catch {
       // Not retried until the follower listens anew: requests read the database meanwhile, as without a fill.
-      this.fillStats.stopped++;
+      failed = true;
     } finally {
+      if (failed || fill.stale) this.fillStats.stopped++;
+      else this.fillStats.completed++;
       this.fillStats.lastKept = fill.kept;
       fill.end();
     }
   }
-
-  /** A slot of `slots` holding the meta (the cache releases it), or -1: not to be cached. */
-  private meta(modelId: string, created: number, updated: number): number {
-    return this.slots.take(modelId, created, updated);
-  }
-
 }
