@@ -123,7 +123,7 @@ void KeyTable::reserveMore(size_t n, size_t bytes) {
 }
 
 void KeyTable::rehash(size_t buckets) {
-  std::vector<uint64_t> fresh(buckets, 0);  // may throw: nothing changed yet
+  std::vector<uint64_t, PageAllocator<uint64_t>> fresh(buckets, 0);  // may throw: nothing changed yet
   const size_t mask = buckets - 1;
   for (uint64_t e : table_) {
     if (e == 0) continue;
@@ -138,7 +138,7 @@ void KeyTable::rehash(size_t buckets) {
 // Rewrites the arena in slot order without the bytes of removed keys. Runs when they are more than half
 // of it, so its cost is amortised over the removals.
 void KeyTable::compactArena() {
-  std::vector<char> fresh;
+  std::vector<char, PageAllocator<char>> fresh;
   try {
     fresh.reserve(arena_.size() - garbage_);
   } catch (...) {

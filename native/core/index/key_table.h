@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/index/page_allocator.h"
+
 namespace facecheck::index {
 
 class KeyTable {
@@ -56,9 +58,10 @@ class KeyTable {
   void rehash(size_t buckets);
   void compactArena();
 
-  std::vector<char> arena_;
-  std::vector<uint64_t> refs_;   // slot -> offset << 16 | length
-  std::vector<uint64_t> table_;  // 0 = empty, else hash low 32 bits << 32 | (slot + 1)
+  // On huge pages once large (page_allocator.h): a million keys fill ~38 MB of them.
+  std::vector<char, PageAllocator<char>> arena_;
+  std::vector<uint64_t, PageAllocator<uint64_t>> refs_;   // slot -> offset << 16 | length
+  std::vector<uint64_t, PageAllocator<uint64_t>> table_;  // 0 = empty, else hash low 32 bits << 32 | (slot + 1)
   size_t mask_ = 0;
   size_t garbage_ = 0;  // arena bytes of removed keys
 };

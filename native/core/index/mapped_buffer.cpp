@@ -2,11 +2,25 @@
 
 #include <sys/mman.h>
 
+#include <new>
+
+#include "core/index/page_allocator.h"
+
 namespace facecheck::index {
 
 namespace {
 constexpr int kMadvPopulateWrite = 23;  // MADV_POPULATE_WRITE (Linux 5.14); older headers lack the name
 }  // namespace
+
+void* mapPages(size_t bytes) {
+  MappedBuffer b(roundUp(bytes, kHugePage), true);
+  if (!b.data()) throw std::bad_alloc();
+  return b.release();
+}
+
+void unmapPages(void* p, size_t bytes) noexcept {
+  if (p) munmap(p, roundUp(bytes, kHugePage));
+}
 
 MappedBuffer::MappedBuffer(size_t bytes, bool hugeAdvice) {
   if (bytes == 0) return;

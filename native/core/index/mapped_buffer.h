@@ -37,6 +37,13 @@ class MappedBuffer {
   // Faults every page in (zero filled) without writing to it, so another thread may be writing it meanwhile
   // (MADV_POPULATE_WRITE); false when the kernel cannot (before Linux 5.14).
   bool populate() const;
+  // Hands the mapping over to the caller (who unmaps data(), size() bytes), leaving this empty.
+  uint8_t* release() noexcept {
+    uint8_t* p = ptr_;
+    ptr_ = nullptr;
+    size_ = 0;
+    return p;
+  }
 
  private:
   uint8_t* ptr_ = nullptr;
