@@ -5,6 +5,7 @@
 // - `storage.readAhead(paths, maxBytes) -> { done: Promise<{ requested, files }>, stop() }`: the kernel asked
 //   to read files into the page cache (core/file_read_ahead.h), on a libuv thread; stop() ends it at its
 //   next step.
+// - `storage.libc`: "glibc" when the addon was built against glibc (so this process runs on it), else "".
 #include <napi.h>
 
 #include <atomic>
@@ -88,10 +89,22 @@ Napi::Value ReadAhead(const Napi::CallbackInfo& info) {
   return handle;
 }
 
+// The C library this addon was built against, and so the one the process runs on: the JavaScript side names
+// it to the packages that would otherwise probe for it (src/storage/lmdb/load.ts). Only glibc declares
+// itself to the compiler; anything else is left to their own probe.
+const char* BuiltLibc() {
+#if defined(__GLIBC__)
+  return "glibc";
+#else
+  return "";
+#endif
+}
+
 }  // namespace
 
 void InitStorageBinding(Napi::Env env, Napi::Object exports) {
   Napi::Object storage = Napi::Object::New(env);
+  storage.Set("libc", Napi::String::New(env, BuiltLibc()));
   storage.Set("adviseMappedFile", Napi::Function::New(env, AdviseMappedFile, "adviseMappedFile"));
   storage.Set("readAhead", Napi::Function::New(env, ReadAhead, "readAhead"));
   exports.Set("storage", storage);

@@ -5,7 +5,9 @@
 // another process reading it, the compaction waits for a later open (meta "compact-pending").
 import fs from 'node:fs';
 import path from 'node:path';
-import { open, type RootDatabase } from 'lmdb';
+import type { RootDatabase } from 'lmdb';
+
+import { lmdb } from './lmdb/load';
 
 export const COMPACT_PENDING = 'compact-pending';
 
@@ -31,7 +33,7 @@ export async function replaceWithCompactCopy(root: RootDatabase, dir: string): P
   try {
     await root.backup(temp, true);
     await root.close();
-    const copy = open({ path: temp, compression: false });
+    const copy = lmdb.open({ path: temp, compression: false });
     await copy.openDB<unknown, string>({ name: 'meta' }).remove(COMPACT_PENDING);
     await copy.close();
     const file = path.join(dir, 'data.mdb');

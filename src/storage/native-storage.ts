@@ -17,6 +17,8 @@ export interface StorageBinding {
   adviseMappedFile(file: string, advice: MapAdviceKind): number;
   /** Asks the kernel for `paths` in order, up to `maxBytes` in all. */
   readAhead(paths: string[], maxBytes: number): NativeReadAhead;
+  /** "glibc" when the addon was built against it (and so this process runs on it), else "". */
+  libc?: string;
 }
 
 let loaded: StorageBinding | null | undefined;
@@ -33,4 +35,9 @@ export function storageBinding(): StorageBinding | undefined {
     }
   }
   return loaded ?? undefined;
+}
+
+/** The C library the addon was built against ("glibc"), or undefined where it does not say or is not built. */
+export function addonLibc(): string | undefined {
+  return storageBinding()?.libc || undefined;
 }

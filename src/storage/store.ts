@@ -4,7 +4,8 @@
 // unwraps; the folder is 0700 and its files 0600.
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { open, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
+import type { RootDatabase, RootDatabaseOptionsWithPath } from 'lmdb';
+import { lmdb } from './lmdb/load';
 import { PersonRepository } from './persons';
 import { ApiKeyRepository } from './api-keys';
 import { AccountRepository } from './accounts';
@@ -95,7 +96,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
   // lmdb-js opens at most 12 named databases by default; persons, keys, accounts, sessions and licences
   // need more. The bound is per open, not stored: raising it later needs no migration. noReadAhead: the
   // map is advised random, scans excepted (./lmdb/map-advice.ts).
-  const root: RootDatabase = open({ path: dir, compression: false, maxDbs: 32, noReadAhead: !options.bulkReads } as RootDatabaseOptionsWithPath);
+  const root: RootDatabase = lmdb.open({ path: dir, compression: false, maxDbs: 32, noReadAhead: !options.bulkReads } as RootDatabaseOptionsWithPath);
   const mapAdvice = new MapAdvice(lmdbDataFile(dir), !options.bulkReads);
   let closed = false;
   try {
