@@ -5,9 +5,14 @@
 // count check) and answers one identify by template (the gallery search with its exact re-rank from the
 // store). Prints one JSON line with its marks (ms since its own start): `main` (this file running: node
 // itself is up), `modulesMs` (the program's modules loaded), then each step's time.
-// SNAPSHOT_BENCH_READ_AHEAD=0: without the early read-ahead (for the comparison).
+// SNAPSHOT_BENCH_EARLY=0: the snapshots read ahead early but imported only once the store is open (the start
+// before early imports); SNAPSHOT_BENCH_READ_AHEAD=0 as well: nothing early (for the comparisons).
 //   node dist/bench/index-snapshot-child.js <store dir> <model id> <probe> snapshot|rebuild
+import path from 'node:path';
+
+import { beginSnapshotStart, type EarlySnapshotImports } from '../src/matching/snapshot/early-import';
 import { startSnapshotReadAhead, stopSnapshotReadAhead } from '../src/matching/snapshot/read-ahead';
+import { DEFAULT_KEY_FILE } from '../src/storage/crypto/key-file';
 
 const ACCOUNT = 'default';
 
@@ -28,7 +33,9 @@ export function benchTemplate(i: number, dim: number): Float32Array {
 
 async function child(storeDir: string, modelId: string, probe: number, from: string): Promise<void> {
   const marks: Record<string, number> = { main: performance.now() };
-  if (from !== 'rebuild' && process.env.SNAPSHOT_BENCH_READ_AHEAD !== '0') startSnapshotReadAhead(storeDir);
+  let early: EarlySnapshotImports | undefined;
+  if (from !== 'rebuild' && process.env.SNAPSHOT_BENCH_EARLY !== '0') early = beginSnapshotStart(storeDir, path.resolve(storeDir, DEFAULT_KEY_FILE), modelId);
+  else if (from !== 'rebuild' && process.env.SNAPSHOT_BENCH_READ_AHEAD !== '0') startSnapshotReadAhead(storeDir);
   const [{ openStore }, { Galleries }, { snapshotPlaceOf }, { templateSize }] = await Promise.all([
     import('../src/storage/store'), import('../src/matching/galleries'), import('../src/matching/snapshot/place'), import('../src/engine/template-spec'),
   ]);
@@ -39,7 +46,7 @@ async function child(storeDir: string, modelId: string, probe: number, from: str
   marks.storeOpenMs = performance.now() - t0;
   const galleries = Galleries.forStore(store.persons);
   const workers = process.env.SNAPSHOT_BENCH_WORKERS;
-  const report = await galleries.restore(store.persons, modelId, from === 'rebuild' ? undefined : snapshotPlaceOf(store), workers === undefined ? {} : { workers: Number(workers) });
+  const report = await galleries.restore(store.persons, modelId, from === 'rebuild' ? undefined : snapshotPlaceOf(store), { early, ...(workers === undefined ? {} : { workers: Number(workers) }) });
   marks.restoreMs = report.timings.total;
   const t = performance.now();
   // A new photo of person `probe`: its template with a little noise (cosine ~0.95).
@@ -53,7 +60,7 @@ async function child(storeDir: string, modelId: string, probe: number, from: str
   marks.rssMB = process.memoryUsage().rss / 1e6;
   process.stdout.write(`${JSON.stringify({
     hit: hits[0]?.personId, timeOrigin: performance.timeOrigin, answeredAt: performance.timeOrigin + performance.now(), marks,
-    restore: { ...report.timings, bytes: report.bytes, workers: report.workers, unsealer: report.unsealer, accounts: report.accounts.map((a) => ({ source: a.source, reason: a.reason, size: a.size })) },
+    restore: { ...report.timings, bytes: report.bytes, workers: report.workers, unsealer: report.unsealer, accounts: report.accounts.map((a) => ({ source: a.source, reason: a.reason, size: a.size, early: a.early ?? false })) },
   })}\n`);
 }
 

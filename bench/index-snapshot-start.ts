@@ -14,6 +14,8 @@
 // The snapshot is unsealed natively where the process's OpenSSL is reachable (Collection.importSealed), else
 // in JavaScript; SNAPSHOT_BENCH_UNSEAL=js|native picks one for the children (FACE_CHECK_SNAPSHOT_UNSEAL), =both
 // runs each measurement with both, one after the other (the fairest comparison on a shared machine).
+// SNAPSHOT_BENCH_EARLY=both runs each measurement with the snapshot opened after the store (the start before the
+// imports begun early, src/matching/snapshot/early-import.ts) and as the service does, one after the other; =0 only the former.
 // SNAPSHOT_BENCH_WORKERS sets the JavaScript path's unsealing threads (0: the main thread alone),
 // SNAPSHOT_BENCH_ROUNDS the rounds of the command line (cold, warm and, unless SNAPSHOT_BENCH_REBUILD=0, the
 // start without snapshots that rebuilds from the store, interleaved). Each line splits the time to the answer:
@@ -87,7 +89,7 @@ async function benchStore(persons: number): Promise<{ dir: string; info: Cached 
     try {
       const s = openSnapshot(path.join(place.dir, snapshotFileName(ACCOUNT)));
       if (s) {
-        current = s.header.count === persons && s.header.layout === await galleries.codeLayout() && s.header.modelId === modelId;
+        current = s.header.count === persons && s.header.layout === await galleries.codeLayout() && s.header.modelId === modelId && s.header.keyWrap !== undefined;
         closeSnapshot(s);
       }
     } catch {
@@ -122,8 +124,9 @@ function dropFromPageCache(dir: string): void {
 }
 
 /** Spawns the child; resolves with its answer line and when it came. */
-async function runChild(storeDir: string, modelId: string, probe: number, from: 'snapshot' | 'rebuild' = 'snapshot', unseal?: Unsealer): Promise<{ answer: { line: string; at: number }; spawnedAt: number }> {
-  const env = unseal ? { ...serviceProcessEnv(), FACE_CHECK_SNAPSHOT_UNSEAL: unseal } : serviceProcessEnv();
+async function runChild(storeDir: string, modelId: string, probe: number, from: 'snapshot' | 'rebuild' = 'snapshot', unseal?: Unsealer,
+  early?: boolean): Promise<{ answer: { line: string; at: number }; spawnedAt: number }> {
+  const env: NodeJS.ProcessEnv = { ...serviceProcessEnv(), ...(unseal ? { FACE_CHECK_SNAPSHOT_UNSEAL: unseal } : {}), ...(early === false ? { SNAPSHOT_BENCH_EARLY: '0' } : {}) };
   const spawnedAt = performance.timeOrigin + performance.now();
   const child = spawn(process.execPath, [path.join(__dirname, 'index-snapshot-child.js'), storeDir, modelId, String(probe), from], { stdio: ['ignore', 'pipe', 'inherit'], env });
   let out = '';
@@ -140,7 +143,7 @@ async function runChild(storeDir: string, modelId: string, probe: number, from: 
 }
 
 /** One fresh process: open, restore, identify; ms from spawn to the answer and the child's split. */
-export async function measureSnapshotStart(opts: { persons: number; cold: boolean; from?: 'snapshot' | 'rebuild'; unseal?: Unsealer }): Promise<{ readyMs: number; details: Record<string, unknown> }> {
+export async function measureSnapshotStart(opts: { persons: number; cold: boolean; from?: 'snapshot' | 'rebuild'; unseal?: Unsealer; early?: boolean }): Promise<{ readyMs: number; details: Record<string, unknown> }> {
   const { dir, info } = await benchStore(opts.persons);
   const storeDir = path.join(dir, 'store');
   execFileSync('sync');
@@ -148,8 +151,8 @@ export async function measureSnapshotStart(opts: { persons: number; cold: boolea
   const from = opts.from ?? 'snapshot';
   // Warm: the same start just ran, so the page cache holds what a start reads (the snapshot, LMDB's pages).
   if (opts.cold) dropFromPageCache(storeDir);
-  else await runChild(storeDir, info.modelId, probe, from, opts.unseal);
-  const { answer, spawnedAt } = await runChild(storeDir, info.modelId, probe, from, opts.unseal);
+  else await runChild(storeDir, info.modelId, probe, from, opts.unseal, opts.early);
+  const { answer, spawnedAt } = await runChild(storeDir, info.modelId, probe, from, opts.unseal, opts.early);
   const r = JSON.parse(answer.line) as { hit: string; timeOrigin: number; answeredAt: number; marks: Record<string, number>; restore: Record<string, unknown> };
   if (r.hit !== `person-${probe}`) throw new Error(`identify answered ${r.hit}, expected person-${probe}`);
   const readyMs = answer.at - spawnedAt;
@@ -171,22 +174,25 @@ async function main(): Promise<void> {
   const rounds = Number(process.env.SNAPSHOT_BENCH_ROUNDS ?? 3);
   const which = process.env.SNAPSHOT_BENCH_UNSEAL;
   const unsealers: Array<Unsealer | undefined> = which === 'both' ? ['js', 'native'] : which === 'js' || which === 'native' ? [which] : [undefined];
+  const earlyEnv = process.env.SNAPSHOT_BENCH_EARLY;
+  const earlies: Array<boolean | undefined> = earlyEnv === 'both' ? [false, true] : earlyEnv === '0' ? [false] : [undefined];
   console.log(describeHost(measureHostInChild()));
   for (const persons of sizes) {
     const { info } = await benchStore(persons);
     console.log(`${persons} persons: store ${(info.storeBytes / 1e6).toFixed(0)} MB written in ${info.writeS.toFixed(1)} s; snapshot ${(info.snapshotBytes! / 1e6).toFixed(1)} MB written in ${info.snapshotMs!.toFixed(0)} ms`);
     for (let round = 0; round < rounds; round++) {
-      const runs: Array<{ cold: boolean; from: 'snapshot' | 'rebuild'; unseal?: Unsealer }> =
-        modes.flatMap((cold) => unsealers.map((unseal) => ({ cold, from: 'snapshot' as const, unseal })));
+      const runs: Array<{ cold: boolean; from: 'snapshot' | 'rebuild'; unseal?: Unsealer; early?: boolean }> =
+        modes.flatMap((cold) => unsealers.flatMap((unseal) => earlies.map((early) => ({ cold, from: 'snapshot' as const, unseal, early }))));
       if (process.env.SNAPSHOT_BENCH_REBUILD !== '0') runs.push({ cold: false, from: 'rebuild' });
-      for (const { cold, from, unseal } of runs) {
-        const { readyMs, details } = await measureSnapshotStart({ persons, cold, from, unseal });
-        const r = details.restore as Record<string, number> & { unsealer: Unsealer };
+      for (const { cold, from, unseal, early } of runs) {
+        const { readyMs, details } = await measureSnapshotStart({ persons, cold, from, unseal, early });
+        const r = details.restore as Record<string, number> & { unsealer: Unsealer; accounts: Array<{ early: boolean }> };
+        const opened = from === 'rebuild' ? '' : r.accounts.some((a) => a.early) ? ', opened early' : ', opened after the store';
         const f = (v: unknown) => Number(v).toFixed(0);
         const unsealing = r.unsealer === 'native'
           ? `native: read ${f(r.read)} / open ${f(r.unseal)} / keys ${f(r.keys)} busy on ${r.workers} threads in import ${f(r.import)}`
           : `js: read ${f(r.read)} / unseal ${f(r.unseal)} / import ${f(r.import)} busy on ${r.workers} workers`;
-        console.log(`  ${from === 'rebuild' ? 'rebuild (no snapshot), warm' : cold ? 'cold' : 'warm'} ready ${f(readyMs)} ms = process ${f(details.processStartMs)} + modules ${f(details.modulesMs)} + store open ${f(details.storeOpenMs)} + restore ${f(details.restoreMs)} ` +
+        console.log(`  ${from === 'rebuild' ? 'rebuild (no snapshot), warm' : cold ? 'cold' : 'warm'}${opened} ready ${f(readyMs)} ms = process ${f(details.processStartMs)} + modules ${f(details.modulesMs)} + store open ${f(details.storeOpenMs)} + restore ${f(details.restoreMs)} ` +
           `(headers ${f(r.headers)}, ${unsealing}, replay ${f(r.replay)}, check ${f(r.check)}, rebuild ${f(r.rebuild)}) + first search ${f(details.firstSearchMs)}; CPU ${f(details.cpuMs)} ms, RSS ${f(details.rssMB)} MB`);
       }
     }

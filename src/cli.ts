@@ -29,6 +29,8 @@ import { failureExitCode } from './cli/exit-code';
 import { LICENCE_USAGE, licenceCommand } from './cli/licences';
 import { SERVICE_USAGE, serviceCommand } from './cli/service-install';
 import { isRole, ROLES } from './domain/roles';
+import { SNAPSHOT_FOLDER } from './matching/snapshot/place';
+import { discardSnapshots } from './matching/snapshot/write';
 import { createEngine } from './engine';
 import type { FaceEngine } from './engine/types';
 import { DEFAULT_ACCOUNT } from './services/auth';
@@ -169,6 +171,9 @@ async function rotateKeyCommand(args: Args, io: Io): Promise<number> {
     const target = await store.rotateKey(typeof newKeyFile === 'string' ? path.resolve(newKeyFile) : undefined);
     io.out(`rotated: the store's data key is now wrapped by the key in ${target}; the previous key no longer opens it`);
     if (target !== store.keyFile) io.out(`set [storage] key_file = ${target} before the next start, then destroy ${store.keyFile}`);
+    // The gallery snapshots carry the previous wrap: removed, the next start rebuilds the galleries from the store.
+    const removed = discardSnapshots(path.join(config.storage.path, SNAPSHOT_FOLDER));
+    if (removed > 0) io.out(`removed ${removed} gallery snapshot${removed === 1 ? '' : 's'} (they carried the previous wrap); the next start rebuilds the galleries from the store`);
     await store.close();
     // Reopened alone (the lock is held): the store is compacted, dropping the page with the old wrap.
     store = await openStore(config.storage.path, { keyFile: target });

@@ -11,7 +11,7 @@ import { SnapshotScheduler } from './matching/snapshot/scheduler';
 import { templateModelId } from './engine/template-spec';
 import type { DeviceCamera } from './device/camera';
 import { nativeErrorTable } from './native';
-import { cameraForStart, engineForStart } from './ops/early-start';
+import { cameraForStart, engineForStart, snapshotImportsForStart } from './ops/early-start';
 import { logOptions } from './ops/log-options';
 import { closeWhenIdle, drain, ensureFirstKey, type RunningService, type StartOptions } from './ops/service-lifecycle';
 import { startCloudNode } from './cloud-node';
@@ -33,6 +33,7 @@ function restoreSummary(r: RestoreReport): object {
     from_snapshot: r.accounts.filter((a) => a.source === 'snapshot').length,
     rebuilt: r.accounts.filter((a) => a.source === 'rebuild').length,
     replayed: r.accounts.reduce((n, a) => n + a.replayed, 0),
+    opened_early: r.accounts.filter((a) => a.early).length,
     ms: Math.round(r.timings.total),
     ...(Object.keys(reasons).length ? { rebuild_reasons: reasons } : {}),
   };
@@ -71,7 +72,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     galleries = Galleries.forStore(persons);
     const place = config.index.snapshot ? snapshotPlaceOf(store) : undefined;
     const expectedModel = opts.engine?.modelId ?? templateModelId();
-    restoring = galleries.restore(persons, expectedModel, place);
+    restoring = galleries.restore(persons, expectedModel, place, { early: snapshotImportsForStart(config.storage.path) });
     restoring.catch(() => undefined);  // awaited below
     // Device mode: the licence is checked with the cloud before a first key is made or the port opens
     // (a failed check throws LicenceStartError).

@@ -4,11 +4,13 @@
 // that is damaged, cut short, of another model, of another layout, of another store or missing is ignored
 // and the account rebuilt from the store, and identify still finds everyone. The chunk-level cases (the ones
 // that reach the unsealer) run both natively and with FACE_CHECK_SNAPSHOT_UNSEAL=js, the JavaScript path a
-// process without OpenSSL's symbols takes.
+// process without OpenSSL's symbols takes. Natively, the snapshot is opened before the store, as
+// `face-check serve` begins it (src/matching/snapshot/early-import.ts), and the log line says so.
 import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 
+import { similarityIndex } from '../src/index/similarity-index';
 import { headerBlock, headerBlockLength, parseHeader } from '../src/matching/snapshot/format';
 import { SNAPSHOT_FOLDER, snapshotFileName } from '../src/matching/snapshot/place';
 import { tempDir } from './helpers/app';
@@ -16,9 +18,10 @@ import { fakePhotoB64 } from './helpers/fake-engine';
 import { request, startServiceProcess, writeIni, type ServiceProcess } from './helpers/service-process';
 
 const ACCOUNT = 'default';  // the bootstrap key's account
+const native = similarityIndex().sealedImport.available;
 
 /** The last "galleries loaded" log line of the process. */
-function galleriesLoaded(service: ServiceProcess): { persons: number; from_snapshot: number; rebuilt: number; replayed: number; rebuild_reasons?: Record<string, number> } {
+function galleriesLoaded(service: ServiceProcess): { persons: number; from_snapshot: number; rebuilt: number; replayed: number; opened_early: number; rebuild_reasons?: Record<string, number> } {
   const lines = service.output().split('\n').filter((l) => l.includes('"galleries loaded"'));
   if (!lines.length) throw new Error(`no "galleries loaded" line in:\n${service.output()}`);
   return JSON.parse(lines[lines.length - 1]);
@@ -66,7 +69,8 @@ t.test('enrolled persons come back from the snapshot; changes after it are repla
   t.equal(fs.statSync(path.dirname(file)).mode & 0o777, 0o700, 'its folder is 0700');
 
   service = await startServiceProcess(ini, 'fake');
-  t.match(galleriesLoaded(service), { persons: 5, from_snapshot: 1, rebuilt: 0, replayed: 0 }, 'loaded from the snapshot');
+  t.match(galleriesLoaded(service), { persons: 5, from_snapshot: 1, rebuilt: 0, replayed: 0, opened_early: native ? 1 : 0 },
+    'loaded from the snapshot (opened before the store, where the native unsealer is available)');
   for (let i = 1; i <= 5; i++) t.equal(await identify(service.address, i), `p${i}`, `identify finds p${i}`);
   t.equal(await identify(service.address, 99), undefined, 'a stranger is not matched');
 
@@ -77,7 +81,7 @@ t.test('enrolled persons come back from the snapshot; changes after it are repla
   await service.kill9();
 
   service = await startServiceProcess(ini, 'fake');
-  t.match(galleriesLoaded(service), { persons: 5, from_snapshot: 1, rebuilt: 0, replayed: 3 }, 'the snapshot and three changes replayed');
+  t.match(galleriesLoaded(service), { persons: 5, from_snapshot: 1, rebuilt: 0, replayed: 3, opened_early: native ? 1 : 0 }, 'the snapshot and three changes replayed');
   t.equal(await identify(service.address, 6), 'p6', 'the enrolment after the snapshot');
   t.equal(await identify(service.address, 7), 'p2', 'the update after the snapshot');
   t.equal(await identify(service.address, 2), undefined, 'the replaced face is gone');
@@ -124,7 +128,7 @@ t.test('a damaged, cut, foreign or missing snapshot is ignored and the account r
     else fs.rmSync(file, { force: true });
     service = await startWith(ini, unseal);
     const loaded = galleriesLoaded(service);
-    t.match(loaded, { persons: 5, from_snapshot: 0, rebuilt: 1 }, `${what}: rebuilt`);
+    t.match(loaded, { persons: 5, from_snapshot: 0, rebuilt: 1, opened_early: 0 }, `${what}: rebuilt`);
     t.match(Object.keys(loaded.rebuild_reasons ?? {}).join(' | '), reason, `${what}: the reason is logged`);
     for (let i = 1; i <= 5; i++) t.equal(await identify(service.address, i), `p${i}`, `${what}: identify finds p${i}`);
     await service.kill9();
@@ -134,7 +138,8 @@ t.test('a damaged, cut, foreign or missing snapshot is ignored and the account r
   fs.writeFileSync(file, good, { mode: 0o600 });
   for (const unseal of [undefined, 'js'] as const) {
     service = await startWith(ini, unseal);
-    t.match(galleriesLoaded(service), { persons: 5, from_snapshot: 1, rebuilt: 0 }, `the intact snapshot loads${unseal ? ' (JavaScript)' : ''}`);
+    t.match(galleriesLoaded(service), { persons: 5, from_snapshot: 1, rebuilt: 0, opened_early: native && !unseal ? 1 : 0 },
+      `the intact snapshot loads${unseal ? ' (JavaScript, after the store)' : ''}`);
     for (let i = 1; i <= 5; i++) t.equal(await identify(service.address, i), `p${i}`, `identify finds p${i}${unseal ? ' (JavaScript)' : ''}`);
     await service.kill9();
   }

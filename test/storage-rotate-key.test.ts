@@ -1,6 +1,7 @@
 // Renewability: rotate-key re-wraps the store's data key under a new key file. Afterwards the old key no
 // longer opens the store, the new one does, every record reads back the same and its sealed bytes are
-// unchanged (only the wrapped data key changed); a rotation that stopped half-way is finished or ignored.
+// unchanged (only the wrapped data key changed); the gallery snapshots, which carry the previous wrap, are
+// removed; a rotation that stopped half-way is finished or ignored.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -8,6 +9,9 @@ import { open } from 'lmdb';
 import t, { type Test } from 'tap';
 
 import { main } from '../src/cli';
+import { Galleries } from '../src/matching/galleries';
+import { snapshotFileName, snapshotPlaceOf } from '../src/matching/snapshot/place';
+import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
 import { lockStore } from '../src/storage/process-lock';
 import { openStore, DEFAULT_KEY_FILE, type Store } from '../src/storage/store';
 import { tempDir } from './helpers/app';
@@ -106,6 +110,19 @@ t.test('face-check rotate-key [--new-key-file]: the ini key_file, another file, 
   t.notOk(fs.existsSync(path.join(db, DEFAULT_KEY_FILE)), 'not the default one');
   let store = await openStore(db, { keyFile: configured });
   const pem = await fill(store);
+  // A gallery snapshot, as a service leaves it: its header carries the data key as the key file wraps it.
+  const galleries = Galleries.forStore(store.persons);
+  await galleries.restore(store.persons, MODEL, snapshotPlaceOf(store));
+  await new SnapshotScheduler({
+    galleries, persons: store.persons, exclusive: store.exclusive, modelId: MODEL, place: snapshotPlaceOf(store),
+    log: { info: () => undefined, warn: () => undefined },
+    settings: { intervalS: 3600, minChanges: 1, stopTimeoutS: 60, changeLogKeep: 1_000 },
+  }).writeNow('acc');
+  galleries.close();
+  const snapshots = snapshotPlaceOf(store).dir;
+  const wrapBefore = Buffer.from(store.dataKeyWrap()!).toString('base64');
+  t.ok(fs.readFileSync(path.join(snapshots, snapshotFileName('acc'))).includes(wrapBefore), 'the snapshot carries the wrap');
+  fs.writeFileSync(path.join(snapshots, `${snapshotFileName('acc')}.tmp-1-abcd`), 'left by a crash');
   await store.close();
   const before = await raw(db);
   const firstKey = fs.readFileSync(configured);
@@ -119,6 +136,8 @@ t.test('face-check rotate-key [--new-key-file]: the ini key_file, another file, 
   const r = capture();
   t.equal(await main(['rotate-key', '--config', ini], r.io), 0);
   t.match(r.out[0], new RegExp(`wrapped by the key in ${configured}`));
+  t.match(r.out.join('\n'), /removed 2 gallery snapshots \(they carried the previous wrap\); the next start rebuilds the galleries from the store/);
+  t.same(fs.readdirSync(snapshots), [], 'no snapshot is left to carry the previous wrap');
   const secondKey = fs.readFileSync(configured);
   t.notOk(secondKey.equals(firstKey));
   t.notMatch([...r.out, ...r.err].join('\n'), secondKey.toString('hex'), 'the key is never printed');

@@ -157,9 +157,19 @@ export class IndexGallery implements Gallery {
     return this.open(dim).importSealed(job, options);
   }
 
+  /**
+   * Replaces the content with `collection`'s rows, which become this gallery's own (a snapshot imported
+   * before the galleries existed: ./snapshot/early-import.ts); the previous collection is freed.
+   */
+  adopt(collection: Collection): void {
+    if (collection.name === this.collection?.name) return;
+    this.drop();
+    this.collection = collection;
+  }
+
   /** Frees the native collection. */
   drop(): void {
-    if (this.collection) similarityIndex().dropCollection(this.name);
+    if (this.collection) similarityIndex().dropCollection(this.collection.name);
     this.collection = undefined;
   }
 

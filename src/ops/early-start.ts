@@ -1,16 +1,20 @@
 // What `face-check serve` starts before the rest of the program is loaded (bin/face-check.js calls it
 // first; loading the program's modules takes ~0.3 s here and several times that on a board): the engine
-// loads its models and a device's camera opens, both on the addons' threads, and the kernel reads the
-// galleries' snapshot files (src/matching/snapshot/read-ahead.ts). The start proper (src/server.ts,
-// src/cloud-node.ts) then takes the engine and the camera: a start waits for the longest of these and the
-// modules' load instead of their sum. Light on purpose: the configuration, the engine, the camera and the
-// addons only. Any failure here is left to the start proper, which reports it.
+// loads its models, a device's camera opens and the galleries' snapshots are imported (or, where they cannot
+// be yet, read ahead: src/matching/snapshot/early-import.ts), all on the addons' threads. The start proper
+// (src/server.ts, src/cloud-node.ts) then takes them: a start waits for the longest of these and the
+// modules' load instead of their sum. Light on purpose: the configuration, the engine, the camera, the
+// snapshots' key file and the addons only. Any failure here is left to the start proper, which reports it.
+import path from 'node:path';
+
 import { configOf, parseArgs } from '../cli/args';
 import type { Config } from '../config/types';
 import type { DeviceCamera } from '../device/camera';
 import { createEngine } from '../engine';
+import { templateModelId } from '../engine/template-spec';
 import type { FaceEngine } from '../engine/types';
-import { startSnapshotReadAhead } from '../matching/snapshot/read-ahead';
+import { beginSnapshotStart, type EarlySnapshotImports } from '../matching/snapshot/early-import';
+import { DEFAULT_KEY_FILE } from '../storage/crypto/key-file';
 import { Prestarted } from './prestarted';
 
 /** The default engine (createEngine() takes nothing from the configuration). */
@@ -18,6 +22,8 @@ const earlyEngine = new Prestarted<FaceEngine>();
 /** A device's camera, opened for the configuration it was opened with. */
 const earlyCamera = new Prestarted<DeviceCamera>();
 const ENGINE = 'default';
+/** The galleries' snapshots being imported, for the store they were begun for (handed out once). */
+let earlySnapshots: { storagePath: string; imports: EarlySnapshotImports } | undefined;
 
 /**
  * The camera's module, loaded when a camera is opened: it loads the image library (~60 ms here), which the
@@ -28,7 +34,7 @@ function openCamera(config: Config): Promise<DeviceCamera> {
   return (require('../device/camera') as typeof import('../device/camera')).DeviceCamera.open(config);
 }
 
-/** For `serve`: starts loading the engine, a device's camera and an LMDB store's snapshot files; otherwise nothing. */
+/** For `serve`: starts loading the engine, a device's camera and an LMDB store's snapshots; otherwise nothing. */
 export function beginEarlyStart(argv: string[]): void {
   try {
     const args = parseArgs(argv);
@@ -38,10 +44,28 @@ export function beginEarlyStart(argv: string[]): void {
     if (config.server.mode === 'device' && config.camera.source !== 'none') {
       earlyCamera.begin(JSON.stringify(config), () => openCamera(config));
     }
-    if (config.storage.backend === 'lmdb' && config.index.snapshot !== false) startSnapshotReadAhead(config.storage.path);
+    beginEarlySnapshots(config);
   } catch {
     // a bad command line or ini: the start proper says what is wrong
   }
+}
+
+/** An LMDB store's snapshots, imported (or read ahead) from here on: ../matching/snapshot/early-import.ts. */
+export function beginEarlySnapshots(config: Config): void {
+  if (config.storage.backend !== 'lmdb' || config.index.snapshot === false) return;
+  const storagePath = config.storage.path;
+  const keyFile = path.resolve(config.storage.key_file || path.join(storagePath, DEFAULT_KEY_FILE));
+  earlySnapshots = { storagePath, imports: beginSnapshotStart(storagePath, keyFile, templateModelId()) };
+}
+
+/** The snapshot imports begun since beginEarlyStart for the store at `storagePath` (handed out once). */
+export function snapshotImportsForStart(storagePath: string): EarlySnapshotImports | undefined {
+  const begun = earlySnapshots;
+  if (!begun) return undefined;
+  earlySnapshots = undefined;
+  if (begun.storagePath === storagePath) return begun.imports;
+  void begun.imports.discardRest();
+  return undefined;
 }
 
 /** The engine loading since beginEarlyStart (handed out once), else a new createEngine(). */

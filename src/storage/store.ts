@@ -17,7 +17,9 @@ import { KeyUsageRepository } from './key-usage';
 import { QuotaRepository } from './quota';
 import { ServiceKeyRepository } from './service-key';
 import { AccountLocks } from './account-lock';
-import { rotateKeyFile, unlockDataKey } from './crypto/data-key';
+import { rotateKeyFile, storedDataKeyWrap, unlockDataKey } from './crypto/data-key';
+import { DEFAULT_KEY_FILE } from './crypto/key-file';
+import { deriveFileKey } from './crypto/key-wrap';
 import { DataKeySealer, plainValues } from './crypto/sealer';
 import { privateFiles, privateFolder } from './file-modes';
 import { COMPACT_PENDING, replaceWithCompactCopy, soleUser } from './compact';
@@ -32,8 +34,7 @@ import { lmdbDataFile, MapAdvice } from './lmdb/map-advice';
 // person records.
 export const SCHEMA_VERSION = 4;
 
-/** The key file when [storage] key_file is empty: inside the store folder, so 0700 covers it too. */
-export const DEFAULT_KEY_FILE = 'face-check.key';
+export { DEFAULT_KEY_FILE } from './crypto/key-file';
 
 export interface StoreOptions {
   /** The key-encryption key's file; default `<dir>/face-check.key`, made (0600) when a new store opens. */
@@ -83,6 +84,11 @@ export interface Store {
    * with this store's data key.
    */
   deriveKey(purpose: string, salt: Uint8Array): crypto.KeyObject;
+  /**
+   * The data key as wrapped by the key file (the `meta` value): a gallery snapshot carries it so that a
+   * start can open its snapshots before the store (docs/index-snapshot.md). Opens nothing without the key file.
+   */
+  dataKeyWrap(): Uint8Array | undefined;
   close(): Promise<void>;
 }
 
@@ -160,11 +166,12 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
         return target;
       },
       deriveKey: (purpose, salt) => {
-        const raw = Buffer.from(crypto.hkdfSync('sha256', dataKey, salt, purpose, 32));  // shares the result's memory
+        const raw = deriveFileKey(dataKey, purpose, salt);
         const key = crypto.createSecretKey(raw);  // keeps its own copy
         raw.fill(0);
         return key;
       },
+      dataKeyWrap: () => storedDataKeyWrap(meta),
       close: async () => {
         await keyUsage.close();
         await root.close();

@@ -2,10 +2,14 @@
 // for restart tests that need many distinct identities. Usage: node <ts loader> fake-service-main.ts <ini>
 import { failureExitCode } from '../../src/cli/exit-code';
 import { loadConfig } from '../../src/config/load';
+import { beginEarlySnapshots } from '../../src/ops/early-start';
 import { startService } from '../../src/server';
 import { FakeEngine } from './fake-engine';
 
-startService(loadConfig(process.argv[2]), { engine: new FakeEngine() }).then((service) => {
+// As `face-check serve` does first (bin/face-check.js, src/ops/early-start.ts): the snapshots' imports begin.
+const config = loadConfig(process.argv[2]);
+beginEarlySnapshots(config);
+startService(config, { engine: new FakeEngine() }).then((service) => {
   const stop = () => { void service.close().then(() => process.exit(0)); };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

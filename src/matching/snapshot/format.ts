@@ -45,6 +45,12 @@ export interface SnapshotHeader {
   written: string;
   /** base64 salt of this file's key. */
   salt: string;
+  /**
+   * base64 of the store's data key wrapped by its key file, as the store keeps it (Store.dataKeyWrap): with
+   * the key file alone a start opens the file while the store is still loading (./early-import.ts). Absent
+   * in files written before it; a start then opens them after the store.
+   */
+  keyWrap?: string;
   /** Plain bytes of each chunk, in order. */
   chunks: number[];
 }
@@ -106,7 +112,7 @@ export function parseHeader(block: Buffer, fileSize: number): ParsedHeader {
   if (header.format !== FORMAT || typeof header.accountId !== 'string' || typeof header.modelId !== 'string' ||
     typeof header.layout !== 'string' || typeof header.salt !== 'string' || !whole(header.dim) || header.dim < 1 ||
     !whole(header.stride) || header.stride < header.dim || !whole(header.count) || !whole(header.seq) ||
-    !Array.isArray(header.chunks) || !header.chunks.every(whole) ||
+    !Array.isArray(header.chunks) || !header.chunks.every(whole) || (header.keyWrap !== undefined && typeof header.keyWrap !== 'string') ||
     (header.seqEntry !== undefined && !(Array.isArray(header.seqEntry) && header.seqEntry.length === 2 && header.seqEntry.every((x) => typeof x === 'string')))) {
     throw new SnapshotFormatError('snapshot header fields are missing or malformed');
   }

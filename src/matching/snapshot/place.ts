@@ -14,10 +14,13 @@ export interface SnapshotPlace {
   dir: string;
   /** The key of a file with this salt. */
   keyFor(salt: Uint8Array): crypto.KeyObject;
+  /** The store's data key as its key file wraps it (written into each snapshot's header). */
+  keyWrap?(): Uint8Array | undefined;
 }
 
 export function snapshotPlaceOf(store: Store): SnapshotPlace {
-  return { dir: path.join(store.path, SNAPSHOT_FOLDER), keyFor: (salt) => store.deriveKey(KEY_PURPOSE, salt) };
+  return { dir: path.join(store.path, SNAPSHOT_FOLDER), keyFor: (salt) => store.deriveKey(KEY_PURPOSE, salt),
+    keyWrap: () => store.dataKeyWrap() };
 }
 
 export function snapshotFileName(accountId: string): string {

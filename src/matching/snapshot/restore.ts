@@ -10,19 +10,24 @@
 // Any failure (no file, torn, cut, another model, layout or store, a chunk that does not open, a count that
 // differs, too many changes to replay) drops what was loaded and rebuilds the account from the store's
 // segments, as a start without snapshots does.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { IndexError, similarityIndex } from '../../index/similarity-index';
+import { IndexError, type SealedImportResult } from '../../index/similarity-index';
 import type { PersonRepository } from '../../storage/persons';
 import type { Gallery } from '../gallery';
 import { IndexGallery } from '../index-gallery';
+import type { EarlyImport, EarlySnapshotImports } from './early-import';
 import { closeSnapshot, openSnapshot, readGroups, sealedJob, type OpenSnapshot, type ReadTimings } from './read';
 import { snapshotFileName, type SnapshotPlace } from './place';
 import { groupError } from './unseal';
 import { UnsealPool } from './unseal-pool';
+import { chooseUnsealer, type Unsealer } from './unsealer';
 import { removeStaleTemps } from './write';
+
+export { chooseUnsealer, type Unsealer } from './unsealer';
 
 /** Changes of an account replayed at most before its rebuild is preferred (see step 3), whatever its size. */
 const REPLAY_AT_MOST = 4096;
@@ -33,20 +38,6 @@ const REPLAY_AT_MOST = 4096;
  * boot costs ~40 ms each) for the same time to the first answer (measured side by side).
  */
 const POOL_THRESHOLD = 128 << 20;
-
-/**
- * Who reads and opens the snapshots: 'native' (Collection.importSealed: pread and AES-256-GCM on every core
- * straight into the index's rows, the process's own OpenSSL looked up at run time) or 'js' (./read.ts and
- * ./unseal.ts, then importCodes group by group).
- */
-export type Unsealer = 'native' | 'js';
-
-/** The unsealer a restore uses: `requested`, else FACE_CHECK_SNAPSHOT_UNSEAL, else native where available. */
-export function chooseUnsealer(requested?: Unsealer): Unsealer {
-  const env = process.env.FACE_CHECK_SNAPSHOT_UNSEAL;
-  const want = requested ?? (env === 'js' ? 'js' : 'native');
-  return want === 'native' && similarityIndex().sealedImport.available ? 'native' : 'js';
-}
 
 /** What a restore needs of the galleries (src/matching/galleries.ts), so the two files do not import each other. */
 export interface RestoreTarget {
@@ -67,6 +58,8 @@ export interface AccountRestore {
   seq: number;
   /** Changes replayed after the snapshot. */
   replayed: number;
+  /** Whether the snapshot's rows came from its import begun before the store opened (./early-import.ts). */
+  early?: boolean;
   size: number;
 }
 
@@ -98,6 +91,8 @@ export interface RestoreOptions {
   unseal?: Unsealer;
   /** Native threads (default 0: every core). */
   threads?: number;
+  /** Snapshot imports begun before the store opened: used where they read the same file with the store's key. */
+  early?: EarlySnapshotImports;
 }
 
 /** Restores every account's gallery of `modelId`; see the file comment. */
@@ -116,10 +111,11 @@ export async function restoreGalleries(galleries: RestoreTarget, persons: Person
   let results: Map<string, AccountRestore>;
   try {
     const native = unsealer === 'native' ? { threads: options.threads ?? 0, used: 0 } : undefined;
-    results = await loadSnapshots(galleries, persons, modelId, place, pool, native, timings, io, options.groupChunks);
+    results = await loadSnapshots(galleries, persons, modelId, place, pool, native, timings, io, options);
     if (native) workers = native.used;
   } finally {
     void pool?.close();
+    await options.early?.discardRest();
   }
   timings.read = io.readMs;
   timings.unseal = io.unsealMs;
@@ -184,7 +180,7 @@ export async function restoreGalleries(galleries: RestoreTarget, persons: Person
 /** Steps 1 and 2: every account of the model, loaded from its snapshot where one fits. */
 async function loadSnapshots(galleries: RestoreTarget, persons: PersonRepository, modelId: string, place: SnapshotPlace | undefined,
   pool: UnsealPool | undefined, native: { threads: number; used: number } | undefined, timings: RestoreReport['timings'], io: ReadTimings,
-  groupChunks?: number): Promise<Map<string, AccountRestore>> {
+  options: RestoreOptions): Promise<Map<string, AccountRestore>> {
   const accounts = persons.accountsWithTemplates(modelId);
   const results = new Map<string, AccountRestore>(accounts.map((accountId) => [accountId, { accountId, source: 'rebuild', seq: 0, replayed: 0, size: 0 }]));
 
@@ -227,7 +223,9 @@ async function loadSnapshots(galleries: RestoreTarget, persons: PersonRepository
     let first = true;
     try {
       if (native) {
-        await importSealed(gallery, snapshot, place!, native, timings, io);
+        const early = options.early?.take(accountId, snapshot);
+        if (early && await adoptEarly(gallery, early, snapshot, place!, native, timings, io)) r.early = true;
+        else await importSealed(gallery, snapshot, place!, native, timings, io);
       } else {
         await readGroups(snapshot, place!.keyFor(Buffer.from(header.salt, 'base64')), pool, async (g) => {
           const ti = performance.now();
@@ -236,7 +234,7 @@ async function loadSnapshots(galleries: RestoreTarget, persons: PersonRepository
             keys, codes: g.codes, scales: g.scales, sums: g.sums }, { clear: first });
           first = false;
           timings.import += performance.now() - ti;
-        }, io, groupChunks);
+        }, io, options.groupChunks);
       }
       if (gallery.size !== header.count) throw new Error(`snapshot of ${header.count} rows loaded ${gallery.size}`);
       r.source = 'snapshot';
@@ -259,17 +257,50 @@ async function importSealed(gallery: IndexGallery, snapshot: OpenSnapshot, place
   const t = performance.now();
   const key = place.keyFor(Buffer.from(header.salt, 'base64')).export();
   try {
-    const r = await gallery.importSealed(header.dim, sealedJob(snapshot, key), { threads: native.threads });
-    io.readMs += r.readMs;
-    io.unsealMs += r.openMs;
-    timings.keys += r.keyMs;
-    io.bytes += header.chunks.reduce((n, b) => n + b, 0);
-    native.used = Math.max(native.used, r.threads);
+    countImport(await gallery.importSealed(header.dim, sealedJob(snapshot, key), { threads: native.threads }), snapshot, native, timings, io);
   } catch (err) {
     // The file's faults as the JavaScript reader reports them (SnapshotSealError, SnapshotFormatError).
     throw err instanceof IndexError && err.reason ? groupError(err.reason, err.message) : err;
   } finally {
     key.fill(0);
+    timings.import += performance.now() - t;
+  }
+}
+
+/** A native import's busy times and sizes, added to the restore's. */
+function countImport(r: SealedImportResult, snapshot: OpenSnapshot, native: { threads: number; used: number },
+  timings: RestoreReport['timings'], io: ReadTimings): void {
+  io.readMs += r.readMs;
+  io.unsealMs += r.openMs;
+  timings.keys += r.keyMs;
+  io.bytes += snapshot.header.chunks.reduce((n, b) => n + b, 0);
+  native.used = Math.max(native.used, r.threads);
+}
+
+/**
+ * Step 2 from an import begun before the store opened: only when it was opened with the key this store
+ * derives for the file (else it is freed and false returned: the caller reads the file itself). Its faults
+ * are the native import's.
+ */
+async function adoptEarly(gallery: IndexGallery, early: EarlyImport, snapshot: OpenSnapshot, place: SnapshotPlace,
+  native: { threads: number; used: number }, timings: RestoreReport['timings'], io: ReadTimings): Promise<boolean> {
+  const t = performance.now();
+  const key = place.keyFor(Buffer.from(snapshot.header.salt, 'base64')).export();
+  const same = key.length === early.key.length && crypto.timingSafeEqual(key, early.key);
+  key.fill(0);
+  early.key.fill(0);
+  if (!same) {
+    await early.discard();
+    return false;
+  }
+  try {
+    countImport(await early.result, snapshot, native, timings, io);
+    gallery.adopt(early.collection);
+    return true;
+  } catch (err) {
+    await early.discard();
+    throw err instanceof IndexError && err.reason ? groupError(err.reason, err.message) : err;
+  } finally {
     timings.import += performance.now() - t;
   }
 }

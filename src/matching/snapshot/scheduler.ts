@@ -157,7 +157,7 @@ export class SnapshotScheduler {
       await fs.promises.rm(path.join(place.dir, file), { force: true });  // nobody left: nothing to load
     } else {
       bytes = await writeSnapshot({
-        dir: place.dir, file, accountId, modelId: this.deps.modelId, seq, seqEntry, dump, keyFor: place.keyFor,
+        dir: place.dir, file, accountId, modelId: this.deps.modelId, seq, seqEntry, dump, keyFor: place.keyFor, keyWrap: place.keyWrap?.(),
         abandoned: () => performance.now() >= this.deadline,
       });
     }

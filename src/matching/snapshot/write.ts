@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import type { CodeDump } from '../index-gallery';
+import { SNAPSHOT_SUFFIX } from './place';
 import { chunkAad, chunkBytes, chunkNonce, encodeChunk, headerBlock, newSalt, ROWS_PER_CHUNK, TAG_BYTES, type SnapshotHeader } from './format';
 
 /** Temporary files: `<name>.tmp-<pid>-<random>`; a start removes those whose writer is gone. */
@@ -23,6 +24,8 @@ export interface WriteSnapshotInput {
   dump: CodeDump;
   /** The file key for a salt (Store.deriveKey with the snapshot purpose). */
   keyFor: (salt: Uint8Array) => crypto.KeyObject;
+  /** The store's wrapped data key (SnapshotHeader.keyWrap), when it has one. */
+  keyWrap?: Uint8Array;
   /** Checked between chunks: true abandons the write (a bounded shutdown). */
   abandoned?: () => boolean;
 }
@@ -72,6 +75,7 @@ export async function writeSnapshot(input: WriteSnapshotInput): Promise<number> 
     stride: dump.stride, count: dump.count, seq: input.seq, ...(input.seqEntry ? { seqEntry: input.seqEntry } : {}),
     written: new Date().toISOString(),
     salt: salt.toString('base64'),
+    ...(input.keyWrap ? { keyWrap: Buffer.from(input.keyWrap).toString('base64') } : {}),
     chunks: ranges.map(([a, b], i) => chunkBytes(Math.min(ROWS_PER_CHUNK, dump.count - i * ROWS_PER_CHUNK), dump.stride, b - a)),
   };
   const block = headerBlock(header);
@@ -112,6 +116,41 @@ export async function writeSnapshot(input: WriteSnapshotInput): Promise<number> 
     await fs.promises.rm(temp, { force: true });
     throw err;
   }
+}
+
+/** Bytes at the start of a snapshot that hold its header, whatever its size (MAX_HEADER and its frame). */
+const HEADER_ROOM = (1 << 20) + 64;
+
+/**
+ * Removes every snapshot in `dir` (and any temporary one), its header overwritten with zeros and synced
+ * first: a header carries the data key as wrapped by the key file, so after a rotation of that key no copy
+ * of the previous wrap may stay readable in a file (on copy-on-write file systems and flash the old blocks
+ * may survive anyway, as for the store itself). Returns how many files were removed.
+ */
+export function discardSnapshots(dir: string): number {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const name of names) {
+    if (!name.endsWith(SNAPSHOT_SUFFIX) && !name.includes(TEMP_MARK)) continue;
+    const file = path.join(dir, name);
+    const fd = fs.openSync(file, 'r+');
+    try {
+      const size = fs.fstatSync(fd).size;
+      fs.writeSync(fd, Buffer.alloc(Math.min(size, HEADER_ROOM)), 0, Math.min(size, HEADER_ROOM), 0);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.rmSync(file, { force: true });
+    removed++;
+  }
+  if (removed > 0) syncFolder(dir);
+  return removed;
 }
 
 /** Removes temporary files whose writing process is gone (a crash mid-write). */

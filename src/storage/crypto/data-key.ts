@@ -4,14 +4,14 @@
 import crypto from 'node:crypto';
 import type { Database } from 'lmdb';
 
-import { KEY_BYTES, openBytes, SealError, sealBytes, secretKey } from './aead';
+import { KEY_BYTES, secretKey } from './aead';
+import { unwrapDataKey, wrapDataKey } from './key-wrap';
 import { createKeyFile, readKeyFile, StoreKeyError, writeKeyFileAtomically } from './key-file';
 import { COMPACT_PENDING } from '../compact';
 
 const WRAPPED = 'data-key';
 /** The data key wrapped by a key being rotated in, until its key file is in place (see rotateKeyFile). */
 const WRAPPED_NEXT = 'data-key-next';
-const WRAP_AAD = Buffer.from('face-check storage data key', 'utf8');
 
 type Meta = Database<unknown, string>;
 
@@ -19,17 +19,9 @@ function bytesOf(v: unknown): Uint8Array | undefined {
   return v instanceof Uint8Array ? v : undefined;
 }
 
-function unwrap(kek: Uint8Array, wrapped: Uint8Array): Buffer | undefined {
-  try {
-    return openBytes(secretKey(kek), wrapped, WRAP_AAD, 'storage data key');
-  } catch (err) {
-    if (err instanceof SealError) return undefined;
-    throw err;
-  }
-}
-
-function wrap(kek: Uint8Array, dataKey: Uint8Array): Buffer {
-  return sealBytes(secretKey(kek), dataKey, WRAP_AAD);
+/** The data key as wrapped in `meta` (what each gallery snapshot's header carries), if it has one yet. */
+export function storedDataKeyWrap(meta: Meta): Uint8Array | undefined {
+  return bytesOf(meta.get(WRAPPED));
 }
 
 /**
@@ -44,7 +36,7 @@ export async function unlockDataKey(meta: Meta, keyFile: string, dir: string, se
     if (sealed) throw new StoreKeyError(`storage ${dir}: sealed store without its wrapped data key (meta "${WRAPPED}")`);
     const kek = readKeyFile(keyFile) ?? createKeyFile(keyFile);
     const dataKey = crypto.randomBytes(KEY_BYTES);
-    const fresh = wrap(kek, dataKey);
+    const fresh = wrapDataKey(kek, dataKey);
     dataKey.fill(0);
     kek.fill(0);
     await meta.ifNoExists(WRAPPED, () => { meta.put(WRAPPED, fresh); });  // two openers agree on one
@@ -56,12 +48,12 @@ export async function unlockDataKey(meta: Meta, keyFile: string, dir: string, se
       '(no new key is made for an existing store)');
   }
   try {
-    let dataKey = unwrap(kek, wrapped);
+    let dataKey = unwrapDataKey(kek, wrapped);
     const next = bytesOf(meta.get(WRAPPED_NEXT));
     if (!dataKey && next) {
       // A rotation stopped after writing the new key file: that file is the key now. (A pending wrap that
       // the old key still opens beside is left alone: it may belong to a rotation in progress.)
-      dataKey = unwrap(kek, next);
+      dataKey = unwrapDataKey(kek, next);
       if (dataKey) await meta.transaction(() => { meta.put(WRAPPED, next); meta.remove(WRAPPED_NEXT); });
     }
     if (!dataKey) throw new StoreKeyError(`storage ${dir}: key file ${keyFile} does not open this store (another store's key?)`);
@@ -82,7 +74,7 @@ export async function unlockDataKey(meta: Meta, keyFile: string, dir: string, se
 export async function rotateKeyFile(meta: Meta, dataKey: crypto.KeyObject, target: string): Promise<void> {
   const kek = crypto.randomBytes(KEY_BYTES);
   const raw = dataKey.export();
-  const next = wrap(kek, raw);
+  const next = wrapDataKey(kek, raw);
   raw.fill(0);
   await meta.put(WRAPPED_NEXT, next);
   try {

@@ -7,6 +7,9 @@ import path from 'node:path';
 
 import { KEY_BYTES } from './aead';
 
+/** The key file when [storage] key_file is empty: inside the store folder, so 0700 covers it too. */
+export const DEFAULT_KEY_FILE = 'face-check.key';
+
 /** The store cannot be unlocked: missing, unreadable, malformed or wrong key file. Its message is one line. */
 export class StoreKeyError extends Error {
   override name = 'StoreKeyError';

@@ -4,6 +4,7 @@
 // shared database has: the change log's position and followers, pruning.
 import crypto from 'node:crypto';
 import path from 'node:path';
+import { deriveFileKey } from '../crypto/key-wrap';
 import { DataKeySealer } from '../crypto/sealer';
 import { exclusiveForAccount } from './account-lock';
 import { PgAccountRepository } from './accounts';
@@ -84,7 +85,7 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
         return target;
       },
       deriveKey: (purpose, salt) => {
-        const raw = Buffer.from(crypto.hkdfSync('sha256', dataKey, salt, purpose, 32));
+        const raw = deriveFileKey(dataKey, purpose, salt);
         const key = crypto.createSecretKey(raw);  // keeps its own copy
         raw.fill(0);
         return key;
