@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 
+import { loadConfig } from '../src/config/load';
 import { similarityIndex } from '../src/index/similarity-index';
 import { Galleries } from '../src/matching/galleries';
 import type { CodeDump, IndexGallery } from '../src/matching/index-gallery';
@@ -14,6 +15,7 @@ import { beginSnapshotStart, EarlySnapshotImports } from '../src/matching/snapsh
 import { parseHeader, headerBlockLength, HEADER_PREFIX_BYTES } from '../src/matching/snapshot/format';
 import { snapshotFileName, snapshotPlaceOf } from '../src/matching/snapshot/place';
 import { stopSnapshotReadAhead } from '../src/matching/snapshot/read-ahead';
+import { beginEarlySnapshots, snapshotImportsForStart } from '../src/ops/early-start';
 import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
 import { openStore, type Store } from '../src/storage/store';
 import { tempDir } from './helpers/app';
@@ -146,9 +148,45 @@ t.test('early imports', { skip: native ? false : 'native unsealing is not availa
     t.same(earlyCollections(), []);
   });
 
-  t.test('a snapshot without a key wrap (written before) is read after the store opens', async (t) => {
-    const early = EarlySnapshotImports.begin({ dir: path.join(dir, 'nowhere'), keyFile: keyFileOf(store.path), modelId: MODEL });
-    t.equal(early.skipped, 'no snapshot folder');
+  t.test('serve\'s early start: begun for an LMDB store with snapshots on, handed to the start of that store once', async (t) => {
+    const ini = (extra: string) => {
+      const file = path.join(dir, `serve-${Math.random().toString(36).slice(2)}.ini`);
+      fs.writeFileSync(file, `[server]\nport = 0\n[storage]\npath = ${store.path}\n${extra}\n`);
+      return loadConfig(file);
+    };
+    beginEarlySnapshots(ini(''));
+    const imports = snapshotImportsForStart(store.path);
+    t.equal(imports?.size, 1, 'the snapshot\'s import, for the start of this store');
+    t.equal(snapshotImportsForStart(store.path), undefined, 'handed out once');
+    await imports!.discardRest();
+    beginEarlySnapshots(ini(''));
+    t.equal(snapshotImportsForStart(path.join(dir, 'another-store')), undefined, 'not for another store');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    t.same(earlyCollections(), [], 'and that one freed');
+    beginEarlySnapshots(ini('[index]\nsnapshot = false'));
+    t.equal(snapshotImportsForStart(store.path), undefined, 'nothing with snapshots off');
+    t.same(earlyCollections(), []);
+  });
+
+  t.test('a snapshot written without a key wrap (by an earlier version) begins nothing early and is read after the store opens', async (t) => {
+    const saved = fs.readFileSync(file);
+    t.teardown(() => fs.writeFileSync(file, saved));
+    const galleries = Galleries.forStore(store.persons);
+    t.teardown(() => galleries.close());
+    await galleries.restore(store.persons, MODEL, snapshotPlaceOf(store));
+    const { keyWrap: _omitted, ...withoutWrap } = snapshotPlaceOf(store);
+    await new SnapshotScheduler({
+      galleries, persons: store.persons, exclusive: store.exclusive, modelId: MODEL, place: withoutWrap, log: quiet,
+      settings: { intervalS: 3600, minChanges: 1, stopTimeoutS: 60, changeLogKeep: 1_000_000 },
+    }).writeNow('acc');
+    t.equal(headerOf(file).keyWrap, undefined);
+    const early = EarlySnapshotImports.begin({ dir: path.dirname(file), keyFile: keyFileOf(store.path), modelId: MODEL });
+    t.equal(early.size, 0);
+    t.match(early.skipped, /no snapshot with a key wrap/);
+    const report = await galleries.restore(store.persons, MODEL, snapshotPlaceOf(store), { early });
+    t.match(report.accounts, [{ accountId: 'acc', source: 'snapshot', size: N }]);
+    t.equal(report.accounts[0].early, undefined);
+    t.equal(EarlySnapshotImports.begin({ dir: path.join(dir, 'nowhere'), keyFile: keyFileOf(store.path), modelId: MODEL }).skipped, 'no snapshot folder');
   });
 });
 
