@@ -190,6 +190,37 @@ t.test('early imports', { skip: native ? false : 'native unsealing is not availa
   });
 });
 
+t.test('at most maxImports snapshots are begun early, the largest; the others are read after the store opens', { skip: native ? false : 'native unsealing is not available' }, async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const store = await openStore(dir);
+  t.teardown(() => store.close());
+  const sizes = { small: 10, large: 300, middle: 100 };
+  const galleries = Galleries.forStore(store.persons);
+  t.teardown(() => galleries.close());
+  for (const [account, n] of Object.entries(sizes)) {
+    await store.persons.createMany(account, Array.from({ length: n }, (_, i) => ({
+      personId: `p${i}`, modelId: MODEL, template: templateFor(i, 0, 1), referenceImage: Buffer.from('i'),
+    })), NOW);
+  }
+  await galleries.restore(store.persons, MODEL, snapshotPlaceOf(store));
+  const scheduler = new SnapshotScheduler({
+    galleries, persons: store.persons, exclusive: store.exclusive, modelId: MODEL, place: snapshotPlaceOf(store), log: quiet,
+    settings: { intervalS: 3600, minChanges: 1, stopTimeoutS: 60, changeLogKeep: 1_000_000 },
+  });
+  for (const account of Object.keys(sizes)) await scheduler.writeNow(account);
+  const early = EarlySnapshotImports.begin({ dir: snapshotPlaceOf(store).dir, keyFile: keyFileOf(dir), modelId: MODEL, maxImports: 2 });
+  t.equal(early.size, 2);
+  const report = await galleries.restore(store.persons, MODEL, snapshotPlaceOf(store), { early });
+  const byAccount = Object.fromEntries(report.accounts.map((a) => [a.accountId, { source: a.source, early: a.early ?? false, size: a.size }]));
+  t.same(byAccount, {
+    large: { source: 'snapshot', early: true, size: 300 },
+    middle: { source: 'snapshot', early: true, size: 100 },
+    small: { source: 'snapshot', early: false, size: 10 },
+  });
+  t.same(earlyCollections().map((n) => n.split('/').pop()).sort(), ['large', 'middle'], 'the two begun early are the galleries\' own; nothing was begun for the smallest');
+});
+
 t.test('a snapshot of another store with the same key file and the same history is never used early', { skip: native ? false : 'native unsealing is not available' }, async (t) => {
   const dir = tempDir();
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -32,6 +32,8 @@ export interface EarlyImportSettings {
   modelId: string;
   /** Native threads per import (default: earlyThreads() of the snapshots' size). */
   threads?: number;
+  /** Snapshots imported early at most, the largest (default MAX_EARLY). */
+  maxImports?: number;
 }
 
 /** One snapshot's import, begun early. */
@@ -112,8 +114,10 @@ export class EarlySnapshotImports {
     const kek = readKeyFile(settings.keyFile);
     if (!kek) return 'no key file';
     const dataKeys = new Map<string, Buffer | undefined>();  // by wrap: every file of one store carries the same
-    const files = names.map((name) => path.join(settings.dir, name));
-    const threads = settings.threads ?? earlyThreads(files);
+    const sized = names.map((name) => ({ file: path.join(settings.dir, name), bytes: sizeOf(path.join(settings.dir, name)) }));
+    const threads = settings.threads ?? earlyThreads(sized.reduce((n, f) => n + f.bytes, 0));
+    // The largest first, at most MAX_EARLY: each holds a descriptor until its import settles.
+    const files = sized.sort((a, b) => b.bytes - a.bytes).slice(0, settings.maxImports ?? MAX_EARLY).map((f) => f.file);
     try {
       for (const file of files) this.beginOne(file, threads, settings.modelId, kek, dataKeys);
     } finally {
@@ -180,17 +184,20 @@ export class EarlySnapshotImports {
  */
 const SHARE_CORES_BELOW = 128 << 20;
 
-/** Native threads for an early import of `files`: every core but one for small snapshots, else 0 (every core). */
-function earlyThreads(files: readonly string[]): number {
-  let bytes = 0;
-  for (const file of files) {
-    try {
-      bytes += fs.statSync(file).size;
-    } catch {
-      // gone meanwhile
-    }
-  }
+/** Native threads for early imports of `bytes` in all: every core but one for small snapshots, else 0 (every core). */
+function earlyThreads(bytes: number): number {
   return bytes < SHARE_CORES_BELOW ? Math.max(1, os.availableParallelism() - 1) : 0;
+}
+
+/** Snapshots imported early at most (the largest); the others are read once the store is open, as before. */
+const MAX_EARLY = 64;
+
+function sizeOf(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;  // gone meanwhile
+  }
 }
 
 /**
