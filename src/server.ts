@@ -34,6 +34,7 @@ function restoreSummary(r: RestoreReport): object {
     rebuilt: r.accounts.filter((a) => a.source === 'rebuild').length,
     replayed: r.accounts.reduce((n, a) => n + a.replayed, 0),
     opened_early: r.accounts.filter((a) => a.early).length,
+    ...(r.earlySkipped ? { not_opened_early: r.earlySkipped } : {}),
     ms: Math.round(r.timings.total),
     ...(Object.keys(reasons).length ? { rebuild_reasons: reasons } : {}),
   };

@@ -103,7 +103,7 @@ export class EarlySnapshotImports {
   }
 
   private beginAll(settings: EarlyImportSettings): string | undefined {
-    if (chooseUnsealer() !== 'native') return 'native unsealing is not available';
+    if (chooseUnsealer() !== 'native') return 'snapshots are unsealed in JavaScript here';
     let names: string[];
     try {
       names = fs.readdirSync(settings.dir).filter((n) => n.endsWith(SNAPSHOT_SUFFIX));

@@ -78,6 +78,8 @@ export interface RestoreReport {
   /** Threads that unsealed: native threads, or worker threads of the JavaScript path (0: its main thread). */
   workers: number;
   unsealer: Unsealer;
+  /** Why no snapshot import could begin before the store opened, when one was tried and none could. */
+  earlySkipped?: string;
 }
 
 export interface RestoreOptions {
@@ -174,7 +176,11 @@ export async function restoreGalleries(galleries: RestoreTarget, persons: Person
     loaded += r.size;
   }
   timings.total = performance.now() - t0;
-  return { loaded, stale: persons.count() - loaded, accounts: [...results.values()], timings, bytes: io.bytes, workers, unsealer };
+  const earlySkipped = options.early?.skipped;
+  return {
+    loaded, stale: persons.count() - loaded, accounts: [...results.values()], timings, bytes: io.bytes, workers, unsealer,
+    ...(earlySkipped ? { earlySkipped } : {}),
+  };
 }
 
 /** Steps 1 and 2: every account of the model, loaded from its snapshot where one fits. */
