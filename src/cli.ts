@@ -172,12 +172,13 @@ async function rotateKeyCommand(args: Args, io: Io): Promise<number> {
     io.out(`rotated: the store's data key is now wrapped by the key in ${target}; the previous key no longer opens it`);
     if (target !== store.keyFile) io.out(`set [storage] key_file = ${target} before the next start, then destroy ${store.keyFile}`);
     // The gallery snapshots carry the previous wrap: removed, the next start rebuilds the galleries from the store.
-    const removed = discardSnapshots(path.join(config.storage.path, SNAPSHOT_FOLDER));
+    const { removed, failed } = discardSnapshots(path.join(config.storage.path, SNAPSHOT_FOLDER));
     if (removed > 0) io.out(`removed ${removed} gallery snapshot${removed === 1 ? '' : 's'} (they carried the previous wrap); the next start rebuilds the galleries from the store`);
+    for (const file of failed) io.err(`face-check: could not remove the gallery snapshot ${file}: delete it by hand, it carries the previous wrap`);
     await store.close();
     // Reopened alone (the lock is held): the store is compacted, dropping the page with the old wrap.
     store = await openStore(config.storage.path, { keyFile: target });
-    return 0;
+    return failed.length ? 1 : 0;
   } finally {
     await store?.close();
     lock.release();

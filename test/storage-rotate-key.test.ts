@@ -158,6 +158,26 @@ t.test('face-check rotate-key [--new-key-file]: the ini key_file, another file, 
   t.equal(await main(['rotate-key', '--config', ini, '--new-key-file'], usage.io), 2);
 });
 
+t.test('rotate-key says which snapshot it could not remove, and exits 1 (the rotation itself is done)', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const ini = path.join(dir, 'test.ini');
+  fs.writeFileSync(ini, '[server]\nport = 0\n[storage]\npath = ./db\n');
+  const db = path.join(dir, 'db');
+  const store = await openStore(db);
+  await fill(store);
+  const keyBefore = fs.readFileSync(store.keyFile);
+  await store.close();
+  const snapshots = path.join(db, 'index-snapshots');
+  fs.mkdirSync(path.join(snapshots, 'stuck.snap'), { recursive: true });  // a directory: it cannot be overwritten
+  fs.writeFileSync(path.join(snapshots, 'other.snap'), 'a snapshot');
+  const r = capture();
+  t.equal(await main(['rotate-key', '--config', ini], r.io), 1);
+  t.match(r.out.join('\n'), /removed 1 gallery snapshot \(/);
+  t.match(r.err.join('\n'), /could not remove the gallery snapshot .*stuck\.snap \(EISDIR\): delete it by hand/);
+  t.notOk(fs.readFileSync(path.join(db, DEFAULT_KEY_FILE)).equals(keyBefore), 'the key was rotated all the same');
+});
+
 t.test('a rotation that stopped after writing its key file is finished by the new key; the old key still works before', async (t) => {
   const dir = tempDir();
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -55,6 +55,7 @@ export function beginEarlySnapshots(config: Config): void {
   if (config.storage.backend !== 'lmdb' || config.index.snapshot === false) return;
   const storagePath = config.storage.path;
   const keyFile = path.resolve(config.storage.key_file || path.join(storagePath, DEFAULT_KEY_FILE));
+  void earlySnapshots?.imports.discardRest();  // begun before and never taken
   earlySnapshots = { storagePath, imports: beginSnapshotStart(storagePath, keyFile, templateModelId()) };
 }
 

@@ -125,32 +125,38 @@ const HEADER_ROOM = (1 << 20) + 64;
  * Removes every snapshot in `dir` (and any temporary one), its header overwritten with zeros and synced
  * first: a header carries the data key as wrapped by the key file, so after a rotation of that key no copy
  * of the previous wrap may stay readable in a file (on copy-on-write file systems and flash the old blocks
- * may survive anyway, as for the store itself). Returns how many files were removed.
+ * may survive anyway, as for the store itself). Returns how many files were removed and the ones that could
+ * not be (with why).
  */
-export function discardSnapshots(dir: string): number {
+export function discardSnapshots(dir: string): { removed: number; failed: string[] } {
   let names: string[];
   try {
     names = fs.readdirSync(dir);
   } catch {
-    return 0;
+    return { removed: 0, failed: [] };
   }
   let removed = 0;
+  const failed: string[] = [];
   for (const name of names) {
     if (!name.endsWith(SNAPSHOT_SUFFIX) && !name.includes(TEMP_MARK)) continue;
     const file = path.join(dir, name);
-    const fd = fs.openSync(file, 'r+');
     try {
-      const size = fs.fstatSync(fd).size;
-      fs.writeSync(fd, Buffer.alloc(Math.min(size, HEADER_ROOM)), 0, Math.min(size, HEADER_ROOM), 0);
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
+      const fd = fs.openSync(file, 'r+');
+      try {
+        const size = fs.fstatSync(fd).size;
+        fs.writeSync(fd, Buffer.alloc(Math.min(size, HEADER_ROOM)), 0, Math.min(size, HEADER_ROOM), 0);
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+      fs.rmSync(file, { force: true });
+      removed++;
+    } catch (err) {
+      failed.push(`${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
     }
-    fs.rmSync(file, { force: true });
-    removed++;
   }
   if (removed > 0) syncFolder(dir);
-  return removed;
+  return { removed, failed };
 }
 
 /** Removes temporary files whose writing process is gone (a crash mid-write). */
