@@ -186,7 +186,12 @@ t.test('early imports', { skip: native ? false : 'native unsealing is not availa
     const report = await galleries.restore(store.persons, MODEL, snapshotPlaceOf(store), { early });
     t.match(report.accounts, [{ accountId: 'acc', source: 'snapshot', size: N }]);
     t.equal(report.accounts[0].early, undefined);
-    t.equal(EarlySnapshotImports.begin({ dir: path.join(dir, 'nowhere'), keyFile: keyFileOf(store.path), modelId: MODEL }).skipped, 'no snapshot folder');
+    t.equal(EarlySnapshotImports.begin({ dir: path.join(dir, 'nowhere'), keyFile: keyFileOf(store.path), modelId: MODEL }).skipped, undefined,
+      'no snapshot folder: nothing to say');
+    const empty = path.join(dir, 'empty');
+    fs.mkdirSync(empty);
+    t.equal(EarlySnapshotImports.begin({ dir: empty, keyFile: keyFileOf(store.path), modelId: MODEL }).skipped, undefined,
+      'an empty folder: nothing to say');
   });
 });
 

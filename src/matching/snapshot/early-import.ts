@@ -102,15 +102,16 @@ export class EarlySnapshotImports {
     await Promise.all(rest.map((e) => e.discard()));
   }
 
+  /** Why nothing was begun, only when there are snapshots (a store without any is not worth a word). */
   private beginAll(settings: EarlyImportSettings): string | undefined {
-    if (chooseUnsealer() !== 'native') return 'snapshots are unsealed in JavaScript here';
     let names: string[];
     try {
       names = fs.readdirSync(settings.dir).filter((n) => n.endsWith(SNAPSHOT_SUFFIX));
     } catch {
-      return 'no snapshot folder';
+      return undefined;
     }
-    if (names.length === 0) return 'no snapshot';
+    if (names.length === 0) return undefined;
+    if (chooseUnsealer() !== 'native') return 'snapshots are unsealed in JavaScript here';
     const kek = readKeyFile(settings.keyFile);
     if (!kek) return 'no key file';
     const dataKeys = new Map<string, Buffer | undefined>();  // by wrap: every file of one store carries the same
