@@ -7,7 +7,7 @@
 // reads the database (identify keeps answering while it is unreachable).
 import crypto from 'node:crypto';
 import type { ChangeFollower, ChangeFollowerOptions, FollowerStatus } from '../storage/postgres/change-follower';
-import type { FollowedChange } from '../storage/postgres/change-log';
+import type { FollowedChange, OwnChanges } from '../storage/postgres/change-log';
 import type { AsyncChangeLog, AsyncPersonRepository } from '../storage/postgres/interfaces';
 import type { PgPersonRepository } from '../storage/postgres/persons';
 import { Galleries } from './galleries';
@@ -64,6 +64,11 @@ export class GalleryFollower {
   reach(seq: number): Promise<void> {
     if (!this.follower) return Promise.reject(new Error('gallery follower not started'));
     return this.follower.waitFor(seq, this.options.waitTimeoutMs);
+  }
+
+  /** A section on this node committed these changes: applied at once if nothing else came between (ChangeFollower.offer). */
+  offer(own: OwnChanges): void {
+    this.follower?.offer(own);
   }
 
   /** Resolves once every change committed so far (this node's last write included) is in the galleries. */

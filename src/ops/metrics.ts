@@ -38,7 +38,7 @@ export function cameraMetricsSourceOf(source: object | undefined): CameraMetrics
 
 /** Where a PostgreSQL node's change follower stands (src/matching/gallery-follower.ts status()). */
 export interface FollowerMetricsSource {
-  status(): { position: number; lastSeen: number; lagSeconds: number; connected: boolean; stats: { reconnects: number; resyncs: number } } | undefined;
+  status(): { position: number; lastSeen: number; lagSeconds: number; connected: boolean; stats: { reconnects: number; resyncs: number; offered: number } } | undefined;
 }
 
 /** The follower of a PostgreSQL node's galleries, when the app was given one (an LMDB service has none). */
@@ -261,7 +261,7 @@ export class ServiceMetrics {
     gauge('change_follower_behind', 'Person changes seen committed and not yet in this node\'s galleries (seqs; gaps count)', (s) => Math.max(0, s.lastSeen - s.position));
     gauge('change_follower_lag_seconds', 'Seconds this node\'s galleries have been behind the change log without catching up (0: caught up)', (s) => s.lagSeconds);
     gauge('change_follower_connected', '1 while the change follower\'s connection is up', (s) => (s.connected ? 1 : 0));
-    const cumulative = (name: string, help: string, read: (s: { reconnects: number; resyncs: number }) => number) => new Counter({
+    const cumulative = (name: string, help: string, read: (s: { reconnects: number; resyncs: number; offered: number }) => number) => new Counter({
       name: `${METRICS_PREFIX}${name}`, help, registers,
       collect() {
         const s = follower.status();
@@ -271,6 +271,7 @@ export class ServiceMetrics {
     });
     cumulative('change_follower_reconnects_total', 'Times the change follower reconnected to the database', (s) => s.reconnects);
     cumulative('change_follower_resyncs_total', 'Galleries rebuilt because the change log was pruned past this node', (s) => s.resyncs);
+    cumulative('change_follower_offered_total', 'Person changes this node wrote and its galleries took from the writer, without reading the log', (s) => s.offered);
   }
 
   private meterCacheMetrics(caches: MeterCacheMetricsSource, registers: Registry[]): void {

@@ -6,6 +6,7 @@ import type { ErrorCatalog } from '../errors';
 import type { PixelBudget } from '../image/pixel-budget';
 import type { Galleries } from '../matching/galleries';
 import type { SimilarityScale } from '../matching/similarity-scale';
+import type { OwnChanges } from '../storage/postgres/change-log';
 import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { LiveFaceSource } from '../device/live-face-source';
 import type { LicenceLimits } from '../domain/grants';
@@ -39,6 +40,8 @@ export interface GalleryFeed {
   reach(seq: number): Promise<void>;
   /** Resolves once the galleries hold every change committed so far (read-your-writes). */
   catchUp(): Promise<void>;
+  /** This node's section committed these changes: the galleries may take them without reading the log. */
+  offer?(own: OwnChanges): void;
 }
 
 /** The caller, as resolved by authentication. */

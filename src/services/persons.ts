@@ -91,7 +91,8 @@ export async function removePerson(ctx: ServiceContext, caller: Caller, personId
  * the follower's alone: the section first waits until they hold every change committed before the lock (so
  * the duplicate search sees other nodes' enrolments), and the answer waits until they hold this write,
  * which commits when the section ends (a failed commit then leaves no phantom in a gallery): until its own
- * change, not whatever else was committed meanwhile.
+ * change, not whatever else was committed meanwhile. The committed change is offered to the feed, which
+ * applies it at once when it was the log's next (so the next section's fence wait needs no database read).
  */
 async function exclusiveWrite<T>(ctx: ServiceContext, accountId: string, write: (persons: AccountScope['persons']) => Promise<T>): Promise<T> {
   const feed = ctx.galleryFeed;
@@ -101,6 +102,7 @@ async function exclusiveWrite<T>(ctx: ServiceContext, accountId: string, write: 
     if (feed) await feed.reach(scope.fence.seq);
     return write(scope.persons);
   });
+  if (feed && written?.own) feed.offer?.(written.own);
   if (feed) await (written && written.seq > 0 ? feed.reach(written.seq) : feed.catchUp());
   return result;
 }

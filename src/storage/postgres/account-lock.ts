@@ -6,8 +6,8 @@
 // account were committed before it got the lock: its gallery must have applied them before it checks;
 // `written` tells it, once the section committed, which change its own writes end at, so its answer waits
 // for that change alone rather than for the whole log as it stood (other accounts' and later writes).
-import { accountHead, appendedHead } from './change-log';
-import type { AccountScope } from './interfaces';
+import { appendedHead, appendedOwnChanges } from './change-log';
+import type { AccountScope, WrittenFence } from './interfaces';
 import { lockKey } from './lock-keys';
 import { PgPersonRepository } from './persons';
 import { JoinedTransaction, type Db } from './pool';
@@ -20,13 +20,18 @@ import type { Sealer } from '../crypto/sealer';
 export async function exclusiveForAccount<T>(db: Db, sealer: Sealer, accountId: string,
   fn: (scope: AccountScope) => Promise<T>): Promise<T> {
   return db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey('account', accountId)]);
-    // Read after the lock: the previous holder's commit is visible (its lock went only after it committed).
-    const fence = { seq: await accountHead(tx, accountId) };
-    const written = { seq: 0 };
+    // Schema 5's function takes the lock, then reads the fence in a statement of its own, so the previous
+    // holder's commit is visible (its lock went only after it committed): one round trip for both.
+    const { rows } = await tx.query<{ fence: string }>('SELECT face_check_lock_account($1, $2) AS fence',
+      [lockKey('account', accountId), accountId], 'face_check_lock_account');
+    const fence = { seq: Number(rows[0].fence) };
+    const written: WrittenFence = { seq: 0 };
     const result = await fn({ persons: new PgPersonRepository(new JoinedTransaction(tx), sealer), fence, written });
     // After the change log's own hook (registered by the section's first write), just before COMMIT.
-    tx.beforeCommit(async () => { written.seq = appendedHead(tx, accountId); });
+    tx.beforeCommit(async () => {
+      written.seq = appendedHead(tx, accountId);
+      written.own = appendedOwnChanges(tx);
+    });
     return result;
   });
 }

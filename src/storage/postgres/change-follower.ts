@@ -14,7 +14,7 @@
 // (ACCOUNT_CHANNEL, on the same connection) and of every batch delivered.
 import type { Client, Notification } from 'pg';
 import { ACCOUNT_CHANNEL } from './accounts';
-import { CHANGE_CHANNEL, readForFollower, type FollowedChange } from './change-log';
+import { CHANGE_CHANNEL, readForFollower, type FollowedChange, type OwnChanges } from './change-log';
 import { DatabaseUnavailableError, unavailability } from './errors';
 import { pg } from './pg-module';
 import { clientOptions, type PostgresSettings } from './pool';
@@ -60,6 +60,8 @@ export interface FollowerStats {
   batches: number;
   delivered: number;
   resyncs: number;
+  /** Changes delivered as their writer on this node offered them, without reading the log. */
+  offered: number;
 }
 
 /** Where the follower stands, for metrics. */
@@ -84,7 +86,7 @@ interface Waiter {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 export class ChangeFollower {
-  readonly stats: FollowerStats = { reconnects: 0, notifications: 0, batches: 0, delivered: 0, resyncs: 0 };
+  readonly stats: FollowerStats = { reconnects: 0, notifications: 0, batches: 0, delivered: 0, resyncs: 0, offered: 0 };
   private positionSeq: number;
   private lastSeenSeq: number;
   /** performance.now() when the follower first knew of a change it had not delivered; undefined: caught up. */
@@ -97,6 +99,8 @@ export class ChangeFollower {
   private pollTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly waiters = new Set<Waiter>();
+  /** Changes this node's writers committed, in the order offered, to be delivered by the pump. */
+  private offers: OwnChanges[] = [];
   private readonly pollIntervalMs: number;
   private readonly batchSize: number;
   private readonly minDelay: number;
@@ -147,6 +151,19 @@ export class ChangeFollower {
       this.waiters.add(waiter);
       this.kick();
     });
+  }
+
+  /**
+   * A writer on this node offers the changes it committed (OwnChanges): when the follower stands exactly at
+   * the log's last seq before them, it delivers them as they are, as its next read would have returned them,
+   * so a write waits for no notification and read. Otherwise they are dropped and the log brings them.
+   * Delivered by the pump, in turn with its reads: never beside a batch, never after a later one.
+   */
+  offer(own: OwnChanges): void {
+    if (this.stopped || !this.client || own.changes.length === 0 || own.changes[own.changes.length - 1].seq <= this.positionSeq) return;
+    this.offers.push(own);
+    this.seen(own.changes[own.changes.length - 1].seq);
+    this.pumping ??= this.pump().finally(() => { this.pumping = undefined; });
   }
 
   async stop(): Promise<void> {
@@ -219,6 +236,7 @@ export class ChangeFollower {
   private lost(c: Client, err: unknown): void {
     if (c !== this.client) return;
     this.client = undefined;
+    this.offers = [];
     this.options.observer?.listening(false);
     c.end().catch(() => undefined);
     if (this.stopped) return;
@@ -240,7 +258,12 @@ export class ChangeFollower {
   }
 
   private async pump(): Promise<void> {
-    while (this.dirty && this.client && !this.stopped) {
+    while ((this.dirty || this.offers.length > 0) && this.client && !this.stopped) {
+      const own = this.offers.shift();
+      if (own) {
+        await this.deliverOwn(own);
+        continue;
+      }
       this.dirty = false;
       const c = this.client;
       try {
@@ -273,6 +296,23 @@ export class ChangeFollower {
         }
       }
     }
+  }
+
+  /** An offered batch, if it is exactly the next one; a batch that fails to apply is left to the log. */
+  private async deliverOwn(own: OwnChanges): Promise<void> {
+    if (own.after !== this.positionSeq) return;
+    try {
+      await this.options.onChanges(own.changes);
+    } catch (err) {
+      this.options.onError?.(err);
+      this.dirty = true;
+      return;
+    }
+    this.options.observer?.delivered(own.changes);
+    this.stats.batches++;
+    this.stats.delivered += own.changes.length;
+    this.stats.offered += own.changes.length;
+    this.advance(own.changes[own.changes.length - 1].seq);
   }
 
   private seen(seq: number): void {

@@ -12,7 +12,6 @@
 // each. Numbers may have gaps (a transaction that failed at its commit, the sequence's cache after a crash).
 import type { Change } from '../change-log';
 import type { AsyncChangeLog } from './interfaces';
-import { CHANGE_LOG_LOCK } from './lock-keys';
 import type { Db, Queryable, Tx } from './pool';
 
 /** LISTEN/NOTIFY channel; the payload is the highest seq the transaction appended. */
@@ -28,10 +27,22 @@ export interface PersonChange extends Change {
   at: string;
 }
 
-export type NewChange = Pick<PersonChange, 'accountId' | 'personId' | 'op' | 'modelId'>;
+export type NewChange = Pick<PersonChange, 'accountId' | 'personId' | 'op' | 'modelId'> & {
+  /** What the write leaves in the persons table for this person (null: gone), as a follower would read it. */
+  current?: FollowedChange['current'];
+};
+
+/**
+ * A transaction's own changes, as a follower would have read them right after its commit, and the log's
+ * last seq before them: a follower standing exactly at `after` may apply them without reading the log.
+ */
+export interface OwnChanges {
+  after: number;
+  changes: FollowedChange[];
+}
 
 /** Meta row naming the highest seq pruned: a follower behind it has missed changes and must rebuild. */
-const PRUNED_THROUGH = 'change-log-pruned-through';
+export const PRUNED_THROUGH = 'change-log-pruned-through';
 
 const pendingOf = new WeakMap<Tx, NewChange[]>();
 
@@ -44,6 +55,30 @@ export function appendedHead(tx: Tx, accountId: string): number {
   return headsOf.get(tx)?.get(accountId) ?? 0;
 }
 
+const ownOf = new WeakMap<Tx, OwnChanges>();
+
+/**
+ * The changes `tx` appended, with what each leaves in the table, once its commit hook ran; undefined when a
+ * change did not say what it leaves, or one person changed twice (only the table knows the last state then).
+ */
+export function appendedOwnChanges(tx: Tx): OwnChanges | undefined {
+  return ownOf.get(tx);
+}
+
+function ownChanges(list: readonly NewChange[],
+  rows: ReadonlyArray<{ change_seq: string; change_account: string; change_person: string; change_at: Date; previous_seq: string }>):
+  OwnChanges | undefined {
+  if (rows.length !== list.length || list.some((c) => c.current === undefined)) return undefined;
+  const byPerson = new Map(list.map((c) => [`${c.accountId}\0${c.personId}`, c]));
+  if (byPerson.size !== list.length) return undefined;
+  const changes = rows.map((r): FollowedChange => {
+    const c = byPerson.get(`${r.change_account}\0${r.change_person}`)!;
+    return { seq: Number(r.change_seq), accountId: c.accountId, personId: c.personId, op: c.op, modelId: c.modelId,
+      at: r.change_at.toISOString(), current: c.current };
+  });
+  return { after: Number(rows[0].previous_seq), changes };
+}
+
 export function appendChanges(tx: Tx, changes: readonly NewChange[]): void {
   if (changes.length === 0) return;
   let pending = pendingOf.get(tx);
@@ -53,19 +88,17 @@ export function appendChanges(tx: Tx, changes: readonly NewChange[]): void {
     const list = pending;
     tx.beforeCommit(async (q) => {
       pendingOf.delete(tx);
-      await q.query('SELECT pg_advisory_xact_lock($1)', [CHANGE_LOG_LOCK]);
-      // clock_timestamp, not now(): the time of the append (just before commit), so `at` grows with seq.
-      const { rows } = await q.query<{ seq: string; account_id: string }>(`INSERT INTO person_changes (account_id, person_id, op, model_id, at)
-        SELECT a, p, o, m, clock_timestamp() FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS c(a, p, o, m)
-        RETURNING seq, account_id`,
-      [list.map((c) => c.accountId), list.map((c) => c.personId), list.map((c) => c.op), list.map((c) => c.modelId)]);
+      // Schema 5's function: the lock, the entries, the heads and the notification in one round trip, since
+      // every node's person commits wait on that lock in turn.
+      const { rows } = await q.query<{ change_seq: string; change_account: string; change_person: string; change_at: Date; previous_seq: string }>(
+        'SELECT * FROM face_check_append_changes($1::text[], $2::text[], $3::text[], $4::text[]) ORDER BY change_seq',
+        [list.map((c) => c.accountId), list.map((c) => c.personId), list.map((c) => c.op), list.map((c) => c.modelId)],
+        'face_check_append_changes');
       const heads = new Map<string, number>();
-      for (const r of rows) heads.set(r.account_id, Math.max(heads.get(r.account_id) ?? 0, Number(r.seq)));
+      for (const r of rows) heads.set(r.change_account, Math.max(heads.get(r.change_account) ?? 0, Number(r.change_seq)));
       headsOf.set(tx, heads);
-      const accounts = [...heads.keys()].sort();
-      await q.query(`INSERT INTO change_heads AS h (account_id, seq) SELECT * FROM unnest($1::text[], $2::bigint[])
-        ON CONFLICT (account_id) DO UPDATE SET seq = EXCLUDED.seq`, [accounts, accounts.map((a) => heads.get(a)!)]);
-      await q.query('SELECT pg_notify($1, $2)', [CHANGE_CHANNEL, String(Math.max(...heads.values()))]);
+      const own = ownChanges(list, rows);
+      if (own) ownOf.set(tx, own);
     });
   }
   pending.push(...changes);

@@ -12,6 +12,7 @@ import type { AccountRecord } from '../accounts';
 import type { ActivationCodeRecord } from '../activation-codes';
 import type { ApiKeyRecord } from '../api-keys';
 import type { Change } from '../change-log';
+import type { OwnChanges } from './change-log';
 import type { KeyUsageDay, KeyUsageEntry } from '../key-usage';
 import type { Grant } from '../../domain/grants';
 import type { LicenceUsageEntry, UsageRow } from '../licence-usage';
@@ -265,7 +266,13 @@ export interface AccountScope {
   persons: AsyncPersonRepository;
   fence: ChangeFence;
   /** The account's last change this section wrote: set when the section commits (0 when it wrote none; LMDB: 0). */
-  written: ChangeFence;
+  written: WrittenFence;
+}
+
+/** What an exclusive section wrote, once it committed. */
+export interface WrittenFence extends ChangeFence {
+  /** Its changes as a follower would read them (PostgreSQL; see OwnChanges), for its node's own follower. */
+  own?: OwnChanges;
 }
 
 export interface AsyncStore {

@@ -124,7 +124,8 @@ export class PgPersonRepository implements AsyncPersonRepository {
         VALUES ($1, $2, $3, $3, $4, $5, $6) ON CONFLICT (account_id, person_id) DO NOTHING`,
       [accountId, personId, now, input.modelId, sealedTemplate, sealedImage]);
       if (!rowCount) return { created: false } as const;
-      appendChanges(tx, [{ accountId, personId, op: 'create', modelId: input.modelId }]);
+      appendChanges(tx, [{ accountId, personId, op: 'create', modelId: input.modelId,
+        current: { modelId: input.modelId, sealedTemplate, created: new Date(now), updated: new Date(now) } }]);
       const person: PersonRecord = { personId, created: now, updated: now, modelId: input.modelId, template: input.template };
       return { created: true, person } as const;
     });
@@ -169,7 +170,8 @@ export class PgPersonRepository implements AsyncPersonRepository {
         WHERE account_id = $1 AND person_id = $2 RETURNING created`,
       [accountId, personId, now, input.modelId, sealedTemplate, sealedImage]);
       if (!rows[0]) return undefined;
-      appendChanges(tx, [{ accountId, personId, op: 'replace', modelId: input.modelId }]);
+      appendChanges(tx, [{ accountId, personId, op: 'replace', modelId: input.modelId,
+        current: { modelId: input.modelId, sealedTemplate, created: rows[0].created, updated: new Date(now) } }]);
       return { personId, created: rows[0].created.toISOString(), updated: now, modelId: input.modelId, template: input.template };
     });
   }
@@ -177,11 +179,12 @@ export class PgPersonRepository implements AsyncPersonRepository {
   async setTemplate(accountId: string, personId: string, modelId: string, template: Float32Array): Promise<boolean> {
     const sealedTemplate = this.sealTemplate(accountId, personId, modelId, template);
     return this.db.transaction(async (tx) => {
-      const { rowCount } = await tx.query(
-        'UPDATE persons SET model_id = $3, sealed_template = $4 WHERE account_id = $1 AND person_id = $2',
+      const { rows } = await tx.query<{ created: Date; updated: Date }>(
+        'UPDATE persons SET model_id = $3, sealed_template = $4 WHERE account_id = $1 AND person_id = $2 RETURNING created, updated',
         [accountId, personId, modelId, sealedTemplate]);
-      if (!rowCount) return false;
-      appendChanges(tx, [{ accountId, personId, op: 'template', modelId }]);
+      if (!rows[0]) return false;
+      appendChanges(tx, [{ accountId, personId, op: 'template', modelId,
+        current: { modelId, sealedTemplate, created: rows[0].created, updated: rows[0].updated } }]);
       return true;
     });
   }
@@ -195,7 +198,7 @@ export class PgPersonRepository implements AsyncPersonRepository {
       if (!r) return undefined;
       // Opened before the commit: a template that does not open aborts the removal instead of losing it unseen.
       const template = this.openTemplate(accountId, personId, r.model_id, r.sealed_template);
-      appendChanges(tx, [{ accountId, personId, op: 'remove', modelId: r.model_id }]);
+      appendChanges(tx, [{ accountId, personId, op: 'remove', modelId: r.model_id, current: null }]);
       return { personId, created: r.created.toISOString(), updated: r.updated.toISOString(), modelId: r.model_id, template };
     });
   }
