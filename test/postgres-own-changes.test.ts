@@ -1,7 +1,8 @@
 // A node's writer hands its follower the changes its section committed (OwnChanges), and the follower takes
 // them without reading the log only when it stands exactly at the log's last seq before them:
 // - what a section reports is what the follower's own read of the log returns for those seqs, field for field;
-// - the follower delivers an offer only at that position, and ignores one that is stale or not yet due;
+// - the follower delivers an offer only at that position, and ignores one that is stale or not yet due, or
+//   comes where its galleries may hold more than its position says (after a read cut at its batch size);
 // - two nodes writing the same few persons at once (creates, updates, removals) end with galleries equal to
 //   the database, and some of each node's writes were taken from their writer.
 import path from 'node:path';
@@ -121,6 +122,30 @@ async function run(): Promise<void> {
     follower.offer({ after: at + 1_000_004, changes: [fake(at + 1_000_003)] });
     await new Promise((resolve) => setTimeout(resolve, 50));
     t.equal(follower.stats.offered, 2, 'changes already delivered: ignored');
+  });
+
+  await t.test('an offer is not taken where the galleries may hold more than the position says', async (t) => {
+    // A read cut at batchSize hands its persons as they were when read, maybe past its last seq: an offer
+    // right after it could put back an older state. The offer made during the first, cut batch is dropped.
+    const last = await b.changes.lastChange();
+    t.ok(last >= 3);
+    const seqs: number[] = [];
+    const fake: FollowedChange = { seq: last + 2_000_000, accountId: 'x', personId: 'cut', op: 'remove', modelId: FAKE_MODEL_ID,
+      at: new Date().toISOString(), current: null };
+    const follower = b.followChanges({
+      after: last - 3, batchSize: 2, pollIntervalMs: 600_000, onResync: () => b.changes.lastChange(),
+      onChanges: async (batch) => {
+        if (seqs.length === 0) follower.offer({ after: batch[batch.length - 1].seq, changes: [fake] });
+        seqs.push(...batch.map((c) => c.seq));
+      },
+    });
+    t.teardown(() => follower.stop());
+    await follower.start();
+    t.equal(follower.stats.offered, 0, 'dropped after a cut read');
+    t.notOk(seqs.includes(fake.seq));
+    t.equal(follower.position, last, 'the log\'s changes delivered by reading');
+    t.equal(await (follower.offer({ after: last, changes: [fake] }), follower.waitFor(fake.seq, 500).then(() => true, () => false)), true,
+      'taken once a read saw the end of the log');
   });
 
   await t.test('two nodes writing the same persons at once end with galleries equal to the database', async (t) => {

@@ -101,6 +101,14 @@ export class ChangeFollower {
   private readonly waiters = new Set<Waiter>();
   /** Changes this node's writers committed, in the order offered, to be delivered by the pump. */
   private offers: OwnChanges[] = [];
+  /**
+   * True when what was delivered is the tables' state at `position` exactly: after a read that returned every
+   * change it could see (all commits up to its snapshot), and after an offer delivered on such a state. Not at
+   * the start, after a resync (a rebuild reads the tables as they are by then, maybe past its position) or after
+   * a read cut at batchSize (its persons as they were when read, maybe past its last seq): an offer applied
+   * there could put back a state older than one already applied.
+   */
+  private exact = false;
   private readonly pollIntervalMs: number;
   private readonly batchSize: number;
   private readonly minDelay: number;
@@ -155,8 +163,9 @@ export class ChangeFollower {
 
   /**
    * A writer on this node offers the changes it committed (OwnChanges): when the follower stands exactly at
-   * the log's last seq before them, it delivers them as they are, as its next read would have returned them,
-   * so a write waits for no notification and read. Otherwise they are dropped and the log brings them.
+   * the log's last seq before them (and its galleries hold the tables' state there, `exact`), it delivers them
+   * as they are, as its next read would have returned them, so a write waits for no notification and read.
+   * Otherwise they are dropped and the log brings them.
    * Delivered by the pump, in turn with its reads: never beside a batch, never after a later one.
    */
   offer(own: OwnChanges): void {
@@ -272,19 +281,25 @@ export class ChangeFollower {
         this.seen(read.lastSeq);
         if (read.horizon > this.positionSeq) {
           this.stats.resyncs++;
+          this.exact = false;
           this.advance(Math.max(await this.options.onResync(), read.horizon));
           this.options.observer?.resynced(this.client === c);
           this.dirty = true;
           continue;
         }
         const batch = read.changes;
-        if (batch.length === 0) continue;
+        if (batch.length === 0) {
+          this.exact = true;
+          continue;
+        }
+        this.exact = false;
         await this.options.onChanges(batch);
         this.options.observer?.delivered(batch);
         this.stats.batches++;
         this.stats.delivered += batch.length;
         this.advance(batch[batch.length - 1].seq);
         if (batch.length === this.batchSize) this.dirty = true;
+        else this.exact = true;
       } catch (err) {
         if (unavailability(err)) {
           this.lost(c, err);  // reconnects, then catches up from the same position
@@ -300,7 +315,7 @@ export class ChangeFollower {
 
   /** An offered batch, if it is exactly the next one; a batch that fails to apply is left to the log. */
   private async deliverOwn(own: OwnChanges): Promise<void> {
-    if (own.after !== this.positionSeq) return;
+    if (!this.exact || own.after !== this.positionSeq) return;
     try {
       await this.options.onChanges(own.changes);
     } catch (err) {
