@@ -10,6 +10,7 @@ import { GalleryFollower } from '../src/matching/gallery-follower';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../src/storage/postgres/store';
 import { postgresSkipReason, postgresCluster } from './helpers/postgres';
+import { cosine, normalised } from './helpers/vectors';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -19,21 +20,7 @@ const MODEL = templateModelId();
 const DIM = templateSize();
 
 function randomTemplate(): Float32Array {
-  const v = Float32Array.from({ length: DIM }, () => Math.random() - 0.5);
-  let n = 0;
-  for (const x of v) n += x * x;
-  return v.map((x) => x / Math.sqrt(n));
-}
-
-/** The exact cosine in float32 arithmetic order-independent enough: float64 sum of float32 products. */
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0, na = 0, nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-  }
-  return dot / Math.sqrt(na * nb);
+  return normalised(Float32Array.from({ length: DIM }, () => Math.random() - 0.5));
 }
 
 async function run(): Promise<void> {

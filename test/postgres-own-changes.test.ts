@@ -18,26 +18,14 @@ import { BOOTSTRAP_KEY, tempDir } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';
 import { DIM, FAKE_MODEL_ID, FakeEngine, fakePhotoB64 } from './helpers/fake-engine';
 import { postgresCluster, postgresSkipReason } from './helpers/postgres';
+import { cosine, normalised } from './helpers/vectors';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
 else void run();
 
 function template(i: number): Float32Array {
-  const v = Float32Array.from({ length: DIM }, (_, k) => Math.cos(i * 7 + k));
-  let n = 0;
-  for (const x of v) n += x * x;
-  return v.map((x) => x / Math.sqrt(n));
-}
-
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0, na = 0, nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-  }
-  return dot / Math.sqrt(na * nb);
+  return normalised(Float32Array.from({ length: DIM }, (_, k) => Math.cos(i * 7 + k)));
 }
 
 const input = (i: number) => ({ modelId: FAKE_MODEL_ID, template: template(i), referenceImage: Buffer.from([i & 255]) });
