@@ -5,7 +5,8 @@
 //   two nodes (load spread over both), each over a gallery preloaded with BENCH_SCALE_PERSONS persons; the
 //   identifies are of persons created while the node ran, and again (LMDB and PostgreSQL single) of persons
 //   preloaded before its start, each once;
-// - the catch-up lag of node B after a burst of 1,000 creates on node A (B's /metrics follower position);
+// - the catch-up lag of node B after a burst of 1,000 creates on node A (B's /metrics follower position), and
+//   how many of them A's follower took from their writer instead of reading the log;
 // - cross-node visibility: A acknowledged a create -> an identify on B finds the person (p50/p99);
 // - a node joining with BENCH_SCALE_JOIN_PERSONS (100k) persons in the database: process start to the first
 //   identify served, its resident memory beside an empty node's, and its peak (VmHWM: the build's high mark).
@@ -338,10 +339,14 @@ async function main(): Promise<void> {
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
+    // How many of the burst's creates A's follower took from their writer (ChangeFollower.offer) rather than
+    // from the log: A alone writes during the burst; an offer made while the follower was reading is dropped.
+    const offeredBefore = await metric(a.base, 'face_check_change_follower_offered_total');
     t0 = performance.now();
     await load('burst', Array.from({ length: BURST }, (_, i) => i), async (i) =>
       (await call(a.base, 'POST', `/person/face/burst-${i}`, await photo(30_001 + i))).status, 200);
     const burstMs = performance.now() - t0;
+    const takenFromWriter = (await metric(a.base, 'face_check_change_follower_offered_total')) - offeredBefore;
     const lastAcknowledged = performance.now();
     const target = await admin.changes.lastChange();
     while (await metric(b.base, 'face_check_change_follower_position') < target) await new Promise((r) => setTimeout(r, 1));
@@ -385,7 +390,7 @@ async function main(): Promise<void> {
       },
       identifyLoadedAtStart: loaded,
       preloadPersonsPerSecond: preloadPerSecond,
-      burst: { creates: BURST, onNodeA: { perSecond: Math.round(BURST / (burstMs / 1000)) }, nodeBCatchUpMsAfterLastAck: catchUpMs, nodeBMaxBehindSeqs: maxBehind },
+      burst: { creates: BURST, onNodeA: { perSecond: Math.round(BURST / (burstMs / 1000)), takenFromWriter }, nodeBCatchUpMsAfterLastAck: catchUpMs, nodeBMaxBehindSeqs: maxBehind },
       crossNodeVisibilityMs: stats(visibility),
       join,
       host,

@@ -11,7 +11,6 @@
 // numbers only after. This serialises the commits of person writes (not their work), about one commit time
 // each. Numbers may have gaps (a transaction that failed at its commit, the sequence's cache after a crash).
 import type { Change } from '../change-log';
-import type { AsyncChangeLog } from './interfaces';
 import type { Db, Queryable, Tx } from './pool';
 
 /** LISTEN/NOTIFY channel; the payload is the highest seq the transaction appended. */
@@ -208,7 +207,9 @@ async function pruneThrough(db: Db, through: string | null): Promise<number> {
 }
 
 /** The log as the LMDB store's ChangeLog presents it, plus a time-based prune for a cluster's followers. */
-export class PgChangeLog implements AsyncChangeLog {
+// Implements AsyncChangeLog (./interfaces.ts, checked where the store hands it out): not named here, since
+// interfaces.ts takes OwnChanges from this file.
+export class PgChangeLog {
   constructor(private readonly db: Db) {}
 
   lastChange(): Promise<number> {
