@@ -2,13 +2,15 @@
 // unused signature of base URL + URI + body + Timestamp (SHA-256, RSA), checked before the body is judged;
 // the responses to it carry the service's Signature and Timestamp. Keys without one are unchanged.
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
 import { fakePhotoB64 } from './helpers/fake-engine';
-import { startTestApp, type TestApp } from './helpers/app';
+import { startTestApp, tempDir, type TestApp } from './helpers/app';
 import type { ApiError } from '../src/errors';
 import { checkedPublicKey, RequestSigning, type SignedRequest } from '../src/services/request-signing';
-import { InProcessReplayCache } from '../src/storage/lmdb/in-process-shared';
 import { generateRsaKeyPair } from '../src/storage/service-key';
+import { openStore } from '../src/storage/store';
 import { testErrorCatalog } from './helpers/errors';
 
 const BASE = 'https://faces.example.com';
@@ -90,7 +92,13 @@ t.test('unsigned, stale, tampered, replayed or foreign signatures are 401', asyn
 t.test('RequestSigning says why it refuses (the 401 detail, logged under the Request-Id)', async (t) => {
   const pair = await generateRsaKeyPair();
   let clock = new Date('2026-11-22T10:00:00Z');
-  const signing = new RequestSigning(testErrorCatalog(), async () => pair, 300, () => clock, new InProcessReplayCache());
+  const dir = tempDir();
+  const store = await openStore(path.join(dir, 'db'));
+  t.teardown(async () => {
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const signing = new RequestSigning(testErrorCatalog(), async () => pair, 300, () => clock, store.requestSignatures);
   const ts = String(clock.getTime() / 1000);
   const good = crypto.sign('sha256', Buffer.from(`${BASE}/u{}${ts}`), pair.privateKey).toString('base64');
   const request = (o: Partial<SignedRequest>): SignedRequest =>
@@ -107,6 +115,8 @@ t.test('RequestSigning says why it refuses (the 401 detail, logged under the Req
   t.match(await refusal({ signature: undefined }), /Signature and Timestamp headers needed/);
   t.match(await refusal({ timestamp: '1.5' }), /Unix time in seconds/);
   t.match(await refusal({ signature: '***' }), /base64/);
+  t.match(await refusal({ signature: good.replace(/=+$/, '') }), /canonical/, 'unpadded');
+  t.match(await refusal({ signature: Buffer.from(good, 'base64').subarray(1).toString('base64') }), /256 bytes/, 'shorter than the modulus');
   t.match(await refusal({ body: '{ }' }), /does not verify/);
   t.match(await refusal({ publicKey: 'not a key' }), /does not verify/, 'an unusable key is a failed check, not a crash');
   clock = new Date(clock.getTime() + 301_000);

@@ -86,3 +86,19 @@ t.test('replay cache, throttle and settings in this process', async (t) => {
   await store.settings.set('x', 'y');
   t.equal(await store.settings.get('x'), 'y');
 });
+
+t.test('accepted signatures are in the store: a reopen inside the window still refuses them', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const now = new Date(1_000_000);
+  const until = new Date(2_000_000);
+  const first = lmdbAsyncStore(await openStore(path.join(dir, 'db')));
+  t.equal(await first.replayCache.claim('kept', now, until), true);
+  t.equal(await first.replayCache.claim('short', now, new Date(1_500_000)), true);
+  await first.close();
+  const again = lmdbAsyncStore(await openStore(path.join(dir, 'db')));
+  t.teardown(() => again.close());
+  t.equal(await again.replayCache.prune(new Date(1_600_000)), 1, 'the expired one is pruned');
+  t.equal(await again.replayCache.claim('kept', new Date(1_600_000), until), false, 'refused after the reopen');
+  t.equal(await again.replayCache.claim('short', new Date(1_600_000), until), true, 'an expired one is claimable');
+});

@@ -5,8 +5,10 @@
 // - signed text = base URL + URI (path and query as sent) + body (exactly the bytes sent, empty when none)
 //   + the Timestamp header's text, UTF-8.
 // A request is refused (401) when either header is missing or malformed, its timestamp is more than
-// max_age seconds from the server's clock, the signature does not verify, or the same signature was
-// already accepted within that window (a replay).
+// max_age seconds from the server's clock, the signature is not in its one canonical spelling (padded
+// base64 with zero unused bits, exactly the key's modulus long), it does not verify, or the same signed text
+// was already accepted for that key within the window (a replay). The replay cache is keyed on what was
+// signed, never on the header's text: no re-spelling of one signature can make a second acceptance.
 import crypto from 'node:crypto';
 import { promisify } from 'node:util';
 import type { ErrorCatalog } from '../errors';
@@ -19,9 +21,9 @@ function signedText(baseUrl: string, uri: string, body: string, timestamp: strin
   return Buffer.from(`${baseUrl}${uri}${body}${timestamp}`, 'utf8');
 }
 
-function verify(publicKey: string | crypto.KeyObject, text: Buffer, signatureB64: string): boolean {
+function verify(publicKey: crypto.KeyObject, text: Buffer, signature: Buffer): boolean {
   try {
-    return crypto.verify('sha256', text, publicKey, Buffer.from(signatureB64, 'base64'));
+    return crypto.verify('sha256', text, publicKey, signature);
   } catch {
     return false;  // an unusable key or signature is a failed check, not a 500
   }
@@ -44,6 +46,23 @@ export function checkedPublicKey(pem: string): string {
 
 const TIMESTAMP = /^\d{1,12}$/;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+/**
+ * The signature's bytes when `text` is their one canonical spelling: padded standard base64 whose unused
+ * bits are zero (Node's decoder ignores them and accepts missing padding, so 48 spellings of a 256-byte
+ * signature would decode alike). Undefined otherwise.
+ */
+function canonicalSignatureBytes(text: string): Buffer | undefined {
+  if (!BASE64.test(text) || text.length % 4 !== 0) return undefined;
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.toString('base64') === text ? bytes : undefined;
+}
+
+/** What the replay cache remembers of an accepted request: the key and the exact text it signed. */
+function replayId(key: crypto.KeyObject, text: Buffer): string {
+  const der = key.export({ type: 'spki', format: 'der' });
+  return crypto.createHash('sha256').update(der).update(text).digest('hex');
+}
 
 export interface SignedRequest {
   publicKey: string;
@@ -78,17 +97,21 @@ export class RequestSigning {
     const unauthorized = (why: string) => this.errors.create('Unauthorized', `request signature: ${why}`);
     if (!r.signature || !r.timestamp) throw unauthorized('this key signs its requests: Signature and Timestamp headers needed');
     if (!TIMESTAMP.test(r.timestamp)) throw unauthorized('Timestamp must be Unix time in seconds');
-    if (!BASE64.test(r.signature)) throw unauthorized('Signature must be base64');
+    const signature = canonicalSignatureBytes(r.signature);
+    if (!signature) throw unauthorized('Signature must be padded base64 in its canonical form (unused bits zero)');
     const nowMs = this.now().getTime();
     if (Math.abs(nowMs / 1000 - Number(r.timestamp)) > this.maxAgeSeconds) {
       throw unauthorized(`Timestamp is more than ${this.maxAgeSeconds} s from the server's clock`);
     }
     const key = this.publicKeyOf(r.publicKey);
-    if (!key || !verify(key, signedText(r.baseUrl, r.uri, r.body, r.timestamp), r.signature)) {
+    const text = signedText(r.baseUrl, r.uri, r.body, r.timestamp);
+    const modulusBytes = Math.ceil((key?.asymmetricKeyDetails?.modulusLength ?? 0) / 8);
+    if (key && signature.length !== modulusBytes) throw unauthorized(`Signature must be ${modulusBytes} bytes (the key's modulus)`);
+    if (!key || !verify(key, text, signature)) {
       throw unauthorized('does not verify (base URL + URI + body + Timestamp, SHA-256, RSA)');
     }
     const until = new Date(nowMs + 2 * this.maxAgeSeconds * 1000);
-    if (!await this.replays.claim(r.signature, new Date(nowMs), until)) throw unauthorized('already used (replay)');
+    if (!await this.replays.claim(replayId(key, text), new Date(nowMs), until)) throw unauthorized('already used (replay)');
   }
 
   /** Signature and Timestamp headers for a response body. */

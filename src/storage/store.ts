@@ -9,6 +9,7 @@ import { lmdb } from './lmdb/load';
 import { PersonRepository } from './persons';
 import { ApiKeyRepository } from './api-keys';
 import { AccountRepository } from './accounts';
+import { RequestSignatureRepository } from './request-signatures';
 import { SessionRepository } from './sessions';
 import { ActivationCodeRepository } from './activation-codes';
 import { LicenceRepository } from './licences';
@@ -66,6 +67,8 @@ export interface Store {
   readonly licenceUsage: LicenceUsageRepository;
   /** Requests per API key and UTC day (statistics, written every few seconds: ./key-usage.ts). */
   readonly keyUsage: KeyUsageRepository;
+  /** Signed requests accepted within the timestamp window (a replay is refused, also after a restart). */
+  readonly requestSignatures: RequestSignatureRepository;
   /**
    * Runs `fn` exclusively for the account: check-then-write rules (a free person_id, a face not enrolled
    * yet) hold under concurrent requests.
@@ -159,6 +162,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       activationCodes,
       licenceUsage,
       keyUsage,
+      requestSignatures: new RequestSignatureRepository(root),
       exclusive: (accountId, fn) => locks.run(accountId, fn),
       rotateKey: async (newKeyFile) => {
         const target = path.resolve(newKeyFile || keyFile);

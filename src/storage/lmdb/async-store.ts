@@ -10,7 +10,7 @@ import { limitOfPlan } from '../postgres/interfaces';
 import type { ChangeLog } from '../change-log';
 import type { PersonRepository } from '../persons';
 import type { Store } from '../store';
-import { InProcessReplayCache, InProcessSettings, InProcessSignInThrottle } from './in-process-shared';
+import { InProcessSettings, InProcessSignInThrottle } from './in-process-shared';
 
 export interface LmdbAsyncStore extends AsyncStore {
   readonly backend: 'lmdb';
@@ -163,7 +163,7 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       importCounts: (entries) => keyUsage.importCounts(entries),
       close: () => keyUsage.close(),
     },
-    replayCache: new InProcessReplayCache(),
+    replayCache: store.requestSignatures,
     settings: new InProcessSettings(),
     signInThrottle: (options) => new InProcessSignInThrottle(options),
     // LMDB's galleries are written in-process by the writer itself, so no follower needs a fence or waits for

@@ -1,35 +1,10 @@
 // What one LMDB process keeps in memory and a PostgreSQL cluster shares in its database (../postgres/): the
-// request-signing replay cache, the sign-in throttle and small settings. On LMDB only one process serves a
-// store (./../process-lock.ts), so memory is the whole truth, exactly as before the asynchronous interface.
+// sign-in throttle and small settings. On LMDB only one process serves a store (./../process-lock.ts), so
+// memory is the whole truth for them. The request-signing replay cache is in the store itself
+// (../request-signatures.ts): it must outlive a restart.
 import crypto from 'node:crypto';
 import { SignInThrottle, type ThrottleOptions } from './sign-in-throttle';
-import type { ReplayCache, SharedSettings, SharedSignInThrottle, ThrottleAttempt } from '../postgres/interfaces';
-
-/** Accepted signatures until they leave the timestamp window; insertion order is expiry order. */
-export class InProcessReplayCache implements ReplayCache {
-  private readonly seen = new Map<string, number>();
-
-  async claim(signature: string, now: Date, until: Date): Promise<boolean> {
-    this.forgetExpired(now.getTime());
-    if (this.seen.has(signature)) return false;
-    this.seen.set(signature, until.getTime());
-    return true;
-  }
-
-  async prune(now: Date): Promise<number> {
-    return this.forgetExpired(now.getTime());
-  }
-
-  private forgetExpired(nowMs: number): number {
-    let removed = 0;
-    for (const [signature, until] of this.seen) {
-      if (until > nowMs) break;  // every later entry expires later
-      this.seen.delete(signature);
-      removed++;
-    }
-    return removed;
-  }
-}
+import type { SharedSettings, SharedSignInThrottle, ThrottleAttempt } from '../postgres/interfaces';
 
 /** The in-process throttle behind the shared interface: one event loop makes check-and-count atomic. */
 export class InProcessSignInThrottle implements SharedSignInThrottle {
