@@ -150,6 +150,24 @@ t.test('usage: requests answered per day and grant go with the next check and ar
   t.same(server.checks.at(-1)!.usage, [], 'dropped once a check succeeded');
 });
 
+t.test('a usage report the cloud does not believe (R_003) is dropped, not the licence', async (t) => {
+  const { api, licence, server, lines } = await licensedDevice(t, (s) => { s.licence.grants = ['get']; });
+  await api.call({ method: 'GET', url: '/person/face/p1' });
+  // The cloud refuses reports with usage (as it does for days outside the licence's life) and accepts the rest.
+  server.respond = (body, normal) => (body.usage.length > 0
+    ? { status: 400, json: { code: 'R_003', message: 'Fields validation exception: usage[0].day: 1970-01-01 is outside the licence\'s life' } }
+    : normal());
+  const outcome = await licence.recheck();
+  t.equal(outcome.kind, 'ok', 'checked again without the report');
+  t.same(server.checks.at(-1)!.usage, [], 'the second check carried no usage');
+  t.equal(server.checks.at(-2)!.usage.length, 1, 'the first carried the report');
+  t.equal(licence.status().state, 'licensed');
+  t.match(lines.join('\n'), /refused this device's usage report .*: it is dropped/);
+  server.respond = undefined;
+  t.equal((await licence.recheck()).kind, 'ok');
+  t.same(server.checks.at(-1)!.usage, [], 'and not sent again');
+});
+
 t.test('maxPersons: enrolment stops at the limit, counting every account of the device', async (t) => {
   const { api } = await licensedDevice(t, (s) => { s.licence.maxPersons = 2; });
   const enrol = (id: string, identity: number, key?: string) =>

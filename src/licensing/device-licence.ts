@@ -186,8 +186,16 @@ export class DeviceLicence extends EventEmitter {
 
   private async runCheck(): Promise<CheckOutcome> {
     const sent = this.usage.snapshot();
-    const outcome = await this.opts.client.check({ persons: this.opts.persons(), usage: sent }, this.aborter.signal);
+    let outcome = await this.opts.client.check({ persons: this.opts.persons(), usage: sent }, this.aborter.signal);
     if (this.closed) return outcome;
+    if (outcome.kind === 'invalid' && outcome.code === 'R_003' && sent.length > 0) {
+      // The cloud believes no report whose days lie outside the licence's life (a board whose clock was
+      // wrong when it counted): those counts are lost, not the licence.
+      this.log(`the licence server refused this device's usage report (${outcome.reason}): it is dropped and the licence checked without it`);
+      this.usage.drop(sent);
+      outcome = await this.opts.client.check({ persons: this.opts.persons(), usage: [] }, this.aborter.signal);
+      if (this.closed) return outcome;
+    }
     const at = this.now();
     this.lastCheck = { at, outcome: outcome.kind };
     switch (outcome.kind) {

@@ -37,7 +37,8 @@ export type CheckOutcome =
   | { kind: 'ok'; document: LicenceDocument; signed: SignedLicence }
   | { kind: 'unreachable'; reason: string }
   | { kind: 'refused'; status: number; code: string; message: string }
-  | { kind: 'invalid'; reason: string };
+  /** `code`: the error code of a body the server refused (R_003: the check's own body was not believed). */
+  | { kind: 'invalid'; reason: string; code?: string };
 
 export interface LicenceClientOptions {
   /** [licence] server_url, without a trailing slash. */
@@ -112,7 +113,8 @@ function refusalOf(status: number, answer: unknown): CheckOutcome {
     return { kind: 'refused', status, code, message };
   }
   const said = typeof code === 'string' ? ` ${code}${typeof message === 'string' ? `: ${message}` : ''}` : '';
-  return { kind: 'invalid', reason: `the licence server answered ${status}${said}, not a licence or a licence refusal` };
+  const reason = `the licence server answered ${status}${said}, not a licence or a licence refusal`;
+  return status === 400 && typeof code === 'string' ? { kind: 'invalid', reason, code } : { kind: 'invalid', reason };
 }
 
 /** The body as text, refused (thrown) past `max` bytes without reading the rest. */

@@ -8,11 +8,12 @@ import type { Config } from '../config/types';
 import { GRANTS, isGrant } from '../domain/grants';
 import type { ApiError, ErrorCatalog } from '../errors';
 import { licenceKeySha256, type LicenceRecord } from '../storage/licences';
-import type { UsageRow } from '../storage/licence-usage';
+import { MAX_DAY_REQUESTS, type UsageRow } from '../storage/licence-usage';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
 import { DOCUMENT_FORMAT, signLicenceDocument, type LicenceDocument, type SignedLicence } from './licence-document';
+import { implausibleUsage } from './usage-bounds';
 
 export interface CheckRequest {
   licenceKey: string;
@@ -32,8 +33,8 @@ export const NONCE_PATTERN = '^[A-Za-z0-9_-]{16,64}$';
 export const DAY_PATTERN = '^\\d{4}-\\d{2}-\\d{2}$';
 export const MAX_VERSION_LENGTH = 64;
 export const MAX_USAGE_ROWS = 400;
-/** Far above any one device's day, far below where sums lose precision. */
-export const MAX_ROW_REQUESTS = 1_000_000_000;
+/** One day's requests of one operation (storage/licence-usage.ts says why). */
+export const MAX_ROW_REQUESTS = MAX_DAY_REQUESTS;
 const MAX_PERSONS = 1_000_000_000;
 
 export interface LicenceServerDeps {
@@ -60,7 +61,8 @@ export class LicenceServer {
     const now = this.deps.now();
     const at = now.toISOString();
     const outcome = await store.licences.checkIn<ApiError>(keySha256, (current) => {
-      const refusal = this.refusal(current, now) ?? this.boundElsewhere(current, request.fingerprint);
+      const refusal = this.refusal(current, now) ?? this.boundElsewhere(current, request.fingerprint)
+        ?? this.implausible(current, request.usage, now);
       if (refusal) return { refuse: refusal };
       return {
         accept: {
@@ -117,8 +119,15 @@ export class LicenceServer {
   private boundElsewhere(licence: LicenceRecord, fingerprint: string): ApiError | undefined {
     if (licence.device === null || licence.device.fingerprint === fingerprint) return undefined;
     return this.deps.errors.explain('LicenceBoundElsewhere',
-      `licence ${licence.licenceId} is bound to the device ${licence.device.fingerprint.slice(0, 12)}… since ` +
-      `${licence.device.boundAt}; release the binding in the back-office or with face-check licence release ${licence.licenceId}`);
+      // Nothing of the bound device's fingerprint: a key holder learns only that another device holds it; the
+      // operator sees which one in the back-office.
+      `licence ${licence.licenceId} is bound to another device; release the binding in the back-office or with ` +
+      `face-check licence release ${licence.licenceId}`);
+  }
+
+  private implausible(licence: LicenceRecord, usage: readonly UsageRow[], now: Date): ApiError | undefined {
+    const why = implausibleUsage(usage, licence.created, now);
+    return why === undefined ? undefined : this.deps.errors.explain('FieldsValidation', why);
   }
 
   private expired(licence: LicenceRecord, now: Date): boolean {
@@ -169,6 +178,12 @@ export class LicenceServer {
       }
       return { day: r.day, operation: r.operation, requests: r.requests as number };
     });
+    const seen = new Set<string>();
+    for (const [i, row] of usage.entries()) {
+      const key = `${row.day} ${row.operation}`;
+      if (seen.has(key)) throw bad(`usage[${i}]: a second row for ${row.day} and ${row.operation} (one row per day and operation)`);
+      seen.add(key);
+    }
     return { licenceKey, fingerprint, nonce, version, persons: persons as number, usage };
   }
 }

@@ -5,6 +5,14 @@ import type { Grant } from '../domain/grants';
 import { entriesWithPrefix } from './key-prefix';
 import { raiseCounts } from './raise-counts';
 
+/**
+ * The most requests of one operation one device can have answered in a day: a thousand a second, far above
+ * any board, far below where a sum over every day and licence loses precision as a double. A day's counter
+ * stops there however often it is reported, so every total stays an exact integer.
+ */
+export const MAX_REQUESTS_PER_SECOND = 1000;
+export const MAX_DAY_REQUESTS = 86_400 * MAX_REQUESTS_PER_SECOND;
+
 /** One reported count: requests answered for `operation` on UTC day `day` (YYYY-MM-DD). */
 export interface UsageRow {
   day: string;
@@ -30,7 +38,7 @@ export class LicenceUsageRepository {
     this.db = root.openDB<number, UsageKey>({ name: LICENCE_USAGE_DB });
   }
 
-  /** Adds the rows to the licence's counters in one transaction. */
+  /** Adds the rows to the licence's counters in one transaction (each day's stops at MAX_DAY_REQUESTS). */
   async add(licenceId: string, rows: readonly UsageRow[]): Promise<void> {
     await this.root.transaction(() => this.addWithin(licenceId, rows));
   }
@@ -40,7 +48,7 @@ export class LicenceUsageRepository {
     for (const row of rows) {
       if (row.requests === 0) continue;
       const key: UsageKey = [licenceId, row.day, row.operation];
-      this.db.put(key, (this.db.get(key) ?? 0) + row.requests);
+      this.db.put(key, Math.min(MAX_DAY_REQUESTS, (this.db.get(key) ?? 0) + row.requests));
     }
   }
 

@@ -2,7 +2,7 @@
 // one upsert; rows are summed per key and sorted first, since one statement may not touch a row twice and
 // two transactions adding the same keys in the same order cannot deadlock.
 import type { Grant } from '../../domain/grants';
-import type { LicenceUsageEntry, UsageRow } from '../licence-usage';
+import { MAX_DAY_REQUESTS, type LicenceUsageEntry, type UsageRow } from '../licence-usage';
 import type { AsyncLicenceUsageRepository } from './interfaces';
 import { allRowsByKey } from './keyset';
 import type { Db, Queryable } from './pool';
@@ -46,18 +46,18 @@ export class PgLicenceUsageRepository implements AsyncLicenceUsageRepository {
   }
 }
 
-/** Adds the rows to the licence's counters (inside the caller's transaction when `q` is one). */
+/** Adds the rows to the licence's counters (inside the caller's transaction when `q` is one); each day's stops at MAX_DAY_REQUESTS. */
 export async function addLicenceUsage(q: Queryable, licenceId: string, rows: readonly UsageRow[]): Promise<void> {
   const sums = new Map<string, number>();
   for (const row of rows) {
     if (row.requests === 0) continue;
     const key = `${row.day} ${row.operation}`;
-    sums.set(key, (sums.get(key) ?? 0) + row.requests);
+    sums.set(key, Math.min(MAX_DAY_REQUESTS, (sums.get(key) ?? 0) + row.requests));
   }
   if (sums.size === 0) return;
   const keys = [...sums.keys()].sort();
   await q.query(`INSERT INTO licence_usage AS u (licence_id, day, operation, requests)
     SELECT $1, d, o, n FROM unnest($2::text[], $3::text[], $4::bigint[]) AS x(d, o, n)
-    ON CONFLICT (licence_id, day, operation) DO UPDATE SET requests = u.requests + EXCLUDED.requests`,
-  [licenceId, keys.map((k) => k.split(' ')[0]), keys.map((k) => k.split(' ')[1]), keys.map((k) => sums.get(k)!)]);
+    ON CONFLICT (licence_id, day, operation) DO UPDATE SET requests = LEAST($5::bigint, u.requests + EXCLUDED.requests)`,
+  [licenceId, keys.map((k) => k.split(' ')[0]), keys.map((k) => k.split(' ')[1]), keys.map((k) => sums.get(k)!), MAX_DAY_REQUESTS]);
 }
