@@ -37,6 +37,9 @@ export function toApiError(errors: ErrorCatalog, err: unknown): ApiError {
       return errors.create('FieldsValidation', message);
   }
   if (e.code?.startsWith('FST_ERR_CTP_')) return errors.create('RequestBody', message);
+  // The client closed the connection while sending its body: its own doing, logged as a refusal (info), not
+  // as a failure of the service (an attacker could otherwise fill the error log).
+  if (e.code === 'ECONNRESET' && message === 'aborted') return errors.create('RequestBody', 'the client closed the connection before its body was received');
   const status = e.statusCode ?? 500;
   if (status >= 400 && status < 500) return errors.create('RequestBody', `${e.code ?? 'client error'}: ${message}`);
   return errors.create('Internal', message);
