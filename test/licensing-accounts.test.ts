@@ -207,7 +207,7 @@ t.test('sessions end after session_idle_minutes unused and after session_max_hou
   t.equal((await c.api('GET', '/account/v1/account', { token: idle })).status, 200, 'used after 29 minutes');
   c.clock.ms += 29 * 60_000;
   t.equal((await c.api('GET', '/account/v1/account', { token: idle })).status, 200, '29 minutes after the last use');
-  c.clock.ms += 30 * 60_000;
+  c.clock.ms += 30 * 60_000 + 1_000;
   const expired = await c.api('GET', '/account/v1/account', { token: idle });
   t.same([expired.status, expired.body.message], [401, 'Unauthorized: session expired; sign in again']);
   t.notOk(c.store.sessions.get(hashSessionToken(idle)), 'the expired session is removed');
@@ -220,6 +220,23 @@ t.test('sessions end after session_idle_minutes unused and after session_max_hou
   }
   c.clock.ms = signedInAt + 12 * 3_600_000;
   t.equal((await c.api('GET', '/account/v1/account', { token: busy })).status, 401, 'the absolute end, though used');
+});
+
+t.test('idle expiry is exact to the second: a session in use never ends early, an unused one within a second', async (t) => {
+  const c = await cloud(t, (config) => { config.accounts.session_idle_minutes = 1; });
+  await c.register('ann@example.com');
+  const token = await c.signIn('ann@example.com');
+  const use = () => c.api('GET', '/account/v1/account', { token }).then((r) => r.status);
+  // Used every 25.5 s for five minutes: each use is well inside the minute since the one before.
+  for (let i = 0; i < 12; i++) {
+    c.clock.ms += 25_500;
+    t.equal(await use(), 200, `use ${i + 1}`);
+  }
+  // 59.999 s after the last use it is alive; 60 s and a second after, it has ended.
+  c.clock.ms += 59_999;
+  t.equal(await use(), 200, 'alive just inside the minute');
+  c.clock.ms += 61_000;
+  t.equal(await use(), 401, 'ended once a minute passed unused');
 });
 
 t.test('a password change ends the other sessions; the old password stops working', async (t) => {

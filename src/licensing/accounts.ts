@@ -12,7 +12,7 @@ import { checkedPublicKey } from '../services/request-signing';
 import type { AccountRecord } from '../storage/accounts';
 import type { ApiKeyRecord } from '../storage/api-keys';
 import { generateRsaKeyPair } from '../storage/service-key';
-import { hashSessionToken } from '../storage/sessions';
+import { hashSessionToken, idleEndMs } from '../storage/sessions';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore, SharedSignInThrottle, ThrottleAttempt } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
@@ -172,7 +172,7 @@ export class AccountService {
     const session = tokenHash ? await this.store.sessions.get(tokenHash) : undefined;
     if (!tokenHash || !session) throw this.errors.explain('Unauthorized', 'sign in first: the session token is unknown');
     const now = this.now();
-    const idleEnd = Date.parse(session.lastSeen) + this.config.accounts.session_idle_minutes * 60_000;
+    const idleEnd = idleEndMs(session.lastSeen, this.config.accounts.session_idle_minutes * 60_000);
     if (now.getTime() >= Date.parse(session.expires) || now.getTime() >= idleEnd) {
       await this.store.sessions.delete(tokenHash);
       throw this.errors.explain('Unauthorized', 'session expired; sign in again');

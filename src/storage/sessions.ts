@@ -9,14 +9,23 @@ export const SESSIONS_DB = 'sessions';
 export interface SessionRecord {
   accountId: string;
   created: string;
-  /** Last use, written at most once a minute (TOUCH_INTERVAL_MS): a request does not cost a write. */
+  /** Last use, written at most once a second (TOUCH_INTERVAL_MS): a burst of requests costs one write. */
   lastSeen: string;
   /** The absolute end, whatever the use. */
   expires: string;
 }
 
 /** How stale lastSeen may get before a use writes it again. */
-export const TOUCH_INTERVAL_MS = 60_000;
+export const TOUCH_INTERVAL_MS = 1_000;
+
+/**
+ * When a session unused since `lastSeen` ends: idle expiry is exact to the second. lastSeen may lag the last
+ * use by up to TOUCH_INTERVAL_MS, so that lag is added: a session never ends before `idleMs` unused, and at
+ * most a second after.
+ */
+export function idleEndMs(lastSeen: string, idleMs: number): number {
+  return Date.parse(lastSeen) + idleMs + TOUCH_INTERVAL_MS;
+}
 
 export function hashSessionToken(token: string): string {
   return crypto.createHash('sha256').update(token, 'utf8').digest('hex');
@@ -63,7 +72,7 @@ export class SessionRepository {
   /** Removes sessions past their absolute end or unused for `idleMs`; returns how many. */
   async purgeExpired(now: Date, idleMs: number): Promise<number> {
     const t = now.getTime();
-    return this.removeWhere((_key, value) => Date.parse(value.expires) <= t || Date.parse(value.lastSeen) + idleMs <= t);
+    return this.removeWhere((_key, value) => Date.parse(value.expires) <= t || idleEndMs(value.lastSeen, idleMs) <= t);
   }
 
   /** Keys are collected before removal: a cursor is not walked while its database changes under it. */

@@ -34,6 +34,7 @@ export class PgSessionRepository implements AsyncSessionRepository {
 
   async touch(tokenHash: string, now: Date): Promise<void> {
     // One statement: a sign-out meanwhile leaves no row to update, and a fresh lastSeen is not rewritten.
+    // The purge below and the service's idleEndMs allow for the interval.
     await this.db.query(`UPDATE sessions SET last_seen = $2 WHERE token_sha256 = $1
       AND last_seen <= $2::timestamptz - make_interval(secs => $3)`, [tokenHash, now.toISOString(), TOUCH_INTERVAL_MS / 1000]);
   }
@@ -51,7 +52,7 @@ export class PgSessionRepository implements AsyncSessionRepository {
 
   async purgeExpired(now: Date, idleMs: number): Promise<number> {
     const { rowCount } = await this.db.query(`DELETE FROM sessions
-      WHERE expires <= $1 OR last_seen + make_interval(secs => $2) <= $1`, [now.toISOString(), idleMs / 1000]);
+      WHERE expires <= $1 OR last_seen + make_interval(secs => $2) <= $1`, [now.toISOString(), (idleMs + TOUCH_INTERVAL_MS) / 1000]);
     return rowCount ?? 0;
   }
 
