@@ -8,6 +8,7 @@ import type { Config } from '../src/config/types';
 import { ActivationCodes } from '../src/licensing/activation-codes';
 import { clientNetwork } from '../src/licensing/client-network';
 import { startTestApp, type TestApp } from './helpers/app';
+import { BACKENDS, backendSkipReason, startBackendApp } from './helpers/backends';
 
 const PASSWORD = 'correct horse battery';
 
@@ -160,3 +161,21 @@ t.test('the back-office page is throttled like the account API', async (t) => {
   t.equal(fourth.statusCode, 429);
   t.match(fourth.body, /Too many attempts, try again in 1440 minutes/);
 });
+
+for (const backend of BACKENDS) {
+  t.test(`registrations count for the whole window, pruning of sign-in failures included (${backend})`, { skip: backendSkipReason(backend) }, async (t) => {
+    const clock = { ms: Date.parse('2026-03-02T09:00:00.000Z') };
+    const app = await startBackendApp(backend, { tune: (c) => { c.server.mode = 'cloud'; }, deps: { now: () => new Date(clock.ms) } });
+    t.teardown(() => app.close());
+    const reg = (email: string) => app.call({ method: 'POST', url: '/account/v1/register', key: null, remoteAddress: '198.51.100.7', payload: { email, password: PASSWORD } });
+    for (let i = 0; i < 3; i++) t.equal((await reg(`r${i}@example.com`)).statusCode, 200);
+    // Two hours on: far past the sign-in lockout window, when the throttle prunes what it no longer counts.
+    clock.ms += 2 * 3_600_000;
+    t.equal((await reg('r3@example.com')).statusCode, 429, 'two hours later: still refused');
+    await new Promise((resolve) => setTimeout(resolve, 200));  // the prune it started
+    const again = await reg('r4@example.com');
+    t.same([again.statusCode, again.headers['retry-after']], [429, String(22 * 3600)], 'and after the prune: the registrations were kept');
+    clock.ms += 22 * 3_600_000 + 1000;
+    t.equal((await reg('r5@example.com')).statusCode, 200, 'a day after the first: allowed again');
+  });
+}

@@ -128,6 +128,8 @@ export class AccountService {
       maxFailures: this.config.accounts.sign_in_max_failures,
       windowMs: this.config.accounts.sign_in_lockout_minutes * 60_000,
       now: () => this.now().getTime(),
+      // Events are pruned only past the longest window (registrations count for a day, failures for minutes).
+      retentionMs: this.rules.retentionMs,
     });
   }
 

@@ -307,7 +307,7 @@ export interface AsyncStore {
   readonly settings: SharedSettings;
   readonly knownAddresses: AsyncKnownAddressRepository;
   /** A sign-in throttle over the shared counters. */
-  signInThrottle(options: { maxFailures: number; windowMs: number; now: () => number }): SharedSignInThrottle;
+  signInThrottle(options: { maxFailures: number; windowMs: number; now: () => number; retentionMs?: number }): SharedSignInThrottle;
   /**
    * Runs `fn` exclusively for the account across every node: check-then-write rules (a free person_id, a face
    * not enrolled yet) hold under concurrent requests. Write persons through `scope.persons`.
