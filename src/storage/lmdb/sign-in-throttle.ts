@@ -55,14 +55,6 @@ export class SignInThrottle {
     this.maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
   }
 
-  static accountKey(email: string): string {
-    return `account:${email.trim().toLowerCase()}`;
-  }
-
-  static addressKey(address: string): string {
-    return `address:${address}`;
-  }
-
   /** Seconds until an attempt on `keys` is allowed again; 0 = allowed now. */
   retryAfterSeconds(keys: readonly ThrottleKey[]): number {
     const now = this.options.now();
