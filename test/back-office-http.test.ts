@@ -307,6 +307,32 @@ t.test('administration: administrators only; an activation code shown once and u
   t.match(reused.body, /already used/);
 });
 
+t.test('administration: an invitation issued on the page opens the invited address\'s account only', async (t) => {
+  const a = await cloudApp((c) => { c.accounts.registration = 'invitation'; });
+  t.teardown(() => a.close());
+  await a.app.accounts.createByAdministrator('root@example.com', PASSWORD, { plan: 'paid', role: 'administrator' });
+  const admin = new Visitor(a);
+  await admin.get('/back-office/sign-in');
+  t.equal((await admin.post('/back-office/sign-in', { email: 'root@example.com', password: PASSWORD })).statusCode, 303);
+  await admin.get('/back-office/admin');
+  const wrong = await admin.post('/back-office/admin/activation-codes', { plan: 'free', validDays: '7', purpose: 'licence', email: 'x@example.com' });
+  t.equal(wrong.statusCode, 400, 'an address is for a registration code only');
+  const issued = await admin.post('/back-office/admin/activation-codes', { plan: 'free', validDays: '7', purpose: 'registration', email: 'new@example.com' });
+  t.equal(issued.statusCode, 303);
+  const shown = await admin.get(String(issued.headers.location));
+  const code = /<code>([0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4})<\/code>/.exec(shown.body)![1];
+  t.match((await admin.get('/back-office/admin')).body, /account for new@example\.com/, 'listed as an invitation');
+
+  const stranger = new Visitor(a);
+  await stranger.get('/back-office/register');
+  const refused = await stranger.post('/back-office/register', { email: 'eve@example.com', password: PASSWORD, activationCode: code });
+  t.equal(refused.statusCode, 400);
+  t.match(refused.body, /another e-mail address/);
+  const invited = new Visitor(a);
+  await invited.get('/back-office/register');
+  t.equal((await invited.post('/back-office/register', { email: 'new@example.com', password: PASSWORD, activationCode: code })).statusCode, 303);
+});
+
 t.test('password change: the current one is checked; other sessions end, this one stays', async (t) => {
   const a = await cloudApp();
   t.teardown(() => a.close());

@@ -114,3 +114,21 @@ t.test('account create reads the password from stdin when no file is given (a re
   t.teardown(() => store.close());
   t.ok(await verifyPassword(PASSWORD, store.accounts.byEmail('pipe@example.com')!.passwordHash));
 });
+
+t.test('account registration-code | invite: single-use codes that open an account', async (t) => {
+  const { dir, ini } = setup(t);
+  fs.writeFileSync(ini, '[server]\nmode = cloud\nport = 0\n[storage]\npath = ./db\n[accounts]\nregistration = invitation\n');
+  const invite = capture();
+  t.equal(await main(['account', 'invite', '--config', ini, '--email', 'Ann@Example.com', '--plan', 'paid'], invite.io), 0, invite.all());
+  t.match(invite.out[0], /^registration code [0-9a-f]{8} for ann@example\.com \(plan paid\), valid until \S+, usable once:$/);
+  t.match(invite.out[1], /^[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}$/);
+  t.same(invite.err, [], 'invitation mode: no note');
+  const open = capture();
+  t.equal(await main(['account', 'registration-code', '--config', ini], open.io), 0);
+  t.match(open.err[0], /registration = invitation: registration takes only invitations/, 'a code for anyone is noted as unused in this mode');
+  t.equal(await main(['account', 'invite', '--config', ini], capture().io), 2, 'invite needs --email');
+  const store = await openStore(path.join(dir, 'db'));
+  t.teardown(() => store.close());
+  const codes = store.activationCodes.list();
+  t.same(codes.map((c) => [c.purpose, c.email, c.plan]).sort(), [['registration', 'ann@example.com', 'paid'], ['registration', undefined, 'free']].sort());
+});

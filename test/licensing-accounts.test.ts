@@ -160,34 +160,35 @@ t.test('sign in, wrong password, sign out, missing and unknown tokens', async (t
   t.equal((await c.api('GET', '/account/v1/account', { token })).status, 401, 'signed out');
 });
 
-t.test('throttle: 5 failures per account lock it, the right password included, until the oldest leaves the window', async (t) => {
+t.test('throttle: 5 failures per account and address lock that pair, the right password included, until the oldest leaves the window', async (t) => {
   const c = await cloud(t);
   await c.register('ann@example.com');
-  const attempt = (password: string, i: number) =>
-    c.api('POST', '/account/v1/sessions', { body: { email: 'Ann@example.com', password }, ip: `203.0.113.${i}` });
-  // A success clears the account's count: four failures, a success, four more failures still pass.
-  for (let i = 0; i < 4; i++) t.equal((await attempt('wrong password!', i)).status, 401);
-  t.equal((await attempt(PASSWORD, 4)).status, 200);
-  for (let i = 0; i < 4; i++) t.equal((await attempt('wrong password!', 10 + i)).status, 401);
+  const attempt = (password: string, ip = '203.0.113.7') =>
+    c.api('POST', '/account/v1/sessions', { body: { email: 'Ann@example.com', password }, ip });
+  // A success clears the pair's count: four failures, a success, four more failures still pass.
+  for (let i = 0; i < 4; i++) t.equal((await attempt('wrong password!')).status, 401);
+  t.equal((await attempt(PASSWORD)).status, 200);
+  for (let i = 0; i < 4; i++) t.equal((await attempt('wrong password!')).status, 401);
   const firstFailure = c.clock.ms;
   c.clock.ms += 60_000;
-  t.equal((await attempt('wrong password!', 20)).status, 401, 'the fifth failure (each from another address)');
+  t.equal((await attempt('wrong password!')).status, 401, 'the fifth failure');
   c.clock.ms += 10_000;
-  const locked = await attempt(PASSWORD, 21);
-  t.equal(locked.status, 429, 'the right password is refused while locked');
+  const locked = await attempt(PASSWORD);
+  t.equal(locked.status, 429, 'the right password is refused from that address while the pair is locked');
   const wait = Math.ceil((firstFailure + 15 * 60_000 - c.clock.ms) / 1000);
   t.equal(locked.headers['retry-after'], String(wait), 'Retry-After: until the oldest failure leaves the window');
   t.same(locked.body, { code: 'AC_003', message: `Too many failed sign-in attempts: try again in ${wait} seconds` });
+  t.equal((await attempt(PASSWORD, '203.0.113.8')).status, 200, 'another address is not the locked pair');
   c.clock.ms = firstFailure + 15 * 60_000 - 1000;
-  t.equal((await attempt(PASSWORD, 22)).status, 429, 'still inside the window');
+  t.equal((await attempt(PASSWORD)).status, 429, 'still inside the window');
   c.clock.ms = firstFailure + 15 * 60_000 + 1;
-  t.equal((await attempt(PASSWORD, 23)).status, 200, 'the oldest failure left the window');
+  t.equal((await attempt(PASSWORD)).status, 200, 'the oldest failure left the window');
 });
 
-t.test('throttle: 5 failures from one address lock that address for every account', async (t) => {
-  const c = await cloud(t);
+t.test('throttle: sign_in_address_max_failures failures from one address lock that address for every account', async (t) => {
+  const c = await cloud(t, (cfg) => { cfg.accounts.sign_in_address_max_failures = 6; });
   await c.register('ann@example.com');
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < 6; i++) {
     const email = i % 2 ? `guess${i}@example.com` : `other${i}@example.com`;
     t.equal((await c.api('POST', '/account/v1/sessions', { body: { email, password: 'wrong password!' }, ip: '10.9.8.7' })).status, 401);
   }

@@ -6,7 +6,9 @@ import { parseConfig } from '../src/config/load';
 import { startTestApp, type TestApp } from './helpers/app';
 
 async function cloud(t: Test, trustProxy: string): Promise<TestApp> {
-  const a = await startTestApp({ tune: (c) => { c.server.mode = 'cloud'; c.server.trust_proxy = trustProxy; } });
+  const a = await startTestApp({
+    tune: (c) => { c.server.mode = 'cloud'; c.server.trust_proxy = trustProxy; c.accounts.sign_in_address_max_failures = 5; },
+  });
   t.teardown(() => a.close());
   return a;
 }

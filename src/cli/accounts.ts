@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import { isPlan, PLANS, type AccountRole, type Plan } from '../domain/accounts';
 import { ErrorCatalog } from '../errors';
 import { AccountService } from '../licensing/accounts';
+import { ActivationCodes, DEFAULT_CODE_VALID_DAYS } from '../licensing/activation-codes';
 import { nativeErrorTable } from '../native';
 import { openCommandStore } from './open-store';
 import { configOf, stringFlag, UsageError, type Args, type Io } from './args';
@@ -12,7 +13,9 @@ import { configOf, stringFlag, UsageError, type Args, type Io } from './args';
 export const ACCOUNT_USAGE = `  face-check account create [--config <file.ini>] --email <address> [--plan ${PLANS.join('|')}] [--admin]
                             [--password-file <file>]   (else the password is read from stdin)
   face-check account list [--config <file.ini>]
-  face-check account set-plan [--config <file.ini>] <accountId> ${PLANS.join('|')}`;
+  face-check account set-plan [--config <file.ini>] <accountId> ${PLANS.join('|')}
+  face-check account registration-code [--config <file.ini>] [--plan ${PLANS.join('|')}] [--valid-days N]
+  face-check account invite [--config <file.ini>] --email <address> [--plan ${PLANS.join('|')}] [--valid-days N]`;
 
 /** Where a password is read from when no --password-file is given. */
 export type SecretSource = () => Promise<string>;
@@ -52,6 +55,29 @@ export async function accountCommand(args: Args, io: Io, readSecret: SecretSourc
           return 1;
         }
         io.out(`account ${view.accountId} (${view.email}): plan ${view.plan}`);
+        return 0;
+      }
+      case 'registration-code':
+      case 'invite': {
+        // A code that opens one account ([accounts] registration = activation-code; invitation: bound to --email).
+        if (rest.length) throw new UsageError(`account ${sub} takes no arguments besides its options`);
+        const email = stringFlag(args, 'email');
+        if (sub === 'invite' && email === undefined) throw new UsageError('account invite needs --email <address>');
+        if (sub === 'registration-code' && email !== undefined) throw new UsageError('account registration-code takes no --email (see account invite)');
+        const plan = stringFlag(args, 'plan') ?? 'free';
+        if (!isPlan(plan)) throw new UsageError(`--plan: one of ${PLANS.join(', ')}`);
+        const daysText = stringFlag(args, 'valid-days');
+        if (daysText !== undefined && !/^[1-9]\d{0,4}$/.test(daysText)) throw new UsageError('--valid-days: a whole number, 1 or more');
+        const days = daysText === undefined ? DEFAULT_CODE_VALID_DAYS : Number(daysText);
+        const { code, record } = await new ActivationCodes(store.activationCodes).issue(plan, days, new Date(), email === undefined ? {} : { email });
+        const who = record.email ? `for ${record.email} ` : '';
+        io.out(`registration code ${record.codeId} ${who}(plan ${plan}), valid until ${record.expires}, usable once:`);
+        io.out(code);
+        io.out('the code is shown only this once');
+        const mode = config.accounts.registration;
+        if (mode === 'open' || mode === 'closed' || (mode === 'invitation' && sub === 'registration-code')) {
+          io.err(`note: [accounts] registration = ${mode}: registration takes ${mode === 'invitation' ? 'only invitations (account invite)' : 'no code'}`);
+        }
         return 0;
       }
       default:

@@ -185,16 +185,32 @@ export interface PlansConfig {
 
 /** [accounts] (cloud): operators' accounts and their sign-in. */
 export interface AccountsConfig {
-  /** open: anyone may register (and gets the free test plan); closed: accounts only by the CLI. */
-  registration: 'open' | 'closed';
+  /**
+   * Who may open an account: open: anyone (the free test plan); activation-code: whoever has a registration
+   * code an administrator issued; invitation: only the e-mail address an administrator invited (with its
+   * code); closed: accounts only by the CLI.
+   */
+  registration: 'open' | 'activation-code' | 'invitation' | 'closed';
+  /** Registrations (made or refused as taken) per client address within the registration window. */
+  registrations_per_address: number;
+  /** Registrations per client network (IPv4 /24, IPv6 /64) within the registration window. */
+  registrations_per_network: number;
+  registration_window_hours: number;
   min_password_length: number;
   /** A session unused this long ends. */
   session_idle_minutes: number;
   /** A session ends this long after sign-in, used or not. */
   session_max_hours: number;
-  /** Failed sign-ins per account (and per client address) within the lockout window before sign-in is refused. */
+  /** Failed sign-ins per account and client address (the pair) within the lockout window before that pair is refused. */
   sign_in_max_failures: number;
+  /** Failed sign-ins per client address, whatever the accounts, within the lockout window. */
+  sign_in_address_max_failures: number;
+  /** Failed sign-ins per account from all addresses within the lockout window before the account refuses addresses
+   *  it was never signed in from (those it was are not refused). */
+  sign_in_account_max_failures: number;
   sign_in_lockout_minutes: number;
+  /** Client addresses remembered per account (its latest successful sign-ins). */
+  known_addresses_per_account: number;
 }
 
 /** [licensing] (cloud): the licence server devices check in with. */

@@ -10,14 +10,17 @@ import type { ApiError, ErrorCatalog } from '../errors';
 import { requestsPerDayOf, utcDay } from '../services/quota';
 import { checkedPublicKey } from '../services/request-signing';
 import type { AccountRecord } from '../storage/accounts';
+import type { RegistrationClaim } from '../storage/activation-codes';
 import type { ApiKeyRecord } from '../storage/api-keys';
 import { generateRsaKeyPair } from '../storage/service-key';
 import { hashSessionToken, idleEndMs } from '../storage/sessions';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore, SharedSignInThrottle, ThrottleAttempt } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
+import { activationCodeSha256, normaliseActivationCode } from './activation-codes';
+import { passwordProblem } from './password-policy';
 import { dummyVerify, hashPassword, verifyPassword } from './passwords';
-import { SignInThrottle } from './sign-in-throttle';
+import { ThrottleRules, type ThrottleLimit } from './sign-in-throttle';
 
 export interface AccountServiceDeps {
   config: Config;
@@ -111,6 +114,8 @@ export class AccountService {
   private readonly now: () => Date;
   /** Counters in this process (LMDB) or shared by every node (PostgreSQL). */
   private readonly throttle: SharedSignInThrottle;
+  /** Which counters each attempt is checked and counted against. */
+  private readonly rules: ThrottleRules;
   private lastPurge = 0;
 
   constructor(deps: AccountServiceDeps) {
@@ -118,21 +123,58 @@ export class AccountService {
     this.store = asyncStoreOf(deps.store);
     this.errors = deps.errors;
     this.now = deps.now ?? (() => new Date());
+    this.rules = new ThrottleRules(this.config.accounts);
     this.throttle = this.store.signInThrottle({
       maxFailures: this.config.accounts.sign_in_max_failures,
       windowMs: this.config.accounts.sign_in_lockout_minutes * 60_000,
       now: () => this.now().getTime(),
+      // Events are pruned only past the longest window (registrations count for a day, failures for minutes).
+      retentionMs: this.rules.retentionMs,
     });
   }
 
-  /** Anyone's registration ([accounts] registration = open): the free test plan and its API key. */
-  async register(email: string, password: string, clientAddress: string): Promise<NewAccount> {
-    if (this.config.accounts.registration !== 'open') {
+  /**
+   * Self-registration, as [accounts] registration allows: open: anyone, on the free test plan; activation-code:
+   * with a registration code an administrator issued (the account gets the code's plan); invitation: with the
+   * code an administrator issued for this very address; closed: never (403). The free test plan's (or the
+   * code's plan's) first API key is answered. Attempts that reach the e-mail address check are counted per
+   * client address and network (./sign-in-throttle.ts), taken addresses included, so neither accounts nor
+   * probes of which addresses are registered can be made at scale.
+   */
+  async register(email: string, password: string, clientAddress: string, activationCode?: string): Promise<NewAccount> {
+    const mode = this.config.accounts.registration;
+    if (mode === 'closed') {
       throw this.errors.explain('Forbidden', 'registration is closed on this service; ask its operators for an account');
     }
+    const address = this.checkedEmail(email);
+    this.checkPassword(password, address);
+    let codeSha256: string | undefined;
+    if (mode !== 'open') {
+      const what = mode === 'invitation' ? 'the invitation code an administrator sent to this address' : 'a registration code from an administrator';
+      if (activationCode === undefined || activationCode.trim() === '') {
+        throw this.errors.explain('ActivationCodeRequired', `registration on this service needs ${what} (activationCode)`);
+      }
+      const normal = normaliseActivationCode(activationCode);
+      if (!normal) throw this.errors.explain('ActivationCodeInvalid', 'expected a code like 7KQ2-M9XD-0T4B-HW3R');
+      codeSha256 = activationCodeSha256(normal);
+    }
     // An address locked out for guessing passwords does not get to spend hashing time on registrations either.
-    await this.refuseIfThrottled([SignInThrottle.addressKey(clientAddress)]);
-    return this.createAccount(email, password, { plan: 'free', role: 'operator' });
+    await this.refuseIfThrottled([this.rules.signInAddress(clientAddress)]);
+    await this.beginAttempt(this.rules.registration(clientAddress), 'too many registrations from this address or its network');
+    const accountId = newAccountId();
+    let plan: Plan = 'free';
+    if (codeSha256) {
+      const claim = await this.store.activationCodes.claimForRegistration(codeSha256, address, accountId, this.now(),
+        mode === 'invitation');
+      if (claim.outcome !== 'ok') throw this.errors.explain('ActivationCodeInvalid', registrationCodeRefusal(claim.outcome));
+      plan = claim.record.plan;
+    }
+    try {
+      return await this.createAccount(address, password, { plan, role: 'operator' }, accountId);
+    } catch (err) {
+      if (codeSha256) await this.store.activationCodes.releaseRegistration(codeSha256, accountId);
+      throw err;
+    }
   }
 
   /** An account made by the service's administrator (CLI), on any plan and role, registration open or not. */
@@ -140,19 +182,24 @@ export class AccountService {
     return this.createAccount(email, password, opts);
   }
 
+  /**
+   * A session for the right e-mail address and password. Throttled per (account, address) pair, per address
+   * and, at addresses the account never signed in from, per account (./sign-in-throttle.ts): a guesser
+   * elsewhere does not lock the owner out.
+   */
   async signIn(email: string, password: string, clientAddress: string): Promise<Session> {
-    const accountKey = SignInThrottle.accountKey(email);
-    const attemptKeys = [accountKey, SignInThrottle.addressKey(clientAddress)];
-    const attempt = await this.beginAttempt(attemptKeys);
     const account = typeof email === 'string' && email.length <= MAX_EMAIL_LENGTH ? await this.store.accounts.byEmail(email) : undefined;
+    const known = account ? await this.store.knownAddresses.isKnown(account.accountId, clientAddress) : false;
+    const attempt = await this.beginAttempt(this.rules.signIn(email, clientAddress, known));
     const right = account && password.length <= MAX_PASSWORD_LENGTH
       ? await verifyPassword(password, account.passwordHash)
       : await dummyVerify(password.slice(0, MAX_PASSWORD_LENGTH));
     if (!account || !right) throw this.errors.explain('BadCredentials', 'check both and try again');
-    await this.throttle.succeeded(attempt, accountKey);
+    await this.throttle.succeeded(attempt, this.rules.clearedBySignIn(email, clientAddress));
+    const now = this.now();
+    await this.store.knownAddresses.remember(account.accountId, clientAddress, now, this.config.accounts.known_addresses_per_account);
     await this.purgeExpiredSessions();
     const token = `fcs_${crypto.randomBytes(24).toString('base64url')}`;
-    const now = this.now();
     const expires = new Date(now.getTime() + this.config.accounts.session_max_hours * 3_600_000).toISOString();
     await this.store.sessions.create(hashSessionToken(token), {
       accountId: account.accountId, created: now.toISOString(), lastSeen: now.toISOString(), expires,
@@ -183,16 +230,20 @@ export class AccountService {
     return { accountId: account.accountId, email: account.email, role: account.role };
   }
 
-  /** Needs the current password; ends every other session of the account (`currentToken`'s stays). */
+  /**
+   * Needs the current password; ends every other session of the account (`currentToken`'s stays). Never
+   * refused by the sign-in throttle (a guesser's failures elsewhere must not keep the owner's open session
+   * from changing the password); wrong current passwords are counted per session instead.
+   */
   async changePassword(operator: Operator, currentToken: string, currentPassword: string, newPassword: string): Promise<void> {
-    const accountKey = SignInThrottle.accountKey(operator.email);
-    const attempt = await this.beginAttempt([accountKey]);
+    const sessionLimit = this.rules.passwordChange(hashSessionToken(currentToken));
+    const attempt = await this.beginAttempt([sessionLimit]);
     const account = await this.store.accounts.get(operator.accountId);
     if (!account) throw this.errors.explain('Unauthorized', 'sign in first: the session\'s account no longer exists');
     const right = currentPassword.length <= MAX_PASSWORD_LENGTH && await verifyPassword(currentPassword, account.passwordHash);
     if (!right) throw this.errors.explain('BadCredentials', 'the current password is wrong');
-    await this.throttle.succeeded(attempt, accountKey);
-    this.checkPassword(newPassword);
+    await this.throttle.succeeded(attempt, [sessionLimit.key]);
+    this.checkPassword(newPassword, account.email);
     const passwordHash = await hashPassword(newPassword);
     const updated = this.now().toISOString();
     await this.store.accounts.update(account.accountId, (a) => ({ ...a, passwordHash, updated }));
@@ -262,16 +313,16 @@ export class AccountService {
     return after ?? keyViewOf(own);
   }
 
-  private async createAccount(email: string, password: string, opts: { plan: Plan; role: AccountRole }): Promise<NewAccount> {
+  private async createAccount(email: string, password: string, opts: { plan: Plan; role: AccountRole }, accountId = newAccountId()): Promise<NewAccount> {
     const address = this.checkedEmail(email);
-    this.checkPassword(password);
+    this.checkPassword(password, address);
     const passwordHash = await hashPassword(password);
     const now = this.now().toISOString();
     const record: AccountRecord = {
-      accountId: '', email: address, passwordHash, role: opts.role, plan: opts.plan, created: now, updated: now,
+      accountId, email: address, passwordHash, role: opts.role, plan: opts.plan, created: now, updated: now,
     };
-    for (;;) {
-      record.accountId = `acc_${crypto.randomBytes(9).toString('base64url')}`;
+    for (let first = true; ; first = false) {
+      if (!first) record.accountId = newAccountId();
       const outcome = await this.store.accounts.create(record);
       if (outcome === 'created') break;
       if (outcome === 'email-taken') {
@@ -297,29 +348,26 @@ export class AccountService {
     return address;
   }
 
-  private checkPassword(password: string): void {
-    const min = this.config.accounts.min_password_length;
-    const length = [...password].length;
-    if (length < min) throw this.errors.explain('FieldsValidation', `password: at least ${min} characters`);
-    if (length > MAX_PASSWORD_LENGTH) {
-      throw this.errors.explain('FieldsValidation', `password: at most ${MAX_PASSWORD_LENGTH} characters`);
-    }
+  /** A password being set (registration, change, an administrator's account): ./password-policy.ts. */
+  private checkPassword(password: string, email: string): void {
+    const problem = passwordProblem(password, { minLength: this.config.accounts.min_password_length, maxLength: MAX_PASSWORD_LENGTH }, { email });
+    if (problem) throw this.errors.explain('FieldsValidation', `password: ${problem}`);
   }
 
-  private async refuseIfThrottled(keys: string[]): Promise<void> {
+  private async refuseIfThrottled(keys: ThrottleLimit[]): Promise<void> {
     const wait = await this.throttle.retryAfterSeconds(keys);
     if (wait > 0) throw this.throttled(wait);
   }
 
   /** Checks and counts the attempt in one step, so attempts sent at once (to any node) cannot all pass. */
-  private async beginAttempt(keys: string[]): Promise<ThrottleAttempt> {
+  private async beginAttempt(keys: ThrottleLimit[], why?: string): Promise<ThrottleAttempt> {
     const outcome = await this.throttle.tryBegin(keys);
-    if ('retryAfterSeconds' in outcome) throw this.throttled(outcome.retryAfterSeconds);
+    if ('retryAfterSeconds' in outcome) throw this.throttled(outcome.retryAfterSeconds, why);
     return outcome.attempt;
   }
 
-  private throttled(wait: number): ApiError {
-    const error: ApiError = this.errors.explain('SignInThrottled', `try again in ${wait} seconds`);
+  private throttled(wait: number, why?: string): ApiError {
+    const error: ApiError = this.errors.explain('SignInThrottled', `${why ? `${why}; ` : ''}try again in ${wait} seconds`);
     error.retryAfterSeconds = wait;
     return error;
   }
@@ -329,6 +377,26 @@ export class AccountService {
     if (Math.abs(now.getTime() - this.lastPurge) < PURGE_INTERVAL_MS) return;
     this.lastPurge = now.getTime();
     await this.store.sessions.purgeExpired(now, this.config.accounts.session_idle_minutes * 60_000);
+  }
+}
+
+/** 72 random bits. */
+function newAccountId(): string {
+  return `acc_${crypto.randomBytes(9).toString('base64url')}`;
+}
+
+function registrationCodeRefusal(outcome: Exclude<RegistrationClaim['outcome'], 'ok'>): string {
+  switch (outcome) {
+    case 'unknown':
+      return 'the code is not a registration code of this service (check it for typing errors)';
+    case 'used':
+      return 'the code was already used';
+    case 'expired':
+      return 'the code expired; ask for a new one';
+    case 'other-address':
+      return 'the invitation was sent to another e-mail address; register with that one';
+    case 'not-invitation':
+      return 'accounts on this service are by invitation: use the code sent to your e-mail address';
   }
 }
 

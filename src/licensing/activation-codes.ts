@@ -56,8 +56,12 @@ function day(iso: string): string {
 export class ActivationCodes {
   constructor(private readonly codes: Pick<ActivationCodeRepository, 'add'> & { list(): ActivationCodeRecord[] | Promise<ActivationCodeRecord[]> }) {}
 
-  /** A new code for accounts on `plan`, valid `validDays` from `now`; the code is returned in clear only here. */
-  async issue(plan: Plan, validDays: number, now: Date): Promise<{ code: string; record: ActivationCodeRecord }> {
+  /**
+   * A new code for accounts on `plan`, valid `validDays` from `now`; the code is returned in clear only here.
+   * With `registration`, the code opens an account on `plan` instead ([accounts] registration =
+   * activation-code | invitation); with its `email`, only that address may use it (an invitation).
+   */
+  async issue(plan: Plan, validDays: number, now: Date, registration?: { email?: string }): Promise<{ code: string; record: ActivationCodeRecord }> {
     if (!Number.isSafeInteger(validDays) || validDays < 1) throw new RangeError('an activation code is valid 1 day or more');
     for (;;) {
       const code = generateActivationCode();
@@ -66,6 +70,10 @@ export class ActivationCodes {
         codeId: sha256.slice(0, 8), plan, created: now.toISOString(),
         expires: new Date(now.getTime() + validDays * 86_400_000).toISOString(), used: null,
       };
+      if (registration) {
+        record.purpose = 'registration';
+        if (registration.email !== undefined) record.email = registration.email.trim().toLowerCase();
+      }
       if (await this.codes.add(sha256, record)) return { code, record };
     }
   }

@@ -3,6 +3,7 @@
 // constant time, and an unknown e-mail address is answered after the same work (dummyVerify), so the time a
 // sign-in takes does not tell whether an address is registered.
 import crypto from 'node:crypto';
+import { normalisedPassword } from './password-policy';
 
 /** 2^15 x 8 x 128 bytes = 32 MiB of memory per hash: costly for a guesser's GPU, ~0.1 s for us. */
 const COST = { N: 2 ** 15, r: 8, p: 1 };
@@ -23,18 +24,27 @@ function scrypt(password: string, salt: Buffer, length: number, params: ScryptPa
   // Node refuses when 128*N*r*p reaches maxmem; twice the need leaves room for its own overhead.
   const maxmem = 2 * 128 * params.N * params.r * params.p;
   return new Promise((resolve, reject) => {
-    crypto.scrypt(normalised(password), salt, length, { ...params, maxmem }, (err, key) => (err ? reject(err) : resolve(key)));
+    crypto.scrypt(password, salt, length, { ...params, maxmem }, (err, key) => (err ? reject(err) : resolve(key)));
   });
 }
 
-/** The same password typed on two keyboards may arrive composed or decomposed; both must match. */
+/**
+ * The same password typed on two keyboards may arrive composed or decomposed, or with compatibility forms
+ * (full-width letters, ligatures); NFKC makes them one (NIST SP 800-63B 5.1.1.2), as the password rules
+ * check it (./password-policy.ts).
+ */
 function normalised(password: string): string {
+  return normalisedPassword(password);
+}
+
+/** How hashes made before NFKC normalised the password (NFC only); such a password still signs in. */
+function legacyNormalised(password: string): string {
   return password.normalize('NFC');
 }
 
 export async function hashPassword(password: string): Promise<string> {
   const salt = crypto.randomBytes(SALT_BYTES);
-  const hash = await scrypt(password, salt, HASH_BYTES, COST);
+  const hash = await scrypt(normalised(password), salt, HASH_BYTES, COST);
   return ['scrypt', COST.N, COST.r, COST.p, salt.toString('base64'), hash.toString('base64')].join('$');
 }
 
@@ -59,8 +69,12 @@ function parse(stored: string): ParsedHash | undefined {
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const parsed = parse(stored);
   if (!parsed) return false;
-  const candidate = await scrypt(password, parsed.salt, parsed.hash.length, parsed);
-  return crypto.timingSafeEqual(candidate, parsed.hash);
+  const candidate = await scrypt(normalised(password), parsed.salt, parsed.hash.length, parsed);
+  if (crypto.timingSafeEqual(candidate, parsed.hash)) return true;
+  // Only a password whose NFKC and NFC forms differ (compatibility characters) costs a second hash.
+  const legacy = legacyNormalised(password);
+  if (legacy === normalised(password)) return false;
+  return crypto.timingSafeEqual(await scrypt(legacy, parsed.salt, parsed.hash.length, parsed), parsed.hash);
 }
 
 let dummyHash: Promise<string> | undefined;

@@ -1,10 +1,11 @@
 // The housekeeping of a node over the cluster's PostgreSQL database: a pass (src/storage/postgres/
 // housekeeping.ts) every [index] snapshot_interval_s, the interval at which an LMDB service prunes its change
 // log, with the settings LMDB uses: [index] change_log_keep entries kept, sessions ended by [accounts]
-// session_idle_minutes, sign-in failures counted for sign_in_lockout_minutes. Every node runs it; the pass's
+// session_idle_minutes, the throttle's counts kept for their longest window (src/licensing/sign-in-throttle.ts). Every node runs it; the pass's
 // lock and its spacing make one node do the work per interval. A pass that fails (the database unreachable)
 // is logged and tried again at the next interval: housekeeping never takes a node down.
 import type { Config } from '../config/types';
+import { ThrottleRules } from '../licensing/sign-in-throttle';
 import { housekeepOnce, type HousekeepingOutcome, type HousekeepingSettings } from '../storage/postgres/housekeeping';
 import type { Db } from '../storage/postgres/pool';
 
@@ -18,7 +19,7 @@ export function housekeepingSettingsOf(config: Config): HousekeepingSettings {
   return {
     changeLogKeep: config.index.change_log_keep,
     sessionIdleMs: config.accounts.session_idle_minutes * 60_000,
-    signInWindowMs: config.accounts.sign_in_lockout_minutes * 60_000,
+    signInWindowMs: new ThrottleRules(config.accounts).retentionMs,
     // A little under the interval: nodes' timers drift, and a pass must not be skipped for a few milliseconds.
     minGapMs: Math.floor(intervalMs * 0.9),
   };

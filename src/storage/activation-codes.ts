@@ -14,6 +14,26 @@ export interface ActivationCodeRecord {
   created: string;
   expires: string;
   used: null | { at: string; accountId: string; licenceId: string };
+  /** 'registration': the code opens an account (on `plan`) instead of adding a licence; absent = licence. */
+  purpose?: 'registration';
+  /** An invitation: only this e-mail address (lower-cased) may register with the code. */
+  email?: string;
+}
+
+/** Whether a registration code may open an account for an address now; it is marked used when 'ok'. */
+export type RegistrationClaim =
+  | { outcome: 'ok'; record: ActivationCodeRecord }
+  | { outcome: 'unknown' | 'used' | 'expired' | 'other-address' | 'not-invitation' };
+
+/** The verdict on a registration code (shared by both backends). */
+export function registrationVerdict(record: ActivationCodeRecord | undefined, email: string, now: Date,
+  invitationOnly: boolean): RegistrationClaim['outcome'] {
+  if (!record || record.purpose !== 'registration') return 'unknown';
+  if (invitationOnly && record.email === undefined) return 'not-invitation';
+  if (record.used) return 'used';
+  if (Date.parse(record.expires) <= now.getTime()) return 'expired';
+  if (record.email !== undefined && record.email !== email.trim().toLowerCase()) return 'other-address';
+  return 'ok';
 }
 
 /** Why a code cannot be redeemed (the service words the message), or 'ok'. */
@@ -42,7 +62,7 @@ export class ActivationCodeRepository {
    *  that then calls markUsedWithin, so nothing can use the code in between. */
   checkWithin(codeSha256: string, plan: Plan, now: Date): RedeemCheck {
     const record = this.db.get(codeSha256);
-    if (!record) return { outcome: 'unknown' };
+    if (!record || record.purpose === 'registration') return { outcome: 'unknown' };
     if (record.used) return { outcome: 'used', record };
     if (Date.parse(record.expires) <= now.getTime()) return { outcome: 'expired', record };
     if (record.plan !== plan) return { outcome: 'other-plan', record };
@@ -52,6 +72,27 @@ export class ActivationCodeRepository {
   /** Marks the code used; only inside the write transaction whose checkWithin answered 'ok'. */
   markUsedWithin(codeSha256: string, record: ActivationCodeRecord, used: NonNullable<ActivationCodeRecord['used']>): void {
     this.db.put(codeSha256, { ...record, used });
+  }
+
+  /** Checks a registration code for `email` (an invitation's, with `invitationOnly`) and marks it used by
+   *  `accountId` in one write transaction. */
+  claimForRegistration(codeSha256: string, email: string, accountId: string, now: Date, invitationOnly: boolean): Promise<RegistrationClaim> {
+    return this.db.transaction(() => {
+      const record = this.db.get(codeSha256);
+      const outcome = registrationVerdict(record, email, now, invitationOnly);
+      if (outcome !== 'ok') return { outcome };
+      const used = { ...record!, used: { at: now.toISOString(), accountId, licenceId: '' } };
+      this.db.put(codeSha256, used);
+      return { outcome, record: used };
+    });
+  }
+
+  /** Gives back a code `accountId` claimed but did not use (the account could not be made). */
+  releaseRegistration(codeSha256: string, accountId: string): Promise<void> {
+    return this.db.transaction(() => {
+      const record = this.db.get(codeSha256);
+      if (record?.used?.accountId === accountId) this.db.put(codeSha256, { ...record, used: null });
+    });
   }
 
   /** Every code by the SHA-256 it is stored under (moving a store: face-check migrate; add() stores them). */

@@ -14,6 +14,7 @@ import { SessionRepository } from './sessions';
 import { ActivationCodeRepository } from './activation-codes';
 import { LicenceRepository } from './licences';
 import { LicenceUsageRepository } from './licence-usage';
+import { KnownAddressRepository } from './known-addresses';
 import { KeyUsageRepository } from './key-usage';
 import { QuotaRepository } from './quota';
 import { ServiceKeyRepository } from './service-key';
@@ -64,6 +65,8 @@ export interface Store {
   /** Device licences, the activation codes that admit them and the usage devices report (cloud mode). */
   readonly licences: LicenceRepository;
   readonly activationCodes: ActivationCodeRepository;
+  /** The client addresses each account signed in from (the sign-in throttle spares them). */
+  readonly knownAddresses: KnownAddressRepository;
   readonly licenceUsage: LicenceUsageRepository;
   /** Requests per API key and UTC day (statistics, written every few seconds: ./key-usage.ts). */
   readonly keyUsage: KeyUsageRepository;
@@ -160,6 +163,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       sessions: new SessionRepository(root),
       licences: new LicenceRepository(root, sealer, activationCodes, licenceUsage),
       activationCodes,
+      knownAddresses: new KnownAddressRepository(root),
       licenceUsage,
       keyUsage,
       requestSignatures: new RequestSignatureRepository(root),

@@ -44,7 +44,14 @@ const adminRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app, 
     if (!(validDays >= 1 && validDays <= MAX_VALID_DAYS)) {
       return sendPage(reply, await render(request, { problem: `Valid for: a whole number of days from 1 to ${MAX_VALID_DAYS}.` }), 400);
     }
-    const { code, record } = await ctx.activationCodes.issue(plan, validDays, ctx.now());
+    // A registration code opens one account ([accounts] registration = activation-code); with an e-mail
+    // address it is that address's invitation (registration = invitation).
+    const registration = field(body, 'purpose') === 'registration';
+    const email = field(body, 'email').trim();
+    if (email && (!registration || !/^[^\s@]+@[^\s@]+$/.test(email))) {
+      return sendPage(reply, await render(request, { problem: 'Invited e-mail address: one address like name@example.com, for a registration code only.' }), 400);
+    }
+    const { code, record } = await ctx.activationCodes.issue(plan, validDays, ctx.now(), registration ? (email ? { email } : {}) : undefined);
     ctx.reveals.put(visitorOf(request).binding, { activationCode: { code, plan: record.plan, expires: record.expires } });
     return redirectTo(reply, withNotice(PATHS.admin, 'code-issued'));
   });

@@ -10,11 +10,12 @@ import { refusalOf } from '../problems';
 import { redirectTo, sendPage } from '../respond';
 import { visitorOf } from '../session';
 import { hashSessionToken } from '../../storage/sessions';
-import { registerPage } from '../views/register';
+import { registerPage, registrationOffered } from '../views/register';
 import { signInPage } from '../views/sign-in';
 
 const signInRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app, { ctx }) => {
-  const registrationOpen = ctx.config.accounts.registration === 'open';
+  const mode = ctx.config.accounts.registration;
+  const registrationOpen = registrationOffered(mode);
   const minPasswordLength = ctx.config.accounts.min_password_length;
 
   /** Starts a session and sets its cookie. */
@@ -49,7 +50,7 @@ const signInRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app,
   app.get('/register', { config: { backOffice: 'public' } }, async (request, reply) => {
     const visitor = visitorOf(request);
     if (visitor.operator) return redirectTo(reply, PATHS.account);
-    return sendPage(reply, registerPage({ csrf: visitor.csrf, open: registrationOpen, minPasswordLength }));
+    return sendPage(reply, registerPage({ csrf: visitor.csrf, mode, minPasswordLength }));
   });
 
   app.post('/register', { config: { backOffice: 'public' } }, async (request, reply) => {
@@ -57,14 +58,15 @@ const signInRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app,
     const form = request.body as FormBody;
     const email = field(form, 'email');
     const password = field(form, 'password');
+    const code = field(form, 'activationCode');
     try {
-      const created = await ctx.accounts.register(email, password, request.ip);
+      const created = await ctx.accounts.register(email, password, request.ip, code === '' ? undefined : code);
       const session = await startSession(reply, visitor.secure, email, password, request.ip);
       // The free test plan's key is shown once, on the page this redirects to.
       ctx.reveals.put(hashSessionToken(session.token), { apiKey: created.apiKey });
     } catch (err) {
       const refusal = refusalOf(err);
-      return sendPage(reply, registerPage({ csrf: visitor.csrf, open: registrationOpen, minPasswordLength, email, problem: refusal.message }),
+      return sendPage(reply, registerPage({ csrf: visitor.csrf, mode, minPasswordLength, email, problem: refusal.message }),
         refusal.status);
     }
     return redirectTo(reply, withNotice(PATHS.newKey, 'registered'));

@@ -48,6 +48,11 @@ ${problem(view.problem)}
   ${csrfField(view.csrf)}
   <label for="code-plan">Plan of the accounts that may use it</label>
   <select id="code-plan" name="plan">${PLANS.map((p) => html`<option value="${p}">${p}</option>`)}</select>
+  <label for="code-purpose">What the code opens</label>
+  <select id="code-purpose" name="purpose"><option value="licence">a licence (added by an account)</option>
+    <option value="registration">an account (registration)</option></select>
+  <label for="code-email">Invited e-mail address (registration only; empty = anyone with the code)</label>
+  <input id="code-email" name="email" type="email" autocomplete="off">
   <label for="code-days">Valid for (days)</label>
   <input id="code-days" name="validDays" type="number" min="1" max="3650" step="1" required value="${view.defaultValidDays}">
   <button type="submit">Issue a code</button>
@@ -56,10 +61,16 @@ ${problem(view.problem)}
 <div class="table-scroll" role="region" aria-labelledby="codes-caption" tabindex="0">
 <table>
   <caption id="codes-caption">Codes issued (only their ids: the codes themselves are not kept)</caption>
-  <thead><tr><th scope="col">Code id</th><th scope="col">Plan</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Used</th></tr></thead>
-  <tbody>${view.codes.length ? view.codes.map((c) => html`<tr><td><code>${c.codeId}</code></td><td>${c.plan}</td><td>${dateTime(c.created)}</td>
-    <td>${dateTime(c.expires)}</td><td>${c.used ? `${dateTime(c.used.at)} by ${c.used.accountId} (${c.used.licenceId})` : 'no'}</td></tr>`)
-    : html`<tr><td colspan="5">No codes yet.</td></tr>`}</tbody>
+  <thead><tr><th scope="col">Code id</th><th scope="col">Opens</th><th scope="col">Plan</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Used</th></tr></thead>
+  <tbody>${view.codes.length ? view.codes.map((c) => html`<tr><td><code>${c.codeId}</code></td><td>${codeUse(c)}</td><td>${c.plan}</td><td>${dateTime(c.created)}</td>
+    <td>${dateTime(c.expires)}</td><td>${c.used ? `${dateTime(c.used.at)} by ${c.used.accountId}${c.used.licenceId ? ` (${c.used.licenceId})` : ''}` : 'no'}</td></tr>`)
+    : html`<tr><td colspan="6">No codes yet.</td></tr>`}</tbody>
 </table>
 </div>`);
+}
+
+/** What a code opens: a licence, an account, or one invited address's account. */
+function codeUse(code: ActivationCodeRecord): string {
+  if (code.purpose !== 'registration') return 'licence';
+  return code.email ? `account for ${code.email}` : 'account';
 }

@@ -27,7 +27,20 @@ const credentialsBody = {
     email: { type: 'string', minLength: 1, maxLength: MAX_EMAIL_LENGTH, description: 'Compared case-insensitively.' },
     password: {
       type: 'string', minLength: 1, maxLength: MAX_PASSWORD_LENGTH,
-      description: 'At least [accounts] min_password_length characters (default 10) when registering.',
+      description: 'When set (registration, change): at least [accounts] min_password_length characters (default 10), ' +
+        'not a common or breached password, not only spaces, no control characters (docs/back-office.md).',
+    },
+  },
+} as const;
+
+const registrationBody = {
+  ...credentialsBody,
+  properties: {
+    ...credentialsBody.properties,
+    activationCode: {
+      type: 'string', maxLength: 64,
+      description: 'The registration code an administrator issued ([accounts] registration = activation-code) or sent ' +
+        'with an invitation to this address (invitation); not needed when registration is open.',
     },
   },
 } as const;
@@ -68,6 +81,7 @@ const keyIdParams = {
 } as const;
 
 type Credentials = { Body: { email: string; password: string } };
+type Registration = { Body: { email: string; password: string; activationCode?: string } };
 type PasswordChange = { Body: { currentPassword: string; newPassword: string } };
 type KeyCreation = { Body: { role: Role; label?: string; signing?: boolean; publicKey?: string } };
 type WithKeyId = { Params: { keyId: string } };
@@ -79,15 +93,18 @@ const accountApi: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { e
   const tags = ['account'];
   const anyone = { 400: ['R_002', 'R_003'], ...bodyErrors, 500: ['INTERNAL'], 503: ['SERVICE_UNAVAILABLE'] };
 
-  app.post<Credentials>(`${p}/register`, {
+  app.post<Registration>(`${p}/register`, {
     bodyLimit: ACCOUNT_BODY_LIMIT,
     config: { jsonBody: true },
     schema: {
       summary: 'Register an account',
-      description: 'Opens an account on the free test plan and answers its first API key (role full), shown only this ' +
-        'once. 403 when [accounts] registration = closed; AC_001 when the address is registered.',
+      description: 'Opens an account on the free test plan (or the registration code\'s plan) and answers its first API ' +
+        'key (role full), shown only this once. [accounts] registration: open (anyone), activation-code or invitation ' +
+        '(activationCode needed: LC_001 without, LC_002 when refused), closed (403). AC_001 when the address is ' +
+        'registered. Attempts are limited per client address and network ([accounts] registrations_per_address, ' +
+        'registrations_per_network per registration_window_hours), taken addresses included: AC_003 (429, Retry-After).',
       tags,
-      body: credentialsBody,
+      body: registrationBody,
       response: {
         200: {
           type: 'object', required: ['account', 'apiKey'], additionalProperties: false,
@@ -99,12 +116,12 @@ const accountApi: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { e
             },
           },
         },
-        ...errorResponses({ ...anyone, 400: ['R_002', 'R_003', 'AC_001'], 403: ['FORBIDDEN'], 429: ['AC_003'] }),
+        ...errorResponses({ ...anyone, 400: ['R_002', 'R_003', 'AC_001', 'LC_001', 'LC_002'], 403: ['FORBIDDEN'], 429: ['AC_003'] }),
       },
     },
   }, async (request, reply) => {
     noStore(reply);
-    return app.accounts.register(request.body.email, request.body.password, request.ip);
+    return app.accounts.register(request.body.email, request.body.password, request.ip, request.body.activationCode);
   });
 
   app.post<Credentials>(`${p}/sessions`, {
@@ -113,8 +130,9 @@ const accountApi: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { e
     schema: {
       summary: 'Sign in',
       description: 'Answers a session token for the Authorization header. The session ends after [accounts] ' +
-        'session_idle_minutes unused or session_max_hours after sign-in (expires). Repeated failures per account or ' +
-        'client address are refused with AC_003 (429, Retry-After), even with the right password.',
+        'session_idle_minutes unused or session_max_hours after sign-in (expires). Repeated failures per account and ' +
+        'client address, per client address, or (at addresses the account never signed in from) per account are ' +
+        'refused with AC_003 (429, Retry-After), even with the right password.',
       tags,
       body: credentialsBody,
       response: {
@@ -185,7 +203,8 @@ const accountApi: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { e
     config: { operator: true, jsonBody: true },
     schema: {
       summary: 'Change the password',
-      description: `Needs the current password; ends every other session of the account. ${OPERATOR_AUTH}`,
+      description: 'Needs the current password; ends every other session of the account. Never refused by the sign-in ' +
+        `throttle; repeated wrong current passwords in one session are (AC_003). ${OPERATOR_AUTH}`,
       tags,
       body: {
         type: 'object', required: ['currentPassword', 'newPassword'], additionalProperties: false,

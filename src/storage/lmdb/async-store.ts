@@ -146,6 +146,9 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
     activationCodes: {
       add: (codeSha256, record) => store.activationCodes.add(codeSha256, record),
       list: async () => store.activationCodes.list(),
+      claimForRegistration: (codeSha256, email, accountId, now, invitationOnly) =>
+        store.activationCodes.claimForRegistration(codeSha256, email, accountId, now, invitationOnly),
+      releaseRegistration: (codeSha256, accountId) => store.activationCodes.releaseRegistration(codeSha256, accountId),
       entries: async () => store.activationCodes.entries(),
     },
     licenceUsage: {
@@ -165,6 +168,10 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
     },
     replayCache: store.requestSignatures,
     settings: new InProcessSettings(),
+    knownAddresses: {
+      isKnown: async (accountId, address) => store.knownAddresses.isKnown(accountId, address),
+      remember: async (accountId, address, at, keep) => { await store.knownAddresses.remember(accountId, address, at, keep); },
+    },
     signInThrottle: (options) => new InProcessSignInThrottle(options),
     // LMDB's galleries are written in-process by the writer itself, so no follower needs a fence or waits for
     // what a section wrote: the fence names the last change, and `written` stays 0, only so that the scope

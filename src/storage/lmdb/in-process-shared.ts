@@ -3,7 +3,7 @@
 // memory is the whole truth for them. The request-signing replay cache is in the store itself
 // (../request-signatures.ts): it must outlive a restart.
 import crypto from 'node:crypto';
-import { SignInThrottle, type ThrottleOptions } from './sign-in-throttle';
+import { SignInThrottle, type ThrottleKey, type ThrottleOptions } from './sign-in-throttle';
 import type { SharedSettings, SharedSignInThrottle, ThrottleAttempt } from '../postgres/interfaces';
 
 /** The in-process throttle behind the shared interface: one event loop makes check-and-count atomic. */
@@ -14,19 +14,19 @@ export class InProcessSignInThrottle implements SharedSignInThrottle {
     this.throttle = new SignInThrottle(options);
   }
 
-  async retryAfterSeconds(keys: readonly string[]): Promise<number> {
+  async retryAfterSeconds(keys: readonly ThrottleKey[]): Promise<number> {
     return this.throttle.retryAfterSeconds(keys);
   }
 
-  async tryBegin(keys: readonly string[]): Promise<{ attempt: ThrottleAttempt } | { retryAfterSeconds: number }> {
+  async tryBegin(keys: readonly ThrottleKey[]): Promise<{ attempt: ThrottleAttempt } | { retryAfterSeconds: number }> {
     const wait = this.throttle.retryAfterSeconds(keys);
     if (wait > 0) return { retryAfterSeconds: wait };
-    const { at } = this.throttle.begin(keys);
-    return { attempt: { keys, at, ids: [] } };
+    const { keys: names, at } = this.throttle.begin(keys);
+    return { attempt: { keys: names, at, ids: [] } };
   }
 
-  async succeeded(attempt: ThrottleAttempt, clearKey: string): Promise<void> {
-    this.throttle.succeeded({ keys: attempt.keys, at: attempt.at }, clearKey);
+  async succeeded(attempt: ThrottleAttempt, clearKeys: string | readonly string[]): Promise<void> {
+    this.throttle.succeeded({ keys: attempt.keys, at: attempt.at }, clearKeys);
   }
 
   /** Keys tracked (memory stays bounded). */

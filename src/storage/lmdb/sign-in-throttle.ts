@@ -1,21 +1,33 @@
-// Failed sign-ins counted per account (its e-mail address, registered or not) and per client address in a
-// sliding window. At the limit, sign-in is refused until the oldest failure leaves the window, even with the
-// right password: guessing then costs a window per few tries, whichever accounts or addresses are tried.
-// An attempt counts as a failure from the moment it starts, and is taken back when it succeeds, so many
-// attempts sent at once cannot all pass the check while their passwords are still being hashed.
+// The throttle's counters in this process: events (failed sign-ins, registrations) per key in a sliding
+// window, each key with its own limit and window (the rules that name the keys and set the limits are in
+// src/licensing/sign-in-throttle.ts, for both backends). At a key's limit, an attempt that counts against it
+// is refused until the oldest event leaves the window. An attempt counts from the moment it starts and a
+// failure is taken back when the attempt succeeds, so many attempts sent at once cannot all pass the check
+// while their passwords are still being hashed.
 //
-// The counters live in this process: one node holds them exactly (LMDB: ./in-process-shared.ts). Several nodes
-// share them in PostgreSQL instead (../postgres/sign-in-throttle.ts).
+// One node holds these exactly (LMDB: ./in-process-shared.ts). Several nodes share them in PostgreSQL instead
+// (../postgres/sign-in-throttle.ts).
 
-/** Keys tracked at most; past it, entries with no failure left in the window go first, then the oldest. */
+/** Keys tracked at most; past it, entries with no event left in the window go first, then the oldest. */
 const DEFAULT_MAX_KEYS = 100_000;
 
 export interface ThrottleOptions {
+  /** The limit and window of a key given by name only (no ThrottleLimit). */
   maxFailures: number;
   windowMs: number;
   now: () => number;
   maxKeys?: number;
 }
+
+/** One counter an attempt is checked and counted against: refused at `max` events within `windowMs`. */
+export interface ThrottleLimit {
+  key: string;
+  max: number;
+  windowMs: number;
+}
+
+/** A counter by name (the options' limit and window) or with its own limit. */
+export type ThrottleKey = string | ThrottleLimit;
 
 /** One attempt under way: the keys it counted against and when. */
 export interface Attempt {
@@ -23,87 +35,93 @@ export interface Attempt {
   at: number;
 }
 
+interface Counter {
+  /** The latest events (at most max, oldest first). */
+  times: number[];
+  max: number;
+  windowMs: number;
+}
+
+/** A key's limit: its own, or the options' for a key given by name. */
+export function limitOf(key: ThrottleKey, defaults: { maxFailures: number; windowMs: number }): ThrottleLimit {
+  return typeof key === 'string' ? { key, max: defaults.maxFailures, windowMs: defaults.windowMs } : key;
+}
+
 export class SignInThrottle {
-  /** Per key, the times of the latest failures (at most maxFailures, oldest first). */
-  private readonly failures = new Map<string, number[]>();
+  private readonly counters = new Map<string, Counter>();
   private readonly maxKeys: number;
 
   constructor(private readonly options: ThrottleOptions) {
     this.maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
   }
 
-  static accountKey(email: string): string {
-    return `account:${email.trim().toLowerCase()}`;
-  }
-
-  static addressKey(address: string): string {
-    return `address:${address}`;
-  }
-
   /** Seconds until an attempt on `keys` is allowed again; 0 = allowed now. */
-  retryAfterSeconds(keys: readonly string[]): number {
+  retryAfterSeconds(keys: readonly ThrottleKey[]): number {
     const now = this.options.now();
     let waitMs = 0;
     for (const key of keys) {
-      const times = this.recent(key, now);
-      if (times.length >= this.options.maxFailures) waitMs = Math.max(waitMs, times[0] + this.options.windowMs - now);
+      const limit = limitOf(key, this.options);
+      const times = this.recent(limit.key, now, limit.windowMs);
+      if (times.length >= limit.max) waitMs = Math.max(waitMs, times[times.length - limit.max] + limit.windowMs - now);
     }
     return Math.ceil(waitMs / 1000);
   }
 
-  /** Counts an attempt as failed now; call succeeded() with it if it turns out right. */
-  begin(keys: readonly string[]): Attempt {
+  /** Counts an attempt (as failed) now; call succeeded() with it if it turns out right. */
+  begin(keys: readonly ThrottleKey[]): Attempt {
     const at = this.options.now();
+    const names: string[] = [];
     for (const key of keys) {
-      const times = this.recent(key, at);
+      const limit = limitOf(key, this.options);
+      names.push(limit.key);
+      const times = this.recent(limit.key, at, limit.windowMs);
       times.push(at);
-      if (times.length > this.options.maxFailures) times.splice(0, times.length - this.options.maxFailures);
-      // Re-inserted so that the map's order is the order of last failure (eviction takes the front).
-      this.failures.delete(key);
-      this.failures.set(key, times);
+      if (times.length > limit.max) times.splice(0, times.length - limit.max);
+      // Re-inserted so that the map's order is the order of last event (eviction takes the front).
+      this.counters.delete(limit.key);
+      this.counters.set(limit.key, { times, max: limit.max, windowMs: limit.windowMs });
     }
     this.evictOverflow(at);
-    return { keys, at };
+    return { keys: names, at };
   }
 
-  /** The attempt was right: its failures are taken back, and `clearKey`'s whole count (the account's) ends. */
-  succeeded(attempt: Attempt, clearKey: string): void {
+  /** The attempt was right: its failures are taken back, and the whole count of each of `clearKeys` ends. */
+  succeeded(attempt: Attempt, clearKeys: string | readonly string[]): void {
     for (const key of attempt.keys) {
-      const times = this.failures.get(key);
+      const times = this.counters.get(key)?.times;
       const i = times?.lastIndexOf(attempt.at) ?? -1;
       if (times && i >= 0) times.splice(i, 1);
-      if (times?.length === 0) this.failures.delete(key);
+      if (times?.length === 0) this.counters.delete(key);
     }
-    this.failures.delete(clearKey);
+    for (const key of typeof clearKeys === 'string' ? [clearKeys] : clearKeys) this.counters.delete(key);
   }
 
   /** Keys tracked (for tests: memory stays bounded). */
   get size(): number {
-    return this.failures.size;
+    return this.counters.size;
   }
 
-  private recent(key: string, now: number): number[] {
-    const times = this.failures.get(key);
+  private recent(key: string, now: number, windowMs: number): number[] {
+    const times = this.counters.get(key)?.times;
     if (!times) return [];
-    const start = now - this.options.windowMs;
+    const start = now - windowMs;
     while (times.length && times[0] <= start) times.shift();
     return times;
   }
 
   private evictOverflow(now: number): void {
-    if (this.failures.size <= this.maxKeys) return;
-    const start = now - this.options.windowMs;
-    for (const [key, times] of this.failures) {
-      if (times.length === 0 || times[times.length - 1] <= start) this.failures.delete(key);
+    if (this.counters.size <= this.maxKeys) return;
+    for (const [key, { times, windowMs }] of this.counters) {
+      if (times.length === 0 || times[times.length - 1] <= now - windowMs) this.counters.delete(key);
     }
-    // Still over: the longest-quiet tenth goes, so eviction is not paid again on the very next failure.
-    const excess = this.failures.size - this.maxKeys;
+    // Still over: the longest-quiet tenth goes, so eviction is not paid again on the very next event.
+    const excess = this.counters.size - this.maxKeys;
     if (excess <= 0) return;
     const drop = Math.max(excess, Math.ceil(this.maxKeys / 10));
     let n = 0;
-    for (const key of this.failures.keys()) {
+    for (const key of this.counters.keys()) {
       if (n++ >= drop) break;
-      this.failures.delete(key);
+      this.counters.delete(key);
     }
   }
 }

@@ -9,7 +9,7 @@
 // redemption and usage counting are part of LicenceRepository.create and checkIn here, as they are there).
 import type crypto from 'node:crypto';
 import type { AccountRecord } from '../accounts';
-import type { ActivationCodeRecord } from '../activation-codes';
+import type { ActivationCodeRecord, RegistrationClaim } from '../activation-codes';
 import type { ApiKeyRecord } from '../api-keys';
 import type { Change } from '../change-log';
 import type { OwnChanges } from './change-log';
@@ -22,6 +22,7 @@ import type { Role } from '../../domain/roles';
 import type { QuotaEntry } from '../quota';
 import type { ServiceKeyPair } from '../service-key';
 import type { SessionRecord } from '../sessions';
+import type { ThrottleKey } from '../lmdb/sign-in-throttle';
 
 export interface AsyncPersonRepository {
   /** Who changed, in commit order (the same log as the store's `changes`). */
@@ -185,6 +186,10 @@ export interface AsyncActivationCodeRepository {
   /** Stores a new code by its hash; false if that hash exists already. */
   add(codeSha256: string, record: ActivationCodeRecord): Promise<boolean>;
   list(): Promise<ActivationCodeRecord[]>;
+  /** Checks a registration code for `email` (an invitation's, with `invitationOnly`) and marks it used by `accountId`, atomically. */
+  claimForRegistration(codeSha256: string, email: string, accountId: string, now: Date, invitationOnly: boolean): Promise<RegistrationClaim>;
+  /** Gives back a code `accountId` claimed but did not use (the account could not be made). */
+  releaseRegistration(codeSha256: string, accountId: string): Promise<void>;
   /** Every code by the SHA-256 it is stored under (moving a store: `add` stores them, used or not). */
   entries(): Promise<Array<{ codeSha256: string; record: ActivationCodeRecord }>>;
 }
@@ -231,17 +236,27 @@ export interface ThrottleAttempt {
   ids: readonly string[];
 }
 
-/** The sign-in throttle (src/licensing/sign-in-throttle.ts) with its counters shared by every node. */
+/** The sign-in throttle's counters (src/licensing/sign-in-throttle.ts holds its rules) shared by every node. */
 export interface SharedSignInThrottle {
   /** Seconds until an attempt on `keys` is allowed; 0 = now. */
-  retryAfterSeconds(keys: readonly string[]): Promise<number>;
+  retryAfterSeconds(keys: readonly ThrottleKey[]): Promise<number>;
   /**
    * Checks and counts an attempt as one atomic step (so attempts sent to several nodes at once cannot all
    * pass the check): the attempt, or how long to wait.
    */
-  tryBegin(keys: readonly string[]): Promise<{ attempt: ThrottleAttempt } | { retryAfterSeconds: number }>;
-  /** The attempt was right: its failures are taken back, and `clearKey`'s whole count ends. */
-  succeeded(attempt: ThrottleAttempt, clearKey: string): Promise<void>;
+  tryBegin(keys: readonly ThrottleKey[]): Promise<{ attempt: ThrottleAttempt } | { retryAfterSeconds: number }>;
+  /** The attempt was right: its failures are taken back, and the whole count of each of `clearKeys` ends. */
+  succeeded(attempt: ThrottleAttempt, clearKeys: string | readonly string[]): Promise<void>;
+}
+
+/**
+ * The client addresses an account signed in from, kept per account (the latest few) so that the sign-in
+ * throttle's per-account back-off does not refuse the owner at an address they used before.
+ */
+export interface AsyncKnownAddressRepository {
+  isKnown(accountId: string, address: string): Promise<boolean>;
+  /** Records a successful sign-in from `address` at `at`; past `keep` addresses the least recent go. */
+  remember(accountId: string, address: string, at: Date, keep: number): Promise<void>;
 }
 
 /** Small settings every node shares (e.g. the back-office CSRF secret). */
@@ -290,8 +305,9 @@ export interface AsyncStore {
   readonly keyUsage: AsyncKeyUsageRepository;
   readonly replayCache: ReplayCache;
   readonly settings: SharedSettings;
+  readonly knownAddresses: AsyncKnownAddressRepository;
   /** A sign-in throttle over the shared counters. */
-  signInThrottle(options: { maxFailures: number; windowMs: number; now: () => number }): SharedSignInThrottle;
+  signInThrottle(options: { maxFailures: number; windowMs: number; now: () => number; retentionMs?: number }): SharedSignInThrottle;
   /**
    * Runs `fn` exclusively for the account across every node: check-then-write rules (a free person_id, a face
    * not enrolled yet) hold under concurrent requests. Write persons through `scope.persons`.

@@ -27,6 +27,7 @@ import { PgServiceKeyRepository } from './service-keys';
 import { PgSessionRepository } from './sessions';
 import { PgSharedSettings } from './shared-settings';
 import { PgSignInThrottle } from './sign-in-throttle';
+import { PgKnownAddressRepository } from './known-addresses';
 
 export interface PostgresStoreOptions {
   /** The key-encryption key's file; the same 32 bytes on every node. Made (0600) for a new database when absent. */
@@ -77,6 +78,7 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
       keyUsage,
       replayCache: new PgReplayCache(pool),
       settings: new PgSharedSettings(pool, sealer),
+      knownAddresses: new PgKnownAddressRepository(pool),
       signInThrottle: (o) => new PgSignInThrottle(pool, o),
       exclusive: (accountId, fn) => exclusiveForAccount(pool, sealer, accountId, fn),
       rotateKey: async (newKeyFile) => {
