@@ -13,7 +13,9 @@ import { BACKENDS, backendSkipReason, startBackendApp } from './helpers/backends
 const PASSWORD = 'correct horse battery';
 
 async function cloud(t: Test, tune: (c: Config) => void = () => undefined): Promise<TestApp> {
-  const a = await startTestApp({ tune: (c) => { c.server.mode = 'cloud'; tune(c); } });
+  // A still clock: the Retry-After figures below are exact, however slow the machine.
+  const now = Date.now();
+  const a = await startTestApp({ tune: (c) => { c.server.mode = 'cloud'; tune(c); }, deps: { now: () => new Date(now) } });
   t.teardown(() => a.close());
   return a;
 }

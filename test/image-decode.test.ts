@@ -5,7 +5,9 @@ import path from 'node:path';
 import sharp from 'sharp';
 import t from 'tap';
 import { Base64Error, decodeBase64Field, decodedLength } from '../src/image/base64';
+import { BMP_ANALYSIS_PIXELS, decodeBmp } from '../src/image/bmp';
 import { decodeImageBytes, decodeImageField, ImageDecodeError } from '../src/image/decode';
+import type { PixelBudget } from '../src/image/pixel-budget';
 import { dataPath, needsSharedData, qualityIndex } from './helpers/shared-data';
 
 const limits = { maxBytes: 1 << 20, maxPixels: 1 << 20 };
@@ -91,6 +93,45 @@ t.test('shared data: one photo in six containers decodes alike; broken files are
     const d = await decodeImageBytes('x', fs.readFileSync(dataPath('quality', r.path)), big);
     t.equal(d.data.length, d.width * d.height * 3, r.path);
   }
+});
+
+t.test('a bitmap promising more than BMP_ANALYSIS_PIXELS is decoded at an integer fraction, sampling block centres', async (t) => {
+  // 1 bit a pixel, 5000 x 4000 (20 MP in 2.5 MB): pixel (x, y) is white where (x + 3 * y) % 7 == 0.
+  const w = 5000;
+  const h = 4000;
+  const white = (x: number, y: number) => (x + 3 * y) % 7 === 0;
+  const stride = Math.ceil(w / 32) * 4;
+  const offset = 14 + 40 + 8;
+  const buf = Buffer.alloc(offset + stride * h);
+  buf.write('BM', 0, 'latin1');
+  buf.writeUInt32LE(buf.length, 2);
+  buf.writeUInt32LE(offset, 10);
+  buf.writeUInt32LE(40, 14);
+  buf.writeInt32LE(w, 18);
+  buf.writeInt32LE(h, 22);
+  buf.writeUInt16LE(1, 26);
+  buf.writeUInt16LE(1, 28);
+  buf.writeUInt32LE(2, 46);
+  buf.writeUInt32LE(0x000000, 54);
+  buf.writeUInt32LE(0xffffff, 58);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) if (white(x, y)) buf[offset + (h - 1 - y) * stride + (x >> 3)] |= 0x80 >> (x & 7);
+  }
+  t.ok(w * h > BMP_ANALYSIS_PIXELS);
+  const admitted: number[] = [];
+  const budget = { tryAdmit: (pixels: number) => { admitted.push(pixels); return { release: () => undefined }; } } as unknown as PixelBudget;
+  const decoded = await decodeImageField('faceImage', buf.toString('base64'), { maxBytes: 8 << 20, maxPixels: 50_000_000, budget });
+  const { width, height, data } = decoded.rgb;
+  t.same([width, height], [2500, 2000], 'half the width and height');
+  t.same(admitted, [2500 * 2000], 'the pixel budget admits the decoded pixels');
+  let wrong = 0;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) if ((data[(y * width + x) * 3] === 255) !== white(2 * x + 1, 2 * y + 1)) wrong++;
+  }
+  t.equal(wrong, 0, 'every decoded pixel is the centre pixel of its 2 x 2 block');
+  t.equal(decoded.bytes.length, buf.length, 'the reference image kept is the file as sent');
+  const small = decodeBmp(buf.subarray(0), 50_000_000);
+  t.same([small.width, small.height], [2500, 2000], 'the in-thread decoder agrees');
 });
 
 /** A 24-bit bottom-up BMP of `pixels` (row-major RGB, top row first). */

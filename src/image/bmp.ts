@@ -2,8 +2,11 @@
 // and scanner software saves. Supports uncompressed 1/4/8-bit palette, 24-bit and 32-bit (BI_RGB and
 // BI_BITFIELDS) images, bottom-up or top-down. Alpha is ignored (BMP alpha is rarely meaningful).
 // The header is read and checked on the calling thread (cheap, and the pixel limit applies before any
-// allocation); the pixel loop, up to a second of JavaScript for a large image, runs in a worker
-// (decode-worker.ts) so it never stalls the event loop.
+// allocation); the pixel loop runs in a worker (decode-worker.ts) so it never stalls the event loop.
+// A bitmap carries as little as one bit a pixel, so a file of a few megabytes can promise tens of megapixels:
+// one over BMP_ANALYSIS_PIXELS is decoded at an integer fraction of its size (the centre pixel of each k x k
+// block), so its cost follows the pixels analysed, not the pixels promised. A face that fills a tenth of such
+// an image still spans over a thousand pixels.
 import type { RgbImage } from '../engine/types';
 import { runInWorker } from './decode-worker';
 
@@ -11,14 +14,20 @@ export function isBmp(bytes: Uint8Array): boolean {
   return bytes.length >= 2 && bytes[0] === 0x42 && bytes[1] === 0x4d; // "BM"
 }
 
+/** Bitmaps larger than this are decoded at 1/k of their width and height (the smallest k that fits). */
+export const BMP_ANALYSIS_PIXELS = 16_000_000;
+
 const BI_RGB = 0;
 const BI_BITFIELDS = 3;
 const BI_ALPHABITFIELDS = 6;
 
 /** Everything the pixel loop needs, checked against the file's length. */
 export interface BmpLayout {
+  /** The file's pixels. */
   width: number;
   height: number;
+  /** Decoded at 1/scale of width and height (1: every pixel). */
+  scale: number;
   topDown: boolean;
   bitCount: number;
   dataOffset: number;
@@ -92,7 +101,9 @@ export function readBmpLayout(bytes: Uint8Array, maxPixels: number): BmpLayout {
 
   const stride = Math.floor((bitCount * width + 31) / 32) * 4;
   need(dataOffset + stride * height);
-  return { width, height, topDown, bitCount, dataOffset, stride, ...(palette ? { palette } : {}), ...(masks ? { masks } : {}) };
+  let scale = 1;
+  while (Math.floor(width / scale) * Math.floor(height / scale) > BMP_ANALYSIS_PIXELS) scale++;
+  return { width, height, scale, topDown, bitCount, dataOffset, stride, ...(palette ? { palette } : {}), ...(masks ? { masks } : {}) };
 }
 
 /**
@@ -100,7 +111,11 @@ export function readBmpLayout(bytes: Uint8Array, maxPixels: number): BmpLayout {
  * runs, so it behaves the same from the TypeScript sources and from the compiled dist/.
  */
 export function bmpPixels(bytes: Uint8Array, layout: BmpLayout): Uint8Array {
-  const { width, height, topDown, bitCount, dataOffset, stride, palette, masks } = layout;
+  const { topDown, bitCount, dataOffset, stride, palette, masks, scale } = layout;
+  // Decoded size; source pixel of decoded (x, y): (x * scale + half, y * scale + half).
+  const width = Math.max(1, Math.floor(layout.width / scale));
+  const height = Math.max(1, Math.floor(layout.height / scale));
+  const half = scale >> 1;
   const maskReader = (mask: number): ((v: number) => number) => {
     if (mask === 0) return () => 0;
     let shift = 0;
@@ -112,7 +127,7 @@ export function bmpPixels(bytes: Uint8Array, layout: BmpLayout): Uint8Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out = new Uint8Array(width * height * 3);
   const channel = masks?.map(maskReader);
-  if (palette) {
+  if (palette && scale === 1) {
     // Palette images expand byte by byte through a table of each byte value's pixels (8, 2 or 1 of them):
     // a 1-bit 50-megapixel image is a few copies per pixel instead of a bit extraction per pixel.
     const perByte = 8 / bitCount;
@@ -144,23 +159,25 @@ export function bmpPixels(bytes: Uint8Array, layout: BmpLayout): Uint8Array {
     return out;
   }
   for (let y = 0; y < height; y++) {
-    const row = dataOffset + (topDown ? y : height - 1 - y) * stride;
+    const sy = y * scale + half;
+    const row = dataOffset + (topDown ? sy : layout.height - 1 - sy) * stride;
     let o = y * width * 3;
     for (let x = 0; x < width; x++, o += 3) {
+      const sx = x * scale + half;
       if (palette) {
-        const bitPos = x * bitCount;
+        const bitPos = sx * bitCount;
         const byte = buf[row + (bitPos >> 3)];
         const index = (byte >> (8 - bitCount - (bitPos & 7))) & ((1 << bitCount) - 1);
         out[o] = palette[index * 3];
         out[o + 1] = palette[index * 3 + 1];
         out[o + 2] = palette[index * 3 + 2];
       } else if (channel) {
-        const v = view.getUint32(row + x * 4, true);
+        const v = view.getUint32(row + sx * 4, true);
         out[o] = channel[0](v);
         out[o + 1] = channel[1](v);
         out[o + 2] = channel[2](v);
       } else {
-        const p = row + x * (bitCount >> 3);
+        const p = row + sx * (bitCount >> 3);
         out[o] = buf[p + 2];
         out[o + 1] = buf[p + 1];
         out[o + 2] = buf[p];
@@ -173,11 +190,16 @@ export function bmpPixels(bytes: Uint8Array, layout: BmpLayout): Uint8Array {
 /** Decodes on the calling thread (tools and tests); the service uses decodeBmpOffThread. */
 export function decodeBmp(bytes: Uint8Array, maxPixels: number): RgbImage {
   const layout = readBmpLayout(bytes, maxPixels);
-  return { data: bmpPixels(bytes, layout), width: layout.width, height: layout.height };
+  return { data: bmpPixels(bytes, layout), ...decodedSize(layout) };
+}
+
+/** The decoded image's size (bmpPixels'). */
+export function decodedSize(layout: BmpLayout): { width: number; height: number } {
+  return { width: Math.max(1, Math.floor(layout.width / layout.scale)), height: Math.max(1, Math.floor(layout.height / layout.scale)) };
 }
 
 /** The pixel loop in a worker thread, for a header already read and checked (readBmpLayout). */
 export async function decodeBmpOffThread(bytes: Uint8Array, layout: BmpLayout): Promise<RgbImage> {
   const data = await runInWorker('bmp', bmpPixels, [bytes, layout]);
-  return { data, width: layout.width, height: layout.height };
+  return { data, ...decodedSize(layout) };
 }

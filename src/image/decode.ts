@@ -5,7 +5,7 @@
 // check width x height from the header before allocating pixels.
 import sharp from 'sharp';
 import type { RgbImage } from '../engine/types';
-import { decodeBmpOffThread, isBmp, readBmpLayout } from './bmp';
+import { decodeBmpOffThread, decodedSize, isBmp, readBmpLayout } from './bmp';
 import { PixelBudgetError, type PixelBudget, type PixelLease } from './pixel-budget';
 import { decodeBase64Field } from './base64';
 
@@ -81,7 +81,8 @@ async function decode(field: string, bytes: Uint8Array, limits: ImageLimits, adm
   try {
     if (isBmp(bytes)) {
       const layout = readBmpLayout(bytes, limits.maxPixels);
-      admit?.(layout.width * layout.height);
+      const size = decodedSize(layout);
+      admit?.(size.width * size.height);
       return await decodeBmpOffThread(bytes, layout);
     }
     const input = sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: limits.strict ? 'warning' : 'error', animated: false });
