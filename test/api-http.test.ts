@@ -104,6 +104,8 @@ t.test('section 7 R_002: missing or unparsable body, wrong Content-Type, not an 
   t.equal(ok.statusCode, 404, 'DELETE with Content-Type json and no body is fine');
   const badDelete = await a.call({ method: 'DELETE', url: '/person/face/p1', headers: { 'content-type': 'text/plain' }, payload: 'x' });
   t.same([badDelete.statusCode, badDelete.json()], [400, R_002], 'DELETE with a non-JSON body');
+  const jsonDelete = await a.call({ method: 'DELETE', url: '/person/face/p1', headers: json, payload: '{"faceImage":"x"}' });
+  t.same([jsonDelete.statusCode, jsonDelete.json()], [400, R_002], 'DELETE with a JSON body: it takes none');
   const charset = await a.call({ method: 'POST', url: '/person/face/p1', headers: { 'content-type': 'application/json; charset=utf-8' }, payload: JSON.stringify({ faceImage: await fakePhotoB64({ identity: 1 }) }) });
   t.equal(charset.statusCode, 200, 'a charset parameter is fine');
 });

@@ -76,6 +76,10 @@ const jsonBody: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { err
 
   app.addHook('preValidation', async (request) => {
     if (request.bodyError) throw request.bodyError;
+    // DELETE takes no body: one sent is a client's mistake, not ignored (node never reads a GET's body).
+    if (request.method === 'DELETE' && request.body !== undefined) {
+      throw errors.create('RequestBody', `${request.method} takes no body`);
+    }
     if (!request.routeOptions.config?.jsonBody) return;
     const b = request.body;
     if (typeof b !== 'object' || b === null || Array.isArray(b)) {

@@ -46,7 +46,8 @@ const opsRoutes: FastifyPluginAsync<OpsRoutesOptions> = async (app, opts) => {
   });
   app.addHook('onClose', async () => metrics.close());
 
-  const probe = { schema: { hide: true } };
+  // Probes and scrapes come every few seconds: their requests are not logged at info (a failure still is).
+  const probe = { schema: { hide: true }, logLevel: 'warn' as const };
   app.get(LIVE_URL, probe, async (request, reply) => answerLive(reply));
   app.get(READY_URL, probe, async (request, reply) => {
     const { ready, checks } = await opts.readiness();
@@ -61,6 +62,7 @@ const opsRoutes: FastifyPluginAsync<OpsRoutesOptions> = async (app, opts) => {
     sendApiError(request, reply, errors.create('NotFoundRoute', `${request.method} ${request.url.split('?')[0]}`));
   app.get(METRICS_URL, {
     schema: { hide: true },
+    logLevel: 'warn',
     // loopback: a stand-in for other clients, so no method or address learns that the route exists.
     config: opts.access === 'key' ? { permission: 'person:read' } : { unlisted: true },
   }, async (request, reply) => {
