@@ -19,7 +19,7 @@ import { lmdbAsyncStore } from './storage/lmdb/async-store';
 import { openStore, type Store } from './storage/store';
 import { lockStore, type StoreLock } from './storage/process-lock';
 import type { DeviceLicence } from './licensing/device-licence';
-import { startDeviceLicence } from './licensing/device-licence-setup';
+import { checkDeviceLicenceConfig, startDeviceLicence } from './licensing/device-licence-setup';
 
 export { ensureFirstKey, FIRST_KEY_FILE, stdoutIsJournal } from './ops/service-lifecycle';
 export type { RunningService, StartOptions } from './ops/service-lifecycle';
@@ -43,6 +43,8 @@ function restoreSummary(r: RestoreReport): object {
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
   // Several cloud nodes over one database: its own start (./cloud-node.ts); the rest of this function is LMDB's.
   if (config.storage.backend === 'postgres') return startCloudNode(config, opts);
+  // A configuration that will be refused is refused before anything (the store folder, its key) is created.
+  checkDeviceLicenceConfig(config);
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const errors = opts.errors ?? new ErrorCatalog(nativeErrorTable());
   // The engine's models load and the camera opens (device probing, its photos decoded) while the store opens

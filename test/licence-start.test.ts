@@ -68,6 +68,7 @@ t.test('development device: one UNLICENSED line, every operation allowed; neithe
   const printed: string[] = [];
   await t.rejects(serve(config, printed), ConfigError);
   await t.rejects(serve(config, printed), /\[licence\] key: device mode needs a licence/);
+  t.notOk(fs.existsSync(config.storage.path), 'a refused configuration creates no store folder');
 
   config.licence.development = true;
   const service = await serve(config, printed);

@@ -31,10 +31,14 @@ export async function startDeviceLicence(config: Config, setup: DeviceLicenceSet
     await licence.start();
     return licence;
   }
-  if (config.licence.development) {
-    setup.print(UNLICENSED_LINE);
-    return undefined;
-  }
+  checkDeviceLicenceConfig(config);
+  setup.print(UNLICENSED_LINE);
+  return undefined;
+}
+
+/** Throws the ConfigError of a device ini with neither a licence nor development = true (checked before anything is created). */
+export function checkDeviceLicenceConfig(config: Config): void {
+  if (config.server.mode !== 'device' || config.licence.key || config.licence.development) return;
   throw new ConfigError('[licence] key', 'device mode needs a licence ([licence] server_url, key and public_key_file, ' +
     'written by the installation command) or, for development only, [licence] development = true');
 }
