@@ -65,6 +65,16 @@ async function run(): Promise<void> {
     t.match(c.err.join('\n'), /--from and --to name the same store/);
   });
 
+  await t.test('migrate from an LMDB store that does not exist: exit 2, and no folder is made', async (t) => {
+    const c = capture();
+    const missing = path.join(dir, 'no-such-store');
+    const from = path.join(dir, 'missing-source.ini');
+    fs.writeFileSync(from, `[server]\nmode = cloud\n[storage]\npath = ${missing}\n`);
+    t.equal(await main(['migrate', '--from', from, '--to', ini(url)], c.io), 2);
+    t.match(c.err.join('\n'), /--from: no store at/);
+    t.notOk(fs.existsSync(missing), 'nothing created');
+  });
+
   await t.test('an unreachable database: exit 69 (EX_UNAVAILABLE) within the connect timeout', async (t) => {
     const c = capture();
     const started = performance.now();

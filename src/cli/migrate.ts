@@ -7,7 +7,9 @@ import { loadConfig } from '../config/load';
 import type { Config } from '../config/types';
 import { migrateStore, STORE_SCOPE, verifyStores, type ScopeVerdict } from '../ops/migrate-store';
 import type { AsyncStore } from '../storage/postgres/interfaces';
+import { lmdbDataFile } from '../storage/lmdb/map-advice';
 import { lockStore, type StoreLock } from '../storage/process-lock';
+import fs from 'node:fs';
 import { type Args, type Io, UsageError } from './args';
 import { openCommandStore } from './open-store';
 
@@ -46,6 +48,11 @@ export async function migrateCommand(args: Args, io: Io): Promise<number> {
   const from = loadConfig(iniFlag(args, 'from'));
   const to = loadConfig(iniFlag(args, 'to'));
   if (sameStore(from, to)) throw new UsageError('--from and --to name the same store');
+  // A source that does not exist is a mistyped path or ini: refused before anything is created (opening it
+  // would make an empty store there, and copy nothing).
+  if (from.storage.backend === 'lmdb' && !fs.existsSync(lmdbDataFile(from.storage.path))) {
+    throw new UsageError(`--from: no store at ${from.storage.path} (LMDB ${lmdbDataFile(from.storage.path)} does not exist)`);
+  }
   // An LMDB side is locked: neither a service nor another command may change it during the copy.
   const locks: StoreLock[] = [];
   let source: AsyncStore | undefined;
