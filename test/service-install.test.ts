@@ -167,6 +167,22 @@ t.test('refuses an ini whose store is outside the state folder, or whose paths a
   t.match(c.err[0], /service: the only subcommand is install/);
 });
 
+t.test('the README\'s cloud ini (no [storage] path, or a relative one) installs with its store in the state folder', async (t) => {
+  for (const [what, lines] of [
+    ['no [storage] section', ['[server]', 'mode = cloud']],
+    ['a relative path', ['[server]', 'mode = cloud', '[storage]', 'path = ./data', '; the store']],
+    ['a [storage] section without path', ['[server]', 'mode = cloud', '[storage]', 'backend = lmdb']],
+  ] as const) {
+    const r = testRoot(t);
+    const res = await install(['--prefix', r.root, '--config', writeIni(r, [...lines])]);
+    t.equal(res.code, 0, `${what}: ${res.err.join('\n')}`);
+    t.ok(res.out.some((l) => l.includes(`the service keeps its store in ${r.state}`)), `${what}: says where the store goes`);
+    const installed = loadConfig(r.ini);
+    t.equal(installed.storage.path, r.state, `${what}: the installed ini's store is the state folder`);
+    t.equal(installed.server.mode, 'cloud', `${what}: the rest as written`);
+  }
+});
+
 t.test('a re-run rewrites the same files, keeps the state folder, and keeps a replaced ini aside', async (t) => {
   const r = testRoot(t);
   const source = writeIni(r, deviceLines(r));

@@ -11,6 +11,7 @@ import { loadConfig, parseConfig } from '../config/load';
 import type { Config } from '../config/types';
 import { SERVICE_NAME, SERVICE_USER, STANDARD_STATE_DIR, systemdUnit } from './systemd-unit';
 import { KINECT_RULE_FILE, KINECT_VENDOR, kinectUdevRule } from './udev-rule';
+import { withStoragePathIn } from './installed-storage-path';
 
 export interface InstallLog {
   out(line: string): void;
@@ -59,9 +60,15 @@ export function serviceLayout(root: string): ServiceLayout {
  */
 export function installConfigFile(source: string, layout: ServiceLayout, log: InstallLog): void {
   const asWritten = loadConfig(source); // its errors name the file the operator wrote
-  const text = fs.readFileSync(source, 'utf8');
+  const original = fs.readFileSync(source, 'utf8');
+  const rewritten = withStoragePathIn(original, layout.stateDir);
+  const text = rewritten ?? original;
+  if (rewritten !== undefined) {
+    log.out(`[storage] path ${asWritten.storage.path} is beside the ini: the service keeps its store in ${layout.stateDir} ` +
+      '([storage] path set so in the installed ini)');
+  }
   const asInstalled = parseConfig(text, layout.etcDir, layout.iniFile);
-  const moved = relativePathKeys(asWritten, asInstalled);
+  const moved = relativePathKeys(rewritten === undefined ? asWritten : parseConfig(text, path.dirname(path.resolve(source)), source), asInstalled);
   if (moved.length) {
     throw new ServiceInstallError(`${source}: ${moved.join(', ')}: a relative path names another file once the ini ` +
       `is in ${layout.etcDir}; write it as an absolute path`);
