@@ -64,12 +64,25 @@ async function run(): Promise<void> {
     // Elements that stick out of the 360 px page (inside a scrolling box does not count: the box clips them).
     const wide = await page.evaluate(() => {
       const width = document.documentElement.clientWidth;
-      const clipped = (el: Element) => el.parentElement?.closest('.table-scroll') != null;
+      const clipped = (el: Element) => el.parentElement?.closest('.table-scroll, .chart-scroll') != null;
       return [...document.body.querySelectorAll('*')]
         .filter((el) => !clipped(el) && el.getBoundingClientRect().right > width + 0.5)
         .map((el) => `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.className ? `.${String(el.className)}` : ''}`);
     });
-    tt.same(wide, [], `${name}: nothing wider than 360 px (tables scroll in their own box)`);
+    tt.same(wide, [], `${name}: nothing wider than 360 px (only a chart scrolls, in its own box)`);
+    // Every control and caption lies wholly on screen, scroll boxes or not: nothing needs sideways scrolling.
+    const offScreen = await page.evaluate(() => {
+      const width = document.documentElement.clientWidth;
+      return [...document.body.querySelectorAll('a, button, input, select, textarea, summary, caption, figcaption, label')]
+        .filter((el) => !el.closest('[hidden], .visually-hidden, .skip'))
+        .map((el) => ({ el, box: el.getBoundingClientRect() }))
+        .filter(({ box }) => box.width > 0 && (box.left < -0.5 || box.right > width + 0.5))
+        .map(({ el, box }) => `${el.tagName.toLowerCase()} "${(el.textContent ?? '').trim().slice(0, 30)}" ${Math.round(box.left)}..${Math.round(box.right)}`);
+    });
+    tt.same(offScreen, [], `${name}: every control and caption within 360 px`);
+    const smallLabels = await page.evaluate(() => [...document.querySelectorAll('svg.bars text')]
+      .map((el) => el.getBoundingClientRect().height).filter((h) => h > 0 && h < 10));
+    tt.same(smallLabels, [], `${name}: chart labels at least 10 px high`);
     tt.equal(await page.evaluate(() => document.documentElement.scrollWidth), 360, `${name}: no horizontal page scroll`);
     await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-360.png`), fullPage: true });
     await page.setViewportSize({ width: 1440, height: 900 });

@@ -50,6 +50,7 @@ export function usageChart(input: UsageChartInput) {
     : 'No days to show.';
   return html`<figure class="chart" aria-labelledby="${id}-caption">
 <figcaption id="${id}-caption">${input.title}</figcaption>
+<div class="chart-scroll">
 <svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-labelledby="${id}-title ${id}-desc"
   xmlns="http://www.w3.org/2000/svg" class="bars">
   <title id="${id}-title">${input.title}</title>
@@ -68,6 +69,7 @@ export function usageChart(input: UsageChartInput) {
   <text x="${LEFT + GAP}" y="${height - 6}" class="label">${first}</text>
   <text x="${width - GAP}" y="${height - 6}" text-anchor="end" class="label">${last}</text>
 </svg>
+</div>
 <details>
 <summary>The numbers as a table</summary>
 <div class="table-scroll" role="region" aria-labelledby="${id}-table-caption" tabindex="0">

@@ -1,6 +1,8 @@
 // The back-office's one stylesheet, kept as a string so that it ships inside dist/src/ with the code (the
 // package's "files" holds no other folder) and is served by the program itself: no CDN, no internet.
-// Readable from 360 px to 1440 px: one column, wide tables scroll inside their own box, long lines wrap.
+// Usable from 360 px to 1440 px: one column; on a narrow screen a table of many columns shows each row as a
+// card (every cell with its column's name), so no control is off screen; a chart keeps readable labels and
+// scrolls inside its own box; long lines wrap.
 export const STYLE_CSS = `
 *, *::before, *::after { box-sizing: border-box; }
 html { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; line-height: 1.5; color: #1a1a1a; background: #fff; }
@@ -79,6 +81,14 @@ table { border-collapse: collapse; min-width: 100%; }
 caption { text-align: left; font-weight: 600; padding: 0.25rem 0; }
 th, td { text-align: left; padding: 0.35rem 0.6rem; border-bottom: 1px solid #d6dbe2; white-space: nowrap; vertical-align: top; }
 tr.revoked td { color: #6b7280; }
+@media (max-width: 40rem) {
+  table.stacked, table.stacked tbody, table.stacked tr, table.stacked td, table.stacked caption { display: block; width: 100%; }
+  table.stacked { min-width: 0; }
+  table.stacked thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.stacked tr { border-bottom: 1px solid #d6dbe2; padding: 0.4rem 0; }
+  table.stacked td { border: none; padding: 0.1rem 0; white-space: normal; overflow-wrap: anywhere; }
+  table.stacked td[data-label]::before { content: attr(data-label) ": "; font-weight: 600; }
+}
 
 .licence-line { border: 1px solid #c9d1dc; border-radius: 6px; padding: 0.75rem 1rem; margin: 0.75rem 0; }
 .licence-line.revoked { background: #f6f6f6; }
@@ -87,6 +97,9 @@ tr.revoked td { color: #6b7280; }
 figure.chart { margin: 1rem 0 1.5rem; }
 figcaption { font-weight: 600; margin-bottom: 0.25rem; }
 svg.bars { width: 100%; max-width: 48rem; height: auto; display: block; }
+.chart-scroll { overflow-x: auto; max-width: 100%; }
+/* Shrunk to a phone's width the labels would be a few pixels high: the chart keeps its own size instead. */
+@media (max-width: 40rem) { svg.bars { width: auto; max-width: none; } }
 svg.bars .bar { fill: #0b4fa8; }
 svg.bars .hit { fill: transparent; }
 svg.bars .day:hover .bar { fill: #e07b00; }

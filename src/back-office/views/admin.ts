@@ -31,12 +31,12 @@ export function adminPage(view: AdminView) {
   return page({ title: 'Administration', operator: view.operator, csrf: view.csrf, current: 'admin', notice: view.notice }, html`
 <h2>Accounts</h2>
 <div class="table-scroll" role="region" aria-labelledby="accounts-caption" tabindex="0">
-<table>
+<table class="stacked">
   <caption id="accounts-caption">Every account of this service</caption>
   <thead><tr><th scope="col">E-mail address</th><th scope="col">Account id</th><th scope="col">Plan</th><th scope="col">Role</th>
     <th scope="col">Created</th><th scope="col">API keys</th><th scope="col">Licences</th><th scope="col">Persons</th></tr></thead>
-  <tbody>${view.accounts.map((a) => html`<tr><td>${a.email}</td><td><code>${a.accountId}</code></td><td>${a.plan}</td><td>${a.role}</td>
-    <td>${dateTime(a.created)}</td><td>${a.keys}</td><td>${a.licences}</td><td>${a.persons}</td></tr>`)}</tbody>
+  <tbody>${view.accounts.map((a) => html`<tr><td data-label="E-mail">${a.email}</td><td data-label="Account id"><code>${a.accountId}</code></td><td data-label="Plan">${a.plan}</td><td data-label="Role">${a.role}</td>
+    <td data-label="Created">${dateTime(a.created)}</td><td data-label="API keys">${a.keys}</td><td data-label="Licences">${a.licences}</td><td data-label="Persons">${a.persons}</td></tr>`)}</tbody>
 </table>
 </div>
 <h2 id="issue-code">Issue an activation code</h2>
@@ -59,11 +59,11 @@ ${problem(view.problem)}
 </form>
 <h2>Activation codes</h2>
 <div class="table-scroll" role="region" aria-labelledby="codes-caption" tabindex="0">
-<table>
+<table class="stacked">
   <caption id="codes-caption">Codes issued (only their ids: the codes themselves are not kept)</caption>
   <thead><tr><th scope="col">Code id</th><th scope="col">Opens</th><th scope="col">Plan</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Used</th></tr></thead>
-  <tbody>${view.codes.length ? view.codes.map((c) => html`<tr><td><code>${c.codeId}</code></td><td>${codeUse(c)}</td><td>${c.plan}</td><td>${dateTime(c.created)}</td>
-    <td>${dateTime(c.expires)}</td><td>${c.used ? `${dateTime(c.used.at)} by ${c.used.accountId}${c.used.licenceId ? ` (${c.used.licenceId})` : ''}` : 'no'}</td></tr>`)
+  <tbody>${view.codes.length ? view.codes.map((c) => html`<tr><td data-label="Code id"><code>${c.codeId}</code></td><td data-label="Opens">${codeUse(c)}</td><td data-label="Plan">${c.plan}</td><td data-label="Created">${dateTime(c.created)}</td>
+    <td data-label="Expires">${dateTime(c.expires)}</td><td data-label="Used">${c.used ? `${dateTime(c.used.at)} by ${c.used.accountId}${c.used.licenceId ? ` (${c.used.licenceId})` : ''}` : 'no'}</td></tr>`)
     : html`<tr><td colspan="6">No codes yet.</td></tr>`}</tbody>
 </table>
 </div>`);

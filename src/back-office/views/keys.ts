@@ -27,13 +27,13 @@ export interface KeysView {
 
 function keyRow(k: ApiKeyView) {
   return html`<tr${k.revoked ? html` class="revoked"` : ''}>
-  <td>${k.label || '(no label)'}</td>
-  <td><code>${k.keyId}</code></td>
-  <td>${k.role}</td>
-  <td>${dateTime(k.created)}</td>
-  <td>${k.lastUsed ? dateTime(k.lastUsed) : 'never'}</td>
-  <td>${k.signing ? 'yes' : 'no'}</td>
-  <td>${k.revoked ? `revoked ${dateTime(k.revoked)}` : 'active'}</td>
+  <td data-label="Label">${k.label || '(no label)'}</td>
+  <td data-label="Key id"><code>${k.keyId}</code></td>
+  <td data-label="Role">${k.role}</td>
+  <td data-label="Created">${dateTime(k.created)}</td>
+  <td data-label="Last used">${k.lastUsed ? dateTime(k.lastUsed) : 'never'}</td>
+  <td data-label="Signing">${k.signing ? 'yes' : 'no'}</td>
+  <td data-label="Status">${k.revoked ? `revoked ${dateTime(k.revoked)}` : 'active'}</td>
   <td>${k.revoked ? '' : html`<a href="${PATHS.revokeKey(k.keyId)}">Revoke<span class="visually-hidden"> key ${k.keyId}</span></a>`}</td>
 </tr>`;
 }
@@ -44,7 +44,7 @@ export function keysPage(view: KeysView) {
   return page({ title: 'API keys', operator: view.operator, csrf: view.csrf, current: 'keys', notice: view.notice }, html`
 <p>Clients send a key in the <code>Api-Key</code> header. A key is shown once, when it is made; here only its id.</p>
 <div class="table-scroll" role="region" aria-labelledby="keys-caption" tabindex="0">
-<table>
+<table class="stacked">
   <caption id="keys-caption">Keys of this account</caption>
   <thead><tr><th scope="col">Label</th><th scope="col">Key id</th><th scope="col">Role</th><th scope="col">Created</th>
     <th scope="col">Last used</th><th scope="col">Signing</th><th scope="col">Status</th><th scope="col">Action</th></tr></thead>

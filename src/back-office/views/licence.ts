@@ -56,7 +56,7 @@ export function licencePage(view: LicenceDetailView) {
   <dt>Expires</dt><dd>${l.expires ? dateTime(l.expires) : 'never'}</dd>
   <dt>Device</dt><dd>${deviceText(l)}</dd>
   <dt>Last check</dt><dd>${l.lastCheck
-    ? `${dateTime(l.lastCheck.at)} from ${l.lastCheck.address}, version ${l.lastCheck.version}, ${l.lastCheck.persons} persons`
+    ? `${dateTime(l.lastCheck.at)} from ${l.lastCheck.address}, version ${l.lastCheck.version}, ${l.lastCheck.persons} ${l.lastCheck.persons === 1 ? 'person' : 'persons'}`
     : 'never'}</dd>
   <dt>Requests today</dt><dd>${usedToday}</dd>
   <dt>Created</dt><dd>${dateTime(l.created)}</dd>
