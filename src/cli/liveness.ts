@@ -7,6 +7,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { evaluateFolder } from '../device/liveness-eval';
+import { livenessReportHtml } from '../device/liveness-report';
+import { recordSession } from '../device/record-session';
+import { KNOWN_LABELS, SessionError } from '../device/session';
 import { configOf, stringFlag, UsageError, type Args, type Io } from './args';
 
 export const LIVENESS_USAGE = `  face-check record  [--config <file.ini>] --out <folder> --label live|print|print-bent|screen|cutout|mask|<own>
@@ -34,8 +38,7 @@ export async function recordSessionCommand(args: Args, io: Io): Promise<number> 
   const format = stringFlag(args, 'format');
   if (format !== undefined && format !== 'face-check') throw new UsageError('record: sessions (--label) are recorded in the face-check format');
   const distance = stringFlag(args, 'distance-cm');
-  const { recordSession } = await import('../device/record-session');
-  const { KNOWN_LABELS, SessionError } = await import('../device/session');
+  if (distance !== undefined && !/^\d+(\.\d+)?$/.test(distance)) throw new UsageError('record: --distance-cm must be a number of centimetres (e.g. 70)');
   let result;
   try {
     result = await recordSession(config, {
@@ -67,8 +70,6 @@ export async function livenessEvalCommand(args: Args, io: Io): Promise<number> {
   const jsonFile = stringFlag(args, 'json');
   const htmlFile = stringFlag(args, 'html');
   const config = configOf(args);
-  const { evaluateFolder } = await import('../device/liveness-eval');
-  const { livenessReportHtml } = await import('../device/liveness-report');
   const result = await evaluateFolder(config, folder, (d, i, n) => {
     io.err(`liveness-eval: ${i + 1}/${n} ${d.session} (${d.label}): ${d.accepted ? `accepted after ${d.decisionMs} ms` : 'rejected'}`);
   });

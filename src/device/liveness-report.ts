@@ -8,6 +8,10 @@ import type { KindSummary, Rate } from './pad-metrics';
 const esc = (s: string | number): string => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const pct = (v: number | null | undefined): string => (v === null || v === undefined ? 'n/a' : `${(100 * v).toFixed(2)} %`);
 const ms = (v: number | null): string => (v === null ? '–' : `${Math.round(v)} ms`);
+/** The three most frequent refusal reasons; "window" (too few passing frames yet) only follows the others. */
+const mainReasons = (reasons: Record<string, number>): string =>
+  Object.entries(reasons).filter(([r]) => r !== 'window').sort((a, b) => b[1] - a[1]).slice(0, 3).map(([r]) => r).join(', ') || '–';
+
 
 /** The chart's full scale: the smallest of these that holds every rate and upper bound. */
 function axisMax(values: number[]): number {
@@ -46,9 +50,9 @@ function chart(kinds: KindSummary[]): string {
 }
 
 const STYLE = `
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;padding:1.5rem;max-width:960px;color:#1d2330;background:#fff}
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;padding:1.5rem;max-width:1100px;color:#1d2330;background:#fff}
 h1{font-size:1.5rem;margin:0 0 .25rem}h2{font-size:1.15rem;margin:1.75rem 0 .5rem}
-.meta{color:#5a6272;margin:0 0 1rem}
+.meta{color:#5a6272;margin:0 0 1rem;overflow-wrap:anywhere}
 .cards{display:flex;flex-wrap:wrap;gap:.75rem}
 .card{border:1px solid #d7dbe3;border-radius:8px;padding:.6rem .9rem;min-width:10rem}
 .card b{display:block;font-size:1.35rem}
@@ -75,7 +79,7 @@ export function livenessReportHtml(result: EvalResult, generatedAt = new Date())
   const wrong = m.wronglyDecided.length
     ? `<div class="table-scroll"><table id="wrong"><thead><tr><th>session</th><th>label</th><th>subject</th><th>distance</th><th>error</th><th>decision</th><th>main refusal reasons</th></tr></thead><tbody>
 ${m.wronglyDecided.map((w) => `<tr><td>${esc(w.session)}</td><td>${esc(w.label)}</td><td>${esc(w.subject || '–')}</td><td>${w.distanceCm === null ? '–' : `${esc(w.distanceCm)} cm`}</td>` +
-    `<td class="bad">${esc(w.error)}</td><td>${ms(w.decisionMs)}</td><td>${esc(Object.entries(w.reasons).sort((a, b) => b[1] - a[1]).slice(0, 3).map(([r]) => r).join(', ') || '–')}</td></tr>`).join('\n')}
+    `<td class="bad">${esc(w.error)}</td><td>${ms(w.decisionMs)}</td><td>${esc(mainReasons(w.reasons))}</td></tr>`).join('\n')}
 </tbody></table></div>`
     : '<p id="wrong" class="ok">Every session was decided as labelled.</p>';
   return `<!doctype html>
