@@ -56,7 +56,8 @@ h1{font-size:1.5rem;margin:0 0 .25rem}h2{font-size:1.15rem;margin:1.75rem 0 .5re
 .cards{display:flex;flex-wrap:wrap;gap:.75rem}
 .card{border:1px solid #d7dbe3;border-radius:8px;padding:.6rem .9rem;min-width:10rem}
 .card b{display:block;font-size:1.35rem}
-.table-scroll{overflow-x:auto}
+.table-scroll,.chart-scroll{overflow-x:auto}
+figure{margin:0}.chart-scroll svg{display:block;min-width:600px}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #e3e6ec;padding:.35rem .5rem;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}
@@ -96,7 +97,7 @@ ${m.wronglyDecided.map((w) => `<tr><td>${esc(w.session)}</td><td>${esc(w.label)}
 <div class="card" id="decision-time">decision time (bona fide)<b>${ms(m.decisionMs.p50)}</b>p50; p95 ${ms(m.decisionMs.p95)}, max ${ms(m.decisionMs.max)}</div>
 </div>
 <h2>Error rates</h2>
-<figure id="chart">${chart(m.kinds)}<figcaption class="meta">Bars: APCER per attack kind and BPCER; line: to the upper bound of the one-sided 95 % confidence interval.</figcaption></figure>
+<figure id="chart"><div class="chart-scroll">${chart(m.kinds)}</div><figcaption class="meta">Bars: APCER per attack kind and BPCER; line: to the upper bound of the one-sided 95 % confidence interval.</figcaption></figure>
 <h2>Per kind</h2>
 <div class="table-scroll"><table id="kinds"><thead><tr><th>label</th><th>presentations</th><th>accepted</th><th>no face seen</th><th>error rate</th><th>95 % upper</th><th>decision p50</th><th>p95</th><th>max</th></tr></thead>
 <tbody>
