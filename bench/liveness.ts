@@ -1,10 +1,12 @@
 // npm run bench:liveness - presentation-attack detection and capture throughput of device mode.
 //
-// 1. ISO/IEC 30107-3 on the synthetic depth camera: APCER per attack kind and BPCER, each over
-//    --presentations (default 500) presentations with seeds the tuning never saw (--seed, default
-//    7000002; thresholds were tuned on seed 1, the tests use 4242xxx-4245xxx). A presentation lasts
-//    --seconds (0.6 s = 18 frames), followed by 0.1 s of empty scene; an attack presentation counts as
-//    accepted if any of its frames is decided live, a bona fide one as rejected if none is.
+// 1. ISO/IEC 30107-3 on the synthetic depth camera, measured with the tool an operator runs on their own
+//    rig: each presentation is a labelled session recorded as `face-check record --label` does, and the
+//    sessions are replayed and decided by `face-check liveness-eval`'s code. --presentations (default 500)
+//    of each kind, one seed per session from --seed on (default 7000002; thresholds were tuned on seed 1,
+//    the tests use 4242xxx-4246xxx). A presentation lasts --seconds (0.6 s = 18 frames); an attack counts
+//    as accepted if a live capture is stored from any of its frames, a bona fide one as rejected if none is.
+//    --batch sessions of each kind are on disk at a time (default 5); --html <file> writes the report.
 // 2. The colour model (fr_liveness) alone on ../shared/data/pad (NUAA print and replay photos): APCER per
 //    attack type at the threshold that gives BPCER 5 % (and at 1 %), when the shared data is present.
 // 3. Capture throughput at 640x480 with liveness, 1 and 2 analysis threads (a recorded live scene replayed
@@ -21,6 +23,9 @@ import { nativeCameraOptions } from '../src/device/camera';
 import { cameraAddon, type CameraStatus, type FrameEvent, type RgbPhoto } from '../src/device/native-camera';
 import { loadSyntheticPhotos } from '../src/device/photos';
 import { recordCamera } from '../src/device/record';
+import { recordSession } from '../src/device/record-session';
+import { evalResult, evaluateFolder, type EvalResult } from '../src/device/liveness-eval';
+import { livenessReportHtml } from '../src/device/liveness-report';
 import { loadRgb, percentile, printJsonLine, sharedDataDir } from './common';
 
 const ATTACKS = ['print', 'print-tilted', 'print-bent', 'screen-phone', 'screen-tablet', 'cutout-eyes', 'photo-small', 'photo-large'];
@@ -52,28 +57,6 @@ async function runLossless(c: Config, photos: RgbPhoto[] | undefined, onFrame: (
   const status = handle.status();
   await handle.stop();
   return { status, wallMs, cpuMs: (cpu.user + cpu.system) / 1000 };
-}
-
-/** Upper bound of a binomial proportion's one-sided 95 % confidence interval (Clopper-Pearson). */
-function upper95(errors: number, n: number): number {
-  if (n === 0) return 1;
-  if (errors === n) return 1;
-  // Bisection on the binomial CDF: P(X <= errors; p) = 0.05.
-  const cdf = (p: number) => {
-    let sum = 0;
-    let term = Math.pow(1 - p, n);
-    for (let k = 0; k <= errors; k++) {
-      sum += term;
-      term *= ((n - k) / (k + 1)) * (p / (1 - p));
-    }
-    return sum;
-  };
-  let lo = errors / n, hi = 1;
-  for (let i = 0; i < 60; i++) {
-    const mid = (lo + hi) / 2;
-    if (cdf(mid) > 0.05) lo = mid; else hi = mid;
-  }
-  return hi;
 }
 
 async function pad(photos: RgbPhoto[] | undefined): Promise<Record<string, unknown> | null> {
@@ -131,49 +114,67 @@ async function main(): Promise<void> {
   const photos = await loadSyntheticPhotos('');
   const result: Record<string, unknown> = { bench: 'liveness', presentations: n, seconds, seed, host: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadavg: os.loadavg() } };
 
-  // ---- 1. presentation attack detection on the synthetic camera
+  // ---- 1. presentation attack detection on the synthetic camera, measured by the operator's own tool:
+  // labelled sessions recorded as `face-check record --label` records them, then `face-check liveness-eval`'s
+  // code replaying them. Recorded and evaluated a batch at a time so that the disk holds one batch.
   if (!has('skip-pad-synthetic')) {
-    const items: string[] = [];
-    for (let i = 0; i < n; i++) for (const kind of ['live', ...ATTACKS]) items.push(`${kind}:${seconds}`, 'none:0.1');
-    const c = config();
-    c.camera = { ...c.camera, source: 'synthetic', scenario: items.join(','), scenario_loop: false, realtime: false, seed };
-    const outcome = new Map<number, { kind: string; live: boolean; firstLiveMs: number | null; t0: number; faces: number; failed: Map<string, number> }>();
-    let done = 0;
+    const frames = Math.round(seconds * 30);
+    const batch = Math.max(1, arg('batch', 5));
+    const evalConfig = config();
+    const decisions: EvalResult['sessions'] = [];
     const started = Date.now();
-    const run = await runLossless(c, photos, (f) => {
-      if (f.truth.kind === 'none') return;
-      let p = outcome.get(f.truth.presentation);
-      if (!p) {
-        p = { kind: f.truth.kind, live: false, firstLiveMs: null, t0: f.timestampUs, faces: 0, failed: new Map() };
-        outcome.set(f.truth.presentation, p);
-        if (++done % 450 === 0) console.log(`  ${done} presentations, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    let recordMs = 0;
+    let replayMs = 0;
+    let sessionSeed = seed;
+    for (let first = 0; first < n; first += batch) {
+      const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-bench-sessions-'));
+      try {
+        const t0 = performance.now();
+        for (let i = first; i < Math.min(n, first + batch); i++) {
+          for (const kind of ['live', ...ATTACKS]) {
+            const c = config();
+            c.camera = { ...c.camera, source: 'synthetic', scenario: `${kind}:${seconds}`, scenario_loop: false, realtime: false, seed: sessionSeed++ };
+            await recordSession(c, { folder, label: kind, subject: `synthetic-${i}`, id: `${kind}-${String(i).padStart(5, '0')}`, frames }, { photos });
+          }
+        }
+        const t1 = performance.now();
+        decisions.push(...(await evaluateFolder(evalConfig, folder)).sessions);
+        replayMs += performance.now() - t1;
+        recordMs += t1 - t0;
+      } finally {
+        fs.rmSync(folder, { recursive: true, force: true });
       }
-      if (f.face) p.faces++;
-      for (const r of f.decision.failed.split(',').filter(Boolean)) p.failed.set(r, (p.failed.get(r) ?? 0) + 1);
-      if (f.decision.live && !p.live) { p.live = true; p.firstLiveMs = (f.timestampUs - p.t0) / 1000; }
-    });
-    const ps = [...outcome.values()];
-    const bona = ps.filter((p) => p.kind === 'live');
-    const rejected = bona.filter((p) => !p.live).length;
-    const times = bona.filter((p) => p.firstLiveMs !== null).map((p) => p.firstLiveMs!);
-    const apcer: Record<string, unknown> = {};
-    console.log('\nISO/IEC 30107-3, synthetic depth camera (accepted = any frame decided live)');
-    console.log('kind            presentations  accepted  APCER    95% upper   face seen   main refusal reasons');
-    for (const kind of ATTACKS) {
-      const a = ps.filter((p) => p.kind === kind);
-      const accepted = a.filter((p) => p.live).length;
-      const reasons = new Map<string, number>();
-      for (const p of a) for (const [r, k] of p.failed) reasons.set(r, (reasons.get(r) ?? 0) + k);
-      const top = [...reasons.entries()].filter(([r]) => r !== 'window').sort((x, y) => y[1] - x[1]).slice(0, 3).map(([r]) => r).join(',');
-      const seen = a.filter((p) => p.faces > 0).length;
-      apcer[kind] = { presentations: a.length, accepted, apcer: accepted / a.length, upper95: upper95(accepted, a.length), faceSeen: seen };
-      console.log(`${kind.padEnd(16)}${String(a.length).padStart(13)}${String(accepted).padStart(10)}  ${(100 * accepted / a.length).toFixed(2).padStart(5)}%  ${(100 * upper95(accepted, a.length)).toFixed(2).padStart(7)}%  ${String(seen).padStart(10)}   ${top}`);
+      if (decisions.length % 450 === 0) console.log(`  ${decisions.length} sessions, ${((Date.now() - started) / 1000).toFixed(0)} s`);
     }
-    const bpcer = { presentations: bona.length, rejected, bpcer: rejected / bona.length, upper95: upper95(rejected, bona.length),
-      timeToLiveMs: { p50: percentile(times, 50), p95: percentile(times, 95), max: percentile(times, 100) } };
-    console.log(`${'bona fide'.padEnd(16)}${String(bona.length).padStart(13)}  rejected ${rejected}  BPCER ${(100 * rejected / bona.length).toFixed(2)}% (95% upper ${(100 * bpcer.upper95).toFixed(2)}%)  time to live p50 ${bpcer.timeToLiveMs.p50} ms p95 ${bpcer.timeToLiveMs.p95} ms`);
-    console.log(`(${run.status.framesAnalysed} frames in ${(run.wallMs / 1000).toFixed(0)} s)`);
-    result.synthetic = { apcer, bpcer, frames: run.status.framesAnalysed, wallSeconds: run.wallMs / 1000 };
+    const evaluation = evalResult(evalConfig, os.tmpdir(), decisions);
+    const m = evaluation.metrics;
+    const htmlFile = process.argv.includes('--html') ? process.argv[process.argv.indexOf('--html') + 1] : '';
+    if (htmlFile) fs.writeFileSync(htmlFile, livenessReportHtml(evaluation));
+    console.log('\nISO/IEC 30107-3, synthetic depth camera, sessions recorded and replayed by face-check liveness-eval\'s code');
+    console.log('(accepted = a live capture stored from any frame, what GET /person/face/ serves)');
+    console.log('kind            presentations  accepted  APCER    95% upper   face seen   main refusal reasons');
+    const apcer: Record<string, unknown> = {};
+    for (const kind of ATTACKS) {
+      const of = decisions.filter((d) => d.label === kind);
+      const r = m.apcer[kind];
+      const reasons = new Map<string, number>();
+      for (const d of of) for (const [k, v] of Object.entries(d.reasons)) reasons.set(k, (reasons.get(k) ?? 0) + v);
+      const top = [...reasons.entries()].filter(([k]) => k !== 'window').sort((x, y) => y[1] - x[1]).slice(0, 3).map(([k]) => k).join(',');
+      const seen = of.filter((d) => d.faceFrames > 0).length;
+      apcer[kind] = { presentations: r.presentations, accepted: r.errors, apcer: r.rate, upper95: r.upper95, faceSeen: seen };
+      console.log(`${kind.padEnd(16)}${String(r.presentations).padStart(13)}${String(r.errors).padStart(10)}  ${(100 * r.rate!).toFixed(2).padStart(5)}%  ${(100 * r.upper95!).toFixed(2).padStart(7)}%  ${String(seen).padStart(10)}   ${top}`);
+    }
+    const b = m.bpcer;
+    const bpcer = { presentations: b.presentations, rejected: b.errors, bpcer: b.rate, upper95: b.upper95,
+      timeToLiveMs: { p50: m.decisionMs.p50, p95: m.decisionMs.p95, max: m.decisionMs.max } };
+    console.log(`${'bona fide'.padEnd(16)}${String(b.presentations).padStart(13)}  rejected ${b.errors}  BPCER ${(100 * b.rate!).toFixed(2)}% (95% upper ${(100 * b.upper95!).toFixed(2)}%)  decision time p50 ${m.decisionMs.p50} ms p95 ${m.decisionMs.p95} ms max ${m.decisionMs.max} ms`);
+    console.log(`worst-case APCER ${m.worstCaseApcer ? `${(100 * m.worstCaseApcer.rate).toFixed(2)}% (${m.worstCaseApcer.label})` : 'n/a'}; wrongly decided: ${m.wronglyDecided.map((w) => w.session).join(', ') || 'none'}`);
+    console.log(`(${decisions.length} sessions of ${frames} frames: recorded in ${(recordMs / 1000).toFixed(0)} s, replayed and decided in ${(replayMs / 1000).toFixed(0)} s)`);
+    result.synthetic = {
+      method: 'face-check record --label sessions replayed by liveness-eval', framesPerSession: frames, sessionSeeds: [seed, sessionSeed - 1],
+      apcer, worstCaseApcer: m.worstCaseApcer, bpcer, wronglyDecided: m.wronglyDecided.map((w) => w.session),
+      frames: decisions.reduce((s, d) => s + d.frames, 0), recordSeconds: recordMs / 1000, replaySeconds: replayMs / 1000,
+    };
   }
 
   // ---- 2. the colour model alone on the NUAA / replay photos

@@ -9,6 +9,7 @@
 //   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
 //   face-check migrate --from <file.ini> --to <file.ini>
 //   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
+//   face-check record --out <folder> --label <kind> ... | liveness-eval <folder> (src/cli/liveness.ts)
 //   face-check licence create|list|revoke|release|install-command|activation-code (src/cli/licences.ts)
 //   face-check account create|list|set-plan (src/cli/accounts.ts)
 //   face-check device install --server-url <url> --licence-key <key> --public-key-sha256 <hex> [--root <dir>]
@@ -27,6 +28,7 @@ import { ACCOUNT_ID, configOf, parseArgs, stdio, UsageError, type Args, type Io 
 import { DEVICE_USAGE, deviceCommand } from './cli/device-install';
 import { failureExitCode } from './cli/exit-code';
 import { LICENCE_USAGE, licenceCommand } from './cli/licences';
+import { LIVENESS_USAGE, livenessEvalCommand, recordSessionCommand } from './cli/liveness';
 import { SERVICE_USAGE, serviceCommand } from './cli/service-install';
 import { isRole, ROLES } from './domain/roles';
 import { SNAPSHOT_FOLDER } from './matching/snapshot/place';
@@ -56,6 +58,7 @@ ${ACCOUNT_USAGE}
   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
 ${MIGRATE_USAGE}
   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
+${LIVENESS_USAGE}
 ${LICENCE_USAGE}
 ${DEVICE_USAGE}
 ${SERVICE_USAGE}`;
@@ -203,6 +206,9 @@ async function rotatePostgresKey(config: Config, newKeyFile: string | boolean | 
 
 /** Writes a recording of the configured camera ([camera] source) for the replay source or fakenect. */
 async function recordCommand(args: Args, io: Io): Promise<number> {
+  if (args.flags.has('label')) return recordSessionCommand(args, io);
+  const sessionOnly = ['subject', 'distance-cm', 'note', 'session'].filter((f) => args.flags.has(f));
+  if (sessionOnly.length) throw new UsageError(`record: --${sessionOnly[0]} describes a labelled session: give --label too`);
   const config = configOf(args);
   const { parseRecordArgs, recordCamera } = await import('./device/record');
   const flags = [...args.flags].filter(([k]) => k !== 'config').flatMap(([k, v]) => [`--${k}`, String(v)]);
@@ -266,6 +272,8 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
         return await migrateCommand(args, io);
       case 'record':
         return await recordCommand(args, io);
+      case 'liveness-eval':
+        return await livenessEvalCommand(args, io);
       case 'device':
         return await deviceCommand(args, io);
       case 'licence':

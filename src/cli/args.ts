@@ -28,8 +28,10 @@ const VALUE_FLAGS = new Set([
   'licence-key', 'public-key-sha256', 'root', 'camera', 'prefix',
   // migrate
   'from', 'to',
+  // labelled liveness sessions and their evaluation
+  'subject', 'distance-cm', 'note', 'session', 'json', 'html',
 ]);
-const BOOLEAN_FLAGS = new Set(['all', 'help', 'signing', 'admin', 'json']);
+const BOOLEAN_FLAGS = new Set(['all', 'help', 'signing', 'admin']);
 
 export function parseArgs(argv: string[]): Args {
   const args: Args = { positional: [], flags: new Map() };

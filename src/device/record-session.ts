@@ -1,0 +1,74 @@
+// `face-check record --label ...`: one labelled liveness session, <folder>/<session-id>/ holding the
+// recording (face-check format, in recording/) and session.json (what was presented, by whom, how far).
+import fs from 'node:fs';
+import path from 'node:path';
+
+import type { Config } from '../config/types';
+import type { DeviceCameraOptions } from './camera';
+import type { CameraStatus } from './native-camera';
+import { recordCamera } from './record';
+import {
+  checkDistanceCm, checkLabel, checkNote, checkSessionId, checkSubject, newSessionId, SESSION_VERSION,
+  SessionError, writeSessionInfo, type SessionInfo,
+} from './session';
+
+/** The recording's folder inside a session: the format decides what it is (a folder, or one file later). */
+const RECORDING = 'recording';
+
+export interface SessionRecordOptions {
+  /** The folder of sessions (created when missing; its parent must exist). */
+  folder: string;
+  label: string;
+  subject?: string;
+  distanceCm?: number;
+  note?: string;
+  /** Default: UTC time, label and subject. */
+  id?: string;
+  frames: number;
+  timeoutMs?: number;
+}
+
+/** What the camera was, for the record (no paths of the operator's machine beyond the replayed one). */
+function cameraOf(config: Config): SessionInfo['camera'] {
+  const c = config.camera;
+  switch (c.source) {
+    case 'synthetic': return { source: c.source, scenario: c.scenario, seed: c.seed, fps: c.fps };
+    case 'replay': return { source: c.source, replay: path.basename(c.replay_path) };
+    case 'freenect': return { source: c.source, depth: c.freenect_depth, device: c.freenect_device };
+    default: return { source: c.source };
+  }
+}
+
+/** Records one session; resolves with its folder, session.json's content and the camera's final status. */
+export async function recordSession(config: Config, options: SessionRecordOptions, deviceOptions: DeviceCameraOptions = {}): Promise<{ dir: string; info: SessionInfo; status: CameraStatus }> {
+  const label = checkLabel(options.label);
+  const subject = options.subject === undefined ? '' : checkSubject(options.subject);
+  const distanceCm = options.distanceCm === undefined ? null : checkDistanceCm(options.distanceCm);
+  const note = checkNote(options.note ?? '');
+  const id = checkSessionId(options.id ?? newSessionId(label, subject));
+  const folder = path.resolve(options.folder);
+  if (!fs.existsSync(path.dirname(folder))) throw new SessionError(`record: ${path.dirname(folder)} does not exist`);
+  fs.mkdirSync(folder, { recursive: true });
+  const dir = path.join(folder, id);
+  try {
+    fs.mkdirSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new SessionError(`record: session ${id} already exists in ${folder}`);
+    throw err;
+  }
+  try {
+    const status = await recordCamera(config, { dir: path.join(dir, RECORDING), frames: options.frames, format: 'face-check', timeoutMs: options.timeoutMs }, deviceOptions);
+    const info: SessionInfo = {
+      faceCheckSession: SESSION_VERSION, id, label, subject, distanceCm, note,
+      recording: { format: 'face-check', path: RECORDING, frames: status.framesRecorded },
+      camera: cameraOf(config),
+      recordedAt: new Date().toISOString(),
+    };
+    // Written last: a session folder with a session.json always holds a whole recording.
+    writeSessionInfo(dir, info);
+    return { dir, info, status };
+  } catch (err) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
