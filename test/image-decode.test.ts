@@ -8,6 +8,7 @@ import { Base64Error, decodeBase64Field, decodedLength } from '../src/image/base
 import { BMP_ANALYSIS_PIXELS, decodeBmp } from '../src/image/bmp';
 import { decodeImageBytes, decodeImageField, ImageDecodeError } from '../src/image/decode';
 import type { PixelBudget } from '../src/image/pixel-budget';
+import { bmpFile } from './helpers/hostile-requests';
 import { dataPath, needsSharedData, qualityIndex } from './helpers/shared-data';
 
 const limits = { maxBytes: 1 << 20, maxPixels: 1 << 20 };
@@ -100,23 +101,7 @@ t.test('a bitmap promising more than BMP_ANALYSIS_PIXELS is decoded at an intege
   const w = 5000;
   const h = 4000;
   const white = (x: number, y: number) => (x + 3 * y) % 7 === 0;
-  const stride = Math.ceil(w / 32) * 4;
-  const offset = 14 + 40 + 8;
-  const buf = Buffer.alloc(offset + stride * h);
-  buf.write('BM', 0, 'latin1');
-  buf.writeUInt32LE(buf.length, 2);
-  buf.writeUInt32LE(offset, 10);
-  buf.writeUInt32LE(40, 14);
-  buf.writeInt32LE(w, 18);
-  buf.writeInt32LE(h, 22);
-  buf.writeUInt16LE(1, 26);
-  buf.writeUInt16LE(1, 28);
-  buf.writeUInt32LE(2, 46);
-  buf.writeUInt32LE(0x000000, 54);
-  buf.writeUInt32LE(0xffffff, 58);
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) if (white(x, y)) buf[offset + (h - 1 - y) * stride + (x >> 3)] |= 0x80 >> (x & 7);
-  }
+  const buf = bmpFile(w, h, 1, (x, y) => (white(x, y) ? 255 : 0));
   t.ok(w * h > BMP_ANALYSIS_PIXELS);
   const admitted: number[] = [];
   const budget = { tryAdmit: (pixels: number) => { admitted.push(pixels); return { release: () => undefined }; } } as unknown as PixelBudget;
