@@ -1,0 +1,81 @@
+#include "core/camera/openni2_api.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+namespace facecheck {
+
+OpenNI2Api::~OpenNI2Api() {
+  if (handle) dlclose(handle);
+}
+
+std::string OpenNI2Api::error(const char* fallback) const {
+  const char* e = extendedError ? extendedError() : nullptr;
+  std::string s = e ? e : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s.empty() ? fallback : std::string(fallback) + ": " + s;
+}
+
+Result loadOpenNI2(const std::string& library, std::unique_ptr<OpenNI2Api>* out) {
+  // Never unloaded: OpenNI2 keeps driver threads and static state whose teardown at dlclose is not safe.
+  void* h = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!h) return Result::fail(Status::CameraNotConnected, std::string("OpenNI2 not available: ") + dlerror());
+  auto api = std::make_unique<OpenNI2Api>();
+  api->handle = h;
+  std::string missing;
+  auto sym = [&](const char* name, auto* fn) {
+    void* p = dlsym(h, name);
+    if (!p && missing.empty()) missing = name;
+    std::memcpy(fn, &p, sizeof p);
+  };
+  sym("oniInitialize", &api->initialize);
+  sym("oniShutdown", &api->shutdown);
+  sym("oniGetExtendedError", &api->extendedError);
+  sym("oniGetDeviceList", &api->getDeviceList);
+  sym("oniReleaseDeviceList", &api->releaseDeviceList);
+  sym("oniRegisterDeviceCallbacks", &api->registerDeviceCallbacks);
+  sym("oniUnregisterDeviceCallbacks", &api->unregisterDeviceCallbacks);
+  sym("oniWaitForAnyStream", &api->waitForAnyStream);
+  sym("oniDeviceOpen", &api->deviceOpen);
+  sym("oniDeviceClose", &api->deviceClose);
+  sym("oniDeviceGetInfo", &api->deviceGetInfo);
+  sym("oniDeviceGetSensorInfo", &api->deviceGetSensorInfo);
+  sym("oniDeviceCreateStream", &api->deviceCreateStream);
+  sym("oniDeviceEnableDepthColorSync", &api->deviceEnableDepthColorSync);
+  sym("oniDeviceSetProperty", &api->deviceSetProperty);
+  sym("oniDeviceGetProperty", &api->deviceGetProperty);
+  sym("oniDeviceIsPropertySupported", &api->deviceIsPropertySupported);
+  sym("oniDeviceIsImageRegistrationModeSupported", &api->deviceIsImageRegistrationModeSupported);
+  sym("oniStreamDestroy", &api->streamDestroy);
+  sym("oniStreamStart", &api->streamStart);
+  sym("oniStreamStop", &api->streamStop);
+  sym("oniStreamReadFrame", &api->streamReadFrame);
+  sym("oniStreamSetProperty", &api->streamSetProperty);
+  sym("oniStreamGetProperty", &api->streamGetProperty);
+  sym("oniFrameRelease", &api->frameRelease);
+  sym("oniCoordinateConverterDepthToColor", &api->depthToColor);
+  sym("oniCreateRecorder", &api->createRecorder);
+  sym("oniRecorderAttachStream", &api->recorderAttachStream);
+  sym("oniRecorderStart", &api->recorderStart);
+  sym("oniRecorderStop", &api->recorderStop);
+  sym("oniRecorderDestroy", &api->recorderDestroy);
+  if (!missing.empty())
+    return Result::fail(Status::CameraNotConnected, library + " lacks OpenNI2's " + missing + " (not OpenNI 2.2?)");
+  *out = std::move(api);
+  return {};
+}
+
+bool openNI2Loadable(const std::string& library, std::string* detail) {
+  void* h = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    *detail = dlerror();
+    return false;
+  }
+  const bool ok = dlsym(h, "oniInitialize") != nullptr && dlsym(h, "oniCreateRecorder") != nullptr;
+  *detail = ok ? library + " loads" : library + " lacks OpenNI2's C API";
+  dlclose(h);
+  return ok;
+}
+
+}  // namespace facecheck

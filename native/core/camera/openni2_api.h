@@ -1,0 +1,60 @@
+// OpenNI2's C API (OniCAPI.h), resolved at run time from libOpenNI2.so.0 with dlopen: the addon has no
+// link-time dependency on OpenNI2, only its headers are needed to build. OpenNI.h, the SDK's C++ API, is
+// inline code over these same functions, so nothing of the SDK is lost by calling them directly.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <OniCAPI.h>
+
+#include "core/error_table.h"
+
+namespace facecheck {
+
+struct OpenNI2Api {
+  void* handle = nullptr;
+  decltype(&oniInitialize) initialize = nullptr;
+  decltype(&oniShutdown) shutdown = nullptr;
+  decltype(&oniGetExtendedError) extendedError = nullptr;
+  decltype(&oniGetDeviceList) getDeviceList = nullptr;
+  decltype(&oniReleaseDeviceList) releaseDeviceList = nullptr;
+  decltype(&oniRegisterDeviceCallbacks) registerDeviceCallbacks = nullptr;
+  decltype(&oniUnregisterDeviceCallbacks) unregisterDeviceCallbacks = nullptr;
+  decltype(&oniWaitForAnyStream) waitForAnyStream = nullptr;
+  decltype(&oniDeviceOpen) deviceOpen = nullptr;
+  decltype(&oniDeviceClose) deviceClose = nullptr;
+  decltype(&oniDeviceGetInfo) deviceGetInfo = nullptr;
+  decltype(&oniDeviceGetSensorInfo) deviceGetSensorInfo = nullptr;
+  decltype(&oniDeviceCreateStream) deviceCreateStream = nullptr;
+  decltype(&oniDeviceEnableDepthColorSync) deviceEnableDepthColorSync = nullptr;
+  decltype(&oniDeviceSetProperty) deviceSetProperty = nullptr;
+  decltype(&oniDeviceGetProperty) deviceGetProperty = nullptr;
+  decltype(&oniDeviceIsPropertySupported) deviceIsPropertySupported = nullptr;
+  decltype(&oniDeviceIsImageRegistrationModeSupported) deviceIsImageRegistrationModeSupported = nullptr;
+  decltype(&oniStreamDestroy) streamDestroy = nullptr;
+  decltype(&oniStreamStart) streamStart = nullptr;
+  decltype(&oniStreamStop) streamStop = nullptr;
+  decltype(&oniStreamReadFrame) streamReadFrame = nullptr;
+  decltype(&oniStreamSetProperty) streamSetProperty = nullptr;
+  decltype(&oniStreamGetProperty) streamGetProperty = nullptr;
+  decltype(&oniFrameRelease) frameRelease = nullptr;
+  decltype(&oniCoordinateConverterDepthToColor) depthToColor = nullptr;
+  decltype(&oniCreateRecorder) createRecorder = nullptr;
+  decltype(&oniRecorderAttachStream) recorderAttachStream = nullptr;
+  decltype(&oniRecorderStart) recorderStart = nullptr;
+  decltype(&oniRecorderStop) recorderStop = nullptr;
+  decltype(&oniRecorderDestroy) recorderDestroy = nullptr;
+
+  ~OpenNI2Api();
+  // OpenNI's own words for the last failure (oniGetExtendedError), or `fallback` when it has none.
+  std::string error(const char* fallback) const;
+};
+
+// Loads `library` (a dlopen name or path) and resolves every function above.
+Result loadOpenNI2(const std::string& library, std::unique_ptr<OpenNI2Api>* out);
+
+// Whether `library` loads and has OpenNI2's C API, without initialising it (nothing else is touched).
+bool openNI2Loadable(const std::string& library, std::string* detail);
+
+}  // namespace facecheck
