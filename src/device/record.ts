@@ -25,15 +25,16 @@ export async function recordCamera(config: Config, options: RecordOptions, devic
   if (!fs.existsSync(parent)) throw new Error(`record: ${parent} does not exist`);
   const nativeOptions = await nativeCameraOptions(config, deviceOptions);
   nativeOptions.process = false;
-  const oni = options.format === 'oni';
-  if (oni) {
+  const format = options.format ?? 'face-check';
+  const oni = format === 'oni';
+  if (format === 'oni') {
     // OpenNI2's recorder writes the device's own streams: only the openni2 source has them.
     if (nativeOptions.source !== 'openni2') throw new Error('record: a .oni recording needs [camera] source = openni2');
     if (fs.existsSync(options.dir)) throw new Error(`record: ${path.resolve(options.dir)} already exists`);
     nativeOptions.openni2 = { ...nativeOptions.openni2, recordPath: path.resolve(options.dir) };
     nativeOptions.maxFrames = options.frames;
   } else {
-    nativeOptions.record = { dir: path.resolve(options.dir), format: options.format ?? 'face-check', frames: options.frames, stopAfter: true };
+    nativeOptions.record = { dir: path.resolve(options.dir), format, frames: options.frames, stopAfter: true };
   }
   const handle = await cameraAddon.openCamera(nativeOptions);
   handle.start();
