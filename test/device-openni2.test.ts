@@ -8,14 +8,17 @@
 //
 // Needs Debian's libopenni2-dev and libopenni2-0; skipped (with the reason) without them unless
 // FACE_CHECK_REQUIRE_OPENNI2 is set (CI sets it: there a missing package fails the run).
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 
 import type { Config } from '../src/config/types';
 import { DeviceCamera, nativeCameraOptions } from '../src/device/camera';
+import { resolveOrtLibrary } from '../src/engine/ort-library';
 import { cameraAddon, type CameraStatus, type FrameEvent } from '../src/device/native-camera';
 import { parseRecordArgs, recordCamera } from '../src/device/record';
+import { packageRoot } from '../src/package-root';
 import { startTestApp, tempDir } from './helpers/app';
 import { demoPhotos, deviceConfig, presentations, runToEnd } from './helpers/device';
 import { openni2Bench, openni2Missing, virtualUri, type OpenNI2Bench } from './helpers/openni2';
@@ -126,13 +129,34 @@ t.test('depth in 100 um units is converted to millimetres', skip, async (t) => {
   t.ok(measured && measured.depth.depthMm > 300 && measured.depth.depthMm < 1200, `face distance in mm (${measured?.depth.depthMm})`);
 });
 
+// In a child process: the virtual driver reads FACE_CHECK_VIRTUAL_URI when OpenNI2 initialises, and
+// changing the environment of a process whose native threads read it is not safe.
+const FIRST_DEVICE_CHILD = `
+const addon = require('node-gyp-build')(process.argv[1]);
+const [modelDir, ortLibrary, library] = process.argv.slice(2);
+(async () => {
+  const frames = [];
+  let lastError = '';
+  const cam = await addon.openCamera({ source: 'openni2', modelDir, ortLibrary, reconnectMs: 200, queueSize: 4096,
+    openni2: { library, uri: '' }, onEvent: (e) => { if (e.type === 'frame') frames.push(e.decision.live); else lastError = e.lastError; } });
+  cam.start();
+  const end = Date.now() + 40000;
+  while (Date.now() < end && !frames.some(Boolean)) await new Promise((r) => setTimeout(r, 50));
+  await cam.stop();
+  process.stdout.write('RESULT ' + JSON.stringify({ frames: frames.length, live: frames.filter(Boolean).length, lastError }) + '\\n');
+})().catch((e) => { process.stdout.write('ERROR ' + e.message + '\\n'); process.exit(1); });
+`;
+
 t.test('without a URI the source opens the first device OpenNI2 lists', skip, async (t) => {
   const scene = await recordScene('live-first', 'live:1.5', 4246006);
-  // The virtual driver names a device present from OpenNI2's start (read when OpenNI2 initialises).
-  process.env.FACE_CHECK_VIRTUAL_URI = virtualUri(scene.rec, { fps: 15 });
-  t.teardown(() => { delete process.env.FACE_CHECK_VIRTUAL_URI; });
-  const { frames, status } = await collect(openni2Config(''), (fs_) => fs_.some((f) => f.decision.live), 60_000);
-  t.ok(frames.some((f) => f.decision.live), `frames from the listed device, the live face passes (${status.lastError || 'no error'})`);
+  const child = spawnSync(process.execPath, ['-e', FIRST_DEVICE_CHILD, packageRoot(), path.join(packageRoot(), 'models'), resolveOrtLibrary(), bench.library], {
+    env: { ...process.env, FACE_CHECK_VIRTUAL_URI: virtualUri(scene.rec, { fps: 15 }) }, encoding: 'utf8', timeout: 60_000,
+  });
+  const line = child.stdout.split('\n').find((l) => l.startsWith('RESULT '));
+  t.ok(line, `the child reported (${child.stdout.split('\n').find((l) => l.startsWith('ERROR')) ?? child.stderr.slice(-500)})`);
+  if (!line) return;
+  const result = JSON.parse(line.slice(7)) as { frames: number; live: number; lastError: string };
+  t.ok(result.live > 0, `frames from the listed device, the live face passes (${JSON.stringify(result)})`);
 });
 
 t.test('unplugging answers R_400; the device is reopened when it is back', skip, async (t) => {
@@ -167,6 +191,8 @@ t.test('a device without depth, or with raw disparity only, or without registrat
   t.match(await refusal(virtualUri(scene.rec, { registration: 0 }), { openni2_registration: 'device' }), /cannot register depth to colour/);
   t.match(await refusal(virtualUri(scene.rec, { registration: 0 })), /can neither register depth to colour nor map depth pixels to colour; set \[camera\] openni2_registration = none/);
   t.match(await refusal(path.join(dir, 'no-such.oni')), /cannot open OpenNI2 device/);
+  t.match(await refusal(virtualUri(scene.rec), { openni2_library: path.join(dir, 'nowhere', 'libOpenNI2.so.0') }),
+    /OpenNI2 not available: .*nowhere\/libOpenNI2\.so\.0/, 'no OpenNI2 library: not connected, and why');
 });
 
 t.test('record to .oni with OpenNI2\'s recorder, replay through its file driver', skip, async (t) => {

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cctype>
 #include <cstring>
 
 namespace facecheck {
@@ -13,7 +14,11 @@ OpenNI2Api::~OpenNI2Api() {
 std::string OpenNI2Api::error(const char* fallback) const {
   const char* e = extendedError ? extendedError() : nullptr;
   std::string s = e ? e : "";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  // OpenNI2 indents and ends its messages with white space.
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t start = 0;
+  while (start < s.size() && std::isspace(static_cast<unsigned char>(s[start]))) ++start;
+  s.erase(0, start);
   return s.empty() ? fallback : std::string(fallback) + ": " + s;
 }
 
@@ -43,6 +48,7 @@ Result loadOpenNI2(const std::string& library, std::unique_ptr<OpenNI2Api>* out)
   sym("oniDeviceGetSensorInfo", &api->deviceGetSensorInfo);
   sym("oniDeviceCreateStream", &api->deviceCreateStream);
   sym("oniDeviceEnableDepthColorSync", &api->deviceEnableDepthColorSync);
+  sym("oniDeviceDisableDepthColorSync", &api->deviceDisableDepthColorSync);
   sym("oniDeviceSetProperty", &api->deviceSetProperty);
   sym("oniDeviceGetProperty", &api->deviceGetProperty);
   sym("oniDeviceIsPropertySupported", &api->deviceIsPropertySupported);

@@ -28,6 +28,7 @@ struct OpenNI2Api {
   decltype(&oniDeviceGetSensorInfo) deviceGetSensorInfo = nullptr;
   decltype(&oniDeviceCreateStream) deviceCreateStream = nullptr;
   decltype(&oniDeviceEnableDepthColorSync) deviceEnableDepthColorSync = nullptr;
+  decltype(&oniDeviceDisableDepthColorSync) deviceDisableDepthColorSync = nullptr;
   decltype(&oniDeviceSetProperty) deviceSetProperty = nullptr;
   decltype(&oniDeviceGetProperty) deviceGetProperty = nullptr;
   decltype(&oniDeviceIsPropertySupported) deviceIsPropertySupported = nullptr;

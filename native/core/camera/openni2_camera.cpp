@@ -89,8 +89,12 @@ Result OpenNI2Camera::initialise() {
     if (!r.ok()) return r;
   }
   if (initialised_) return {};
-  if (api_->initialize(ONI_API_VERSION) != ONI_STATUS_OK)
-    return Result::fail(Status::CameraNotConnected, api_->error("OpenNI2 failed to initialise"));
+  if (api_->initialize(ONI_API_VERSION) != ONI_STATUS_OK) {
+    std::string why = api_->error("OpenNI2 failed to initialise (no driver in its OpenNI2/Drivers folder?)");
+    // OpenNI2 counts a failed initialisation as one: undo it, so that the next attempt loads the drivers again.
+    api_->shutdown();
+    return Result::fail(Status::CameraNotConnected, why);
+  }
   initialised_ = true;
   OniDeviceCallbacks cb{&ignoreDevice, &disconnectedTrampoline, &ignoreState};
   OniCallbackHandle handle = nullptr;
@@ -421,6 +425,11 @@ Result OpenNI2Camera::read(CameraFrame* frame) {
 
 void OpenNI2Camera::close() {
   recorder_.reset();
+  // Frame sync off and both streams stopped before either is destroyed: OpenNI2 would otherwise rebuild
+  // its sync group around the remaining stream while the driver still delivers to it.
+  if (device_) api_->deviceDisableDepthColorSync(device_.get());
+  if (colourStream_) api_->streamStop(colourStream_.get());
+  if (depthStream_) api_->streamStop(depthStream_.get());
   colourStream_.reset();
   depthStream_.reset();
   device_.reset();

@@ -207,6 +207,9 @@ class VirtualDevice : public oni::driver::DeviceBase {
     return putValue<OniImageRegistrationMode>(registered_ ? ONI_IMAGE_REGISTRATION_DEPTH_TO_COLOR : ONI_IMAGE_REGISTRATION_OFF, data, size);
   }
 
+  // Returns once no frame is being sent (frames are sent with streamsMutex_ held).
+  void waitForSend() { std::lock_guard<std::mutex> lock(streamsMutex_); }
+
   void streamStarted() {
     std::lock_guard<std::mutex> lock(threadMutex_);
     if (!thread_.joinable()) {
@@ -341,7 +344,12 @@ OniStatus VirtualStream::start() {
   return ONI_STATUS_OK;
 }
 
-void VirtualStream::stop() { started_ = false; }
+// As a real driver's: once stop() returns no frame of this stream is being delivered (OpenNI2 tears the
+// stream's frame holder down next).
+void VirtualStream::stop() {
+  started_ = false;
+  device_->waitForSend();
+}
 
 OniStatus VirtualStream::getProperty(int id, void* data, int* size) {
   const facecheck::CameraIntrinsics& k = device_->index().intrinsics;
