@@ -1,7 +1,9 @@
 #include "core/camera/openni2_camera.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
