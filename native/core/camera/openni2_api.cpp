@@ -4,6 +4,14 @@
 
 #include <cctype>
 #include <cstring>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <OniVersion.h>
 
 namespace facecheck {
 
@@ -70,6 +78,69 @@ Result loadOpenNI2(const std::string& library, std::unique_ptr<OpenNI2Api>* out)
     return Result::fail(Status::CameraNotConnected, library + " lacks OpenNI2's " + missing + " (not OpenNI 2.2?)");
   *out = std::move(api);
   return {};
+}
+
+namespace {
+
+class OpenNI2Thread {
+ public:
+  OpenNI2Thread() : thread_([this] { loop(); }) { id_ = thread_.get_id(); thread_.detach(); }
+  void run(const std::function<void()>& task) {
+    if (std::this_thread::get_id() == id_) {
+      task();
+      return;
+    }
+    std::packaged_task<void()> job(task);
+    std::future<void> done = job.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+    done.wait();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::packaged_task<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [this] { return !queue_.empty(); });
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::packaged_task<void()>> queue_;
+  std::thread thread_;
+  std::thread::id id_;
+};
+
+}  // namespace
+
+void onOpenNI2Thread(const std::function<void()>& task) {
+  // Never destroyed: the thread outlives every static destructor (it may be blocked in its queue then).
+  static OpenNI2Thread* thread = new OpenNI2Thread();
+  thread->run(task);
+}
+
+Result initialiseOpenNI2Once(const OpenNI2Api& api) {
+  static std::mutex mutex;
+  static std::map<void*, Result> done;  // per loaded library (dlopen handle)
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = done.find(api.handle);
+  if (it != done.end()) return it->second;
+  Result r;
+  if (api.initialize(ONI_API_VERSION) != ONI_STATUS_OK)
+    r = Result::fail(Status::CameraNotConnected,
+                     api.error("OpenNI2 failed to initialise (no driver in its OpenNI2/Drivers folder? restart after installing one)"));
+  done.emplace(api.handle, r);
+  return r;
 }
 
 bool openNI2Loadable(const std::string& library, std::string* detail) {

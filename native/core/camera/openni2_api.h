@@ -3,6 +3,7 @@
 // inline code over these same functions, so nothing of the SDK is lost by calling them directly.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -51,6 +52,19 @@ struct OpenNI2Api {
   // OpenNI's own words for the last failure (oniGetExtendedError), or `fallback` when it has none.
   std::string error(const char* fallback) const;
 };
+
+// Initialises OpenNI2 once for the process (the first call; later calls answer the first one's result).
+// It is never shut down: libOpenNI2 does not survive an oniShutdown/oniInitialize cycle (a second
+// initialisation in one process crashed inside it, on a thread handle left from the first), and a failed
+// first initialisation (no driver) is not retried for the same reason: a driver installed later needs a
+// restart of the process.
+Result initialiseOpenNI2Once(const OpenNI2Api& api);
+
+// Runs `task` on the one thread that makes every OpenNI2 call of the process, and waits for it. That
+// thread lives as long as the process: libOpenNI2 keeps per-thread records (its error logger) which it
+// later checks with pthread_kill(thread, 0), undefined for a thread that has ended — with the capture
+// threads of stopped pipelines that crashed inside OpenNI2's calls. Runs inline when already on it.
+void onOpenNI2Thread(const std::function<void()>& task);
 
 // Loads `library` (a dlopen name or path) and resolves every function above.
 Result loadOpenNI2(const std::string& library, std::unique_ptr<OpenNI2Api>* out);

@@ -7,8 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <OniVersion.h>
-
 namespace facecheck {
 
 namespace {
@@ -75,9 +73,28 @@ void OpenNI2Camera::RecorderCloser::operator()(_OniRecorder* r) const {
 OpenNI2Camera::OpenNI2Camera(OpenNI2Options options) : options_(std::move(options)) {}
 
 OpenNI2Camera::~OpenNI2Camera() {
-  close();
-  if (api_ && callbacks_) api_->unregisterDeviceCallbacks(callbacks_);
-  if (api_ && initialised_) api_->shutdown();
+  if (!api_) return;
+  onOpenNI2Thread([this] {
+    closeOnOpenNI2Thread();
+    // OpenNI2 itself stays initialised (initialiseOpenNI2Once).
+    if (callbacks_) api_->unregisterDeviceCallbacks(callbacks_);
+  });
+}
+
+Result OpenNI2Camera::open() {
+  Result r;
+  onOpenNI2Thread([&] { r = openOnOpenNI2Thread(); });
+  return r;
+}
+
+Result OpenNI2Camera::read(CameraFrame* frame) {
+  Result r;
+  onOpenNI2Thread([&] { r = readOnOpenNI2Thread(frame); });
+  return r;
+}
+
+void OpenNI2Camera::close() {
+  if (api_) onOpenNI2Thread([this] { closeOnOpenNI2Thread(); });
 }
 
 void OpenNI2Camera::onDisconnected(const char* uri) {
@@ -90,23 +107,20 @@ Result OpenNI2Camera::initialise() {
     Result r = loadOpenNI2(options_.library, &api_);
     if (!r.ok()) return r;
   }
-  if (initialised_) return {};
-  if (api_->initialize(ONI_API_VERSION) != ONI_STATUS_OK) {
-    std::string why = api_->error("OpenNI2 failed to initialise (no driver in its OpenNI2/Drivers folder?)");
-    // OpenNI2 counts a failed initialisation as one: undo it, so that the next attempt loads the drivers again.
-    api_->shutdown();
-    return Result::fail(Status::CameraNotConnected, why);
-  }
-  initialised_ = true;
+  if (callbacks_) return {};
+  Result r = initialiseOpenNI2Once(*api_);
+  if (!r.ok()) return r;
   OniDeviceCallbacks cb{&ignoreDevice, &disconnectedTrampoline, &ignoreState};
   OniCallbackHandle handle = nullptr;
-  if (api_->registerDeviceCallbacks(&cb, this, &handle) == ONI_STATUS_OK) callbacks_ = handle;
+  if (api_->registerDeviceCallbacks(&cb, this, &handle) != ONI_STATUS_OK || !handle)
+    return Result::fail(Status::CameraNotConnected, api_->error("cannot register for OpenNI2's device callbacks"));
+  callbacks_ = handle;
   return {};
 }
 
-Result OpenNI2Camera::open() {
+Result OpenNI2Camera::openOnOpenNI2Thread() {
   interrupted_ = false;
-  close();
+  if (api_) closeOnOpenNI2Thread();
   if (options_.registration != "auto" && options_.registration != "device" && options_.registration != "converter" &&
       options_.registration != "none")
     return Result::fail(Status::FieldsValidation, "openni2 registration must be auto, device, converter or none");
@@ -142,7 +156,7 @@ Result OpenNI2Camera::open() {
   }
   r = openStreams();
   if (!r.ok()) {
-    close();
+    closeOnOpenNI2Thread();
     return r;
   }
   return {};
@@ -208,6 +222,17 @@ Result OpenNI2Camera::openStreams() {
   if (!usableDepth(depthMode_.pixelFormat))
     return Result::fail(Status::FieldsValidation, std::string("the OpenNI2 depth stream runs in ") + formatName(depthMode_.pixelFormat) +
                                                       ", which cannot be converted to millimetres (DEPTH_1_MM or DEPTH_100_UM needed)");
+  if (isFile_) {
+    // OpenNI2's file driver hands a frame over only after reading its stream's recorded cropping, and
+    // silently drops every frame of a stream recorded without it (docs/device.md): say so, not "no frame".
+    for (OniStreamHandle s : {depth, colour}) {
+      OniCropping crop{};
+      int cs = sizeof crop;
+      if (api_->streamGetProperty(s, ONI_STREAM_PROPERTY_CROPPING, &crop, &cs) != ONI_STATUS_OK)
+        return Result::fail(Status::FieldsValidation,
+                            "the recording " + uri_ + " was made from a stream without the cropping property: OpenNI2's file driver plays none of its frames");
+    }
+  }
   if (!usableColour(colourMode_.pixelFormat))
     return Result::fail(Status::FieldsValidation, std::string("the OpenNI2 colour stream runs in ") + formatName(colourMode_.pixelFormat) +
                                                       " (RGB888, YUV422 or YUYV needed)");
@@ -240,6 +265,8 @@ Result OpenNI2Camera::openStreams() {
   rgb_.assign(static_cast<size_t>(w) * h * 3, 0);
   depth_.assign(static_cast<size_t>(w) * h, 0);
   haveDepth_ = haveColour_ = false;
+  pairsByClock_ = true;
+  unpaired_ = 0;
   return startRecorder();
 }
 
@@ -378,10 +405,11 @@ void OpenNI2Camera::takeDepth(const OniFrame& f) {
   }
   if (mirrorInSoftware_)
     for (int y = 0; y < h; ++y) std::reverse(depth_.begin() + static_cast<ptrdiff_t>(y) * w, depth_.begin() + static_cast<ptrdiff_t>(y + 1) * w);
+  depthTs_ = static_cast<int64_t>(f.timestamp);
   haveDepth_ = true;
 }
 
-Result OpenNI2Camera::read(CameraFrame* frame) {
+Result OpenNI2Camera::readOnOpenNI2Thread(CameraFrame* frame) {
   if (!device_) return Result::fail(Status::CameraNotConnected, "OpenNI2 device not open");
   OniStreamHandle streams[2] = {depthStream_.get(), colourStream_.get()};
   const int64_t start = steadyMicros();
@@ -405,6 +433,23 @@ Result OpenNI2Camera::read(CameraFrame* frame) {
     if (index == 0) takeDepth(*f);
     else takeColour(*f);
     api_->frameRelease(f);
+    if (haveDepth_ && haveColour_ && !pairsByClock_) continue;
+    if (haveDepth_ && haveColour_) {
+      // A pair is a depth and a colour frame of the same moment: when one stream ran ahead (a frame of
+      // it arrived before its partner was read), keep waiting for the partner of the newer one. Devices
+      // whose two streams do not share a clock never pair so: after a few tries, pairs are taken as they
+      // come.
+      const int64_t halfPeriod = 500000 / std::max(1, colourMode_.fps);
+      if (std::llabs(depthTs_ - colourTs_) <= halfPeriod) {
+        unpaired_ = 0;
+      } else if (++unpaired_ > 4) {
+        pairsByClock_ = false;
+      } else if (depthTs_ < colourTs_) {
+        haveDepth_ = false;
+      } else {
+        haveColour_ = false;
+      }
+    }
   }
   haveDepth_ = haveColour_ = false;
   // The device's own clock (microseconds), kept increasing across reconnects and file loops.
@@ -425,7 +470,7 @@ Result OpenNI2Camera::read(CameraFrame* frame) {
   return {};
 }
 
-void OpenNI2Camera::close() {
+void OpenNI2Camera::closeOnOpenNI2Thread() {
   recorder_.reset();
   // Frame sync off and both streams stopped before either is destroyed: OpenNI2 would otherwise rebuild
   // its sync group around the remaining stream while the driver still delivers to it.

@@ -40,6 +40,7 @@ class OpenNI2Camera : public CameraSource {
   explicit OpenNI2Camera(OpenNI2Options options);
   ~OpenNI2Camera() override;
   const char* name() const override { return "openni2"; }
+  // Each runs on OpenNI2's own thread (onOpenNI2Thread).
   Result open() override;
   Result read(CameraFrame* frame) override;
   void close() override;
@@ -57,6 +58,9 @@ class OpenNI2Camera : public CameraSource {
   using Stream = std::unique_ptr<_OniStream, StreamCloser>;
   using Recorder = std::unique_ptr<_OniRecorder, RecorderCloser>;
 
+  Result openOnOpenNI2Thread();
+  Result readOnOpenNI2Thread(CameraFrame* frame);
+  void closeOnOpenNI2Thread();
   Result initialise();
   Result openStreams();
   Result chooseMode(OniSensorType type, OniVideoMode* mode);
@@ -68,7 +72,6 @@ class OpenNI2Camera : public CameraSource {
 
   OpenNI2Options options_;
   std::unique_ptr<OpenNI2Api> api_;
-  bool initialised_ = false;
   OniCallbackHandleImpl* callbacks_ = nullptr;
   // Close order: recorder, streams, device (reverse of declaration).
   Device device_{nullptr, DeviceCloser{nullptr}};
@@ -89,7 +92,9 @@ class OpenNI2Camera : public CameraSource {
   std::vector<uint8_t> rgb_;
   std::vector<uint16_t> depth_;
   bool haveDepth_ = false, haveColour_ = false;
-  int64_t colourTs_ = 0;
+  int64_t colourTs_ = 0, depthTs_ = 0;  // device timestamps of the frames held
+  bool pairsByClock_ = true;              // pair frames by timestamp (false: the streams' clocks differ)
+  int unpaired_ = 0;
   int64_t lastTs_ = -1, tsOffset_ = 0;
   uint64_t sequence_ = 0;
 };

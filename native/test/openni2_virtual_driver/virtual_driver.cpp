@@ -14,6 +14,7 @@
 //     replug_ms=N    ... and the device is back N ms later (default 500)
 //     depth=mm|100um|shift|none   the depth formats offered (shift: raw disparity only; none: no depth sensor)
 //     registration=0 the device cannot register depth to colour
+//     cropping=0     the streams do not report the cropping property (as a minimal driver's)
 //
 // The environment variable FACE_CHECK_VIRTUAL_URI, when set, names a device present from the start (so a
 // source opening "the first device" finds it); any other URI of this scheme is made on demand (tryDevice).
@@ -52,6 +53,7 @@ struct VirtualSpec {
   int replugMs = 500;
   std::string depth = "mm";
   bool registration = true;
+  bool cropping = true;
 };
 
 bool parseSpec(const char* uri, VirtualSpec* spec) {
@@ -74,6 +76,7 @@ bool parseSpec(const char* uri, VirtualSpec* spec) {
     else if (key == "replug_ms") spec->replugMs = std::atoi(value.c_str());
     else if (key == "depth") spec->depth = value;
     else if (key == "registration") spec->registration = value != "0";
+    else if (key == "cropping") spec->cropping = value != "0";
     pos = end + 1;
   }
   return !spec->dir.empty();
@@ -101,8 +104,8 @@ class VirtualDevice;
 
 class VirtualStream : public oni::driver::StreamBase {
  public:
-  VirtualStream(VirtualDevice* device, OniSensorType type, std::vector<OniVideoMode> modes)
-      : device_(device), type_(type), modes_(std::move(modes)), mode_(modes_.front()) {}
+  VirtualStream(VirtualDevice* device, OniSensorType type, std::vector<OniVideoMode> modes, bool cropping)
+      : device_(device), type_(type), modes_(std::move(modes)), mode_(modes_.front()), cropping_(cropping) {}
 
   OniStatus start() override;
   void stop() override;
@@ -118,7 +121,7 @@ class VirtualStream : public oni::driver::StreamBase {
         }
       return ONI_STATUS_NOT_SUPPORTED;
     }
-    if (id == ONI_STREAM_PROPERTY_CROPPING && size == sizeof(OniCropping)) {
+    if (id == ONI_STREAM_PROPERTY_CROPPING && cropping_ && size == sizeof(OniCropping)) {
       OniCropping c;
       std::memcpy(&c, data, sizeof c);
       return c.enabled ? ONI_STATUS_NOT_SUPPORTED : ONI_STATUS_OK;  // full frames only
@@ -131,7 +134,7 @@ class VirtualStream : public oni::driver::StreamBase {
   }
   OniStatus getProperty(int id, void* data, int* size) override;
   OniBool isPropertySupported(int id) override {
-    return id == ONI_STREAM_PROPERTY_VIDEO_MODE || id == ONI_STREAM_PROPERTY_MIRRORING || id == ONI_STREAM_PROPERTY_CROPPING ||
+    return id == ONI_STREAM_PROPERTY_VIDEO_MODE || id == ONI_STREAM_PROPERTY_MIRRORING || (id == ONI_STREAM_PROPERTY_CROPPING && cropping_) ||
            id == ONI_STREAM_PROPERTY_HORIZONTAL_FOV || id == ONI_STREAM_PROPERTY_VERTICAL_FOV ||
            (type_ == ONI_SENSOR_DEPTH && (id == ONI_STREAM_PROPERTY_MAX_VALUE || id == ONI_STREAM_PROPERTY_MIN_VALUE));
   }
@@ -148,6 +151,7 @@ class VirtualStream : public oni::driver::StreamBase {
   std::mutex mutex_;
   OniVideoMode mode_;
   OniBool mirror_ = TRUE;
+  bool cropping_;
   std::atomic<bool> started_{false};
 };
 
@@ -179,8 +183,8 @@ class VirtualDevice : public oni::driver::DeviceBase {
     return ONI_STATUS_OK;
   }
   oni::driver::StreamBase* createStream(OniSensorType type) override {
-    if (type == ONI_SENSOR_COLOR) return add(new VirtualStream(this, type, colourModes_));
-    if (type == ONI_SENSOR_DEPTH && !depthModes_.empty()) return add(new VirtualStream(this, type, depthModes_));
+    if (type == ONI_SENSOR_COLOR) return add(new VirtualStream(this, type, colourModes_, spec_.cropping));
+    if (type == ONI_SENSOR_DEPTH && !depthModes_.empty()) return add(new VirtualStream(this, type, depthModes_, spec_.cropping));
     return nullptr;
   }
   void destroyStream(oni::driver::StreamBase* stream) override {
@@ -358,7 +362,9 @@ OniStatus VirtualStream::getProperty(int id, void* data, int* size) {
     case ONI_STREAM_PROPERTY_VIDEO_MODE: return putValue(mode_, data, size);
     case ONI_STREAM_PROPERTY_MIRRORING: return putValue(mirror_, data, size);
     // Reported, as real devices do: OpenNI2's file player drops every frame of a stream recorded without it.
-    case ONI_STREAM_PROPERTY_CROPPING: return putValue(OniCropping{FALSE, 0, 0, mode_.resolutionX, mode_.resolutionY}, data, size);
+    case ONI_STREAM_PROPERTY_CROPPING:
+      if (!cropping_) return ONI_STATUS_NOT_SUPPORTED;
+      return putValue(OniCropping{FALSE, 0, 0, mode_.resolutionX, mode_.resolutionY}, data, size);
     case ONI_STREAM_PROPERTY_HORIZONTAL_FOV:
       return putValue(static_cast<float>(2 * std::atan(device_->index().width / (2 * k.fx))), data, size);
     case ONI_STREAM_PROPERTY_VERTICAL_FOV:
