@@ -8,7 +8,7 @@
 //   face-check reindex [--config <file.ini>] [--all]
 //   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
 //   face-check migrate --from <file.ini> --to <file.ini>
-//   face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
+//   face-check record  [--config <file.ini>] --out <dir | file.oni> [--frames N | --seconds S] [--format face-check|fakenect|oni]
 //   face-check record --out <folder> --label <kind> ... | liveness-eval <folder> (src/cli/liveness.ts)
 //   face-check licence create|list|revoke|release|install-command|activation-code (src/cli/licences.ts)
 //   face-check account create|list|set-plan (src/cli/accounts.ts)
@@ -57,7 +57,7 @@ ${ACCOUNT_USAGE}
   face-check reindex [--config <file.ini>] [--all]
   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
 ${MIGRATE_USAGE}
-  face-check record  [--config <file.ini>] --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]
+  face-check record  [--config <file.ini>] --out <dir | file.oni> [--frames N | --seconds S] [--format face-check|fakenect|oni]
 ${LIVENESS_USAGE}
 ${LICENCE_USAGE}
 ${DEVICE_USAGE}

@@ -255,6 +255,21 @@ Napi::Value CameraSources(const Napi::CallbackInfo& info) {
   return a;
 }
 
+// [{name, usable, detail}]: every compiled source and whether its library loads on this machine.
+Napi::Value CameraSourceStatus(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<CameraSourceState> states = cameraSourceStates();
+  Napi::Array a = Napi::Array::New(env, states.size());
+  for (size_t i = 0; i < states.size(); ++i) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("name", states[i].name);
+    o.Set("usable", states[i].usable);
+    o.Set("detail", states[i].detail);
+    a.Set(static_cast<uint32_t>(i), o);
+  }
+  return a;
+}
+
 }  // namespace
 
 Napi::Value CameraHandle::Stop(const Napi::CallbackInfo& info) {
@@ -271,6 +286,7 @@ void InitCameraBinding(Napi::Env env, Napi::Object exports) {
   env.AddCleanupHook([cameras = data.cameras] { CameraHandle::StopAll(*cameras); });
   exports.Set("openCamera", Napi::Function::New(env, OpenCamera));
   exports.Set("cameraSources", Napi::Function::New(env, CameraSources));
+  exports.Set("cameraSourceStatus", Napi::Function::New(env, CameraSourceStatus));
 }
 
 }  // namespace facecheck::addon

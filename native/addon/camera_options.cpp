@@ -93,6 +93,21 @@ Result ReadOpenRequest(const Napi::Object& o, OpenRequest* q) {
   q->camera.freenect.depthMode = StringOption(fn, "depthMode", q->camera.freenect.depthMode);
   q->camera.freenect.deviceIndex = IntOption(fn, "deviceIndex", 0);
 #endif
+#ifdef FACE_CHECK_HAVE_OPENNI2
+  Napi::Object on = ObjectOption(o, "openni2");
+  OpenNI2Options& oo = q->camera.openni2;
+  oo.library = StringOption(on, "library", oo.library);
+  oo.uri = StringOption(on, "uri", oo.uri);
+  oo.width = std::max(1, std::min(8192, IntOption(on, "width", oo.width)));
+  oo.height = std::max(1, std::min(8192, IntOption(on, "height", oo.height)));
+  oo.fps = std::max(1, std::min(240, IntOption(on, "fps", oo.fps)));
+  oo.registration = StringOption(on, "registration", oo.registration);
+  oo.stallMs = std::max(100, std::min(600000, IntOption(on, "stallMs", oo.stallMs)));
+  oo.loop = BoolOption(on, "loop", oo.loop);
+  oo.recordPath = StringOption(on, "recordPath", oo.recordPath);
+  if (oo.registration != "auto" && oo.registration != "device" && oo.registration != "converter" && oo.registration != "none")
+    return Result::fail(Status::FieldsValidation, "openni2.registration must be auto, device, converter or none");
+#endif
   PipelineConfig& pc = q->pipeline;
   pc.liveness = ReadLiveness(ObjectOption(o, "liveness"));
   pc.workers = std::max(1, std::min(8, IntOption(o, "workers", 1)));

@@ -128,7 +128,7 @@ export const configSchema: ConfigSchema = {
   },
   // [camera] and [liveness]: device mode; docs/device.md documents every key.
   camera: {
-    source: { default: 'none', parse: oneOf('synthetic', 'replay', 'freenect', 'none') },
+    source: { default: 'none', parse: oneOf('synthetic', 'replay', 'freenect', 'openni2', 'none') },
     scenario: { default: 'live', parse: text({ allowEmpty: true }) },
     scenario_loop: { default: true, parse: flag },
     seed: { default: 1, parse: integer(0, Number.MAX_SAFE_INTEGER) },
@@ -140,6 +140,12 @@ export const configSchema: ConfigSchema = {
     freenect_library: { default: 'libfreenect.so.0.5', parse: text({ allowEmpty: false }) },
     freenect_depth: { default: 'auto', parse: oneOf('auto', 'registered', 'raw') },
     freenect_device: { default: 0, parse: integer(0, 16) },
+    openni2_library: { default: 'libOpenNI2.so.0', parse: text({ allowEmpty: false }) },
+    openni2_uri: { default: '', parse: text({ allowEmpty: true }) },
+    openni2_width: { default: 640, parse: integer(16, 8192) },
+    openni2_height: { default: 480, parse: integer(16, 8192) },
+    openni2_fps: { default: 30, parse: integer(1, 240) },
+    openni2_registration: { default: 'auto', parse: oneOf('auto', 'device', 'converter', 'none') },
     fx: { default: 0, parse: decimal(0, 100_000) },
     fy: { default: 0, parse: decimal(0, 100_000) },
     cx: { default: 0, parse: decimal(0, 100_000) },

@@ -2,7 +2,7 @@
 // the ini files and the code all use one vocabulary.
 
 export type ServiceMode = 'device' | 'cloud';
-export type CameraSource = 'synthetic' | 'replay' | 'freenect' | 'none';
+export type CameraSource = 'synthetic' | 'replay' | 'freenect' | 'openni2' | 'none';
 
 export interface ServerConfig {
   mode: ServiceMode;
@@ -120,6 +120,13 @@ export interface CameraConfig {
   freenect_library: string;
   freenect_depth: 'auto' | 'registered' | 'raw';
   freenect_device: number;
+  /** openni2: library to dlopen, device URI or .oni file (empty: the first device), wanted mode, registration. */
+  openni2_library: string;
+  openni2_uri: string;
+  openni2_width: number;
+  openni2_height: number;
+  openni2_fps: number;
+  openni2_registration: 'auto' | 'device' | 'converter' | 'none';
   /** Colour camera intrinsics in pixels; 0 = the source's own. */
   fx: number;
   fy: number;

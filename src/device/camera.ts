@@ -7,6 +7,7 @@
 // in this process. resolveKey() gives the full-resolution colour frame of that capture, so the device's
 // person operations can enrol, identify or verify the live capture itself instead of a 120x120 JPEG.
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 
@@ -20,7 +21,7 @@ import {
   type NativeCameraOptions, type NativeLivenessOptions, type RgbPhoto,
 } from './native-camera';
 import { loadSyntheticPhotos } from './photos';
-import { replayRecording } from './recording';
+import { isOniFile, replayRecording } from './recording';
 
 export const LIVE_FACE_SIZE = 120;
 const MAX_KEYS = 32;
@@ -86,6 +87,14 @@ export function livenessOptions(l: Config['liveness']): NativeLivenessOptions {
   };
 }
 
+/** The [camera] openni2_* keys as the native openni2 source's options. */
+function openni2Options(c: Config['camera']): NonNullable<NativeCameraOptions['openni2']> {
+  return {
+    library: c.openni2_library, uri: c.openni2_uri, width: c.openni2_width, height: c.openni2_height,
+    fps: c.openni2_fps, registration: c.openni2_registration,
+  };
+}
+
 /** Native options for the configured camera (photos decoded, image folders converted to recordings). */
 export async function nativeCameraOptions(config: Config, options: DeviceCameraOptions = {}): Promise<NativeCameraOptions> {
   const c = config.camera;
@@ -107,8 +116,15 @@ export async function nativeCameraOptions(config: Config, options: DeviceCameraO
       scenario: c.scenario, loop: c.scenario_loop, seed: c.seed, fps: c.fps, realtime: c.realtime,
       photos: options.photos ?? await loadSyntheticPhotos(c.photos),
     };
+  } else if (c.source === 'replay' && isOniFile(c.replay_path)) {
+    // An OpenNI2 recording plays through OpenNI2's own file driver, by the openni2 source.
+    if (!fs.existsSync(c.replay_path)) throw new Error(`[camera] replay_path: ${c.replay_path} does not exist`);
+    base.source = 'openni2';
+    base.openni2 = { ...openni2Options(c), uri: path.resolve(c.replay_path), loop: c.replay_loop };
   } else if (c.source === 'replay') {
     base.replay = { path: await replayRecording(c.replay_path, c.fps), loop: c.replay_loop, realtime: c.realtime };
+  } else if (c.source === 'openni2') {
+    base.openni2 = openni2Options(c);
   } else if (c.source === 'freenect') {
     base.freenect = { library: c.freenect_library, depthMode: c.freenect_depth, deviceIndex: c.freenect_device };
   }
@@ -132,7 +148,9 @@ export class DeviceCamera implements LiveFaceSource {
 
   /** Opens and starts the configured camera. */
   static async open(config: Config, options: DeviceCameraOptions = {}): Promise<DeviceCamera> {
-    if (!cameraAddon.cameraSources().includes(config.camera.source)) {
+    const needed = config.camera.source === 'replay' && isOniFile(config.camera.replay_path) ? 'openni2' : config.camera.source;
+    if (!cameraAddon.cameraSources().includes(needed)) {
+      if (needed !== config.camera.source) throw new Error(`[camera] replay_path: a .oni recording needs the openni2 source, which this build lacks (built: ${cameraAddon.cameraSources().join(', ')})`);
       throw new Error(`[camera] source = ${config.camera.source} is not available in this build (built: ${cameraAddon.cameraSources().join(', ')})`);
     }
     const listeners: ((event: CameraEvent) => void)[] = [];

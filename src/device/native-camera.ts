@@ -2,7 +2,7 @@
 // only per-frame reports and status changes do (through a bounded queue), and the live face on request.
 import { native } from '../native';
 
-export type CameraSourceName = 'synthetic' | 'replay' | 'freenect';
+export type CameraSourceName = 'synthetic' | 'replay' | 'freenect' | 'openni2';
 
 /** Thresholds of the liveness decision (native LivenessConfig); docs/device.md explains each. */
 export interface NativeLivenessOptions {
@@ -61,6 +61,15 @@ export interface NativeCameraOptions {
   };
   replay?: { path: string; loop?: boolean; realtime?: boolean };
   freenect?: { library?: string; depthMode?: 'auto' | 'registered' | 'raw'; deviceIndex?: number };
+  /** OpenNI2 (docs/device.md): device URI or .oni path (empty: the first device), wanted mode, registration. */
+  openni2?: {
+    library?: string; uri?: string; width?: number; height?: number; fps?: number;
+    registration?: 'auto' | 'device' | 'converter' | 'none'; stallMs?: number;
+    /** .oni playback: repeat at the end. */
+    loop?: boolean;
+    /** Record the session to this .oni file with OpenNI2's recorder. */
+    recordPath?: string;
+  };
   liveness?: NativeLivenessOptions;
   /** Analysis worker threads (default 1). */
   workers?: number;
@@ -196,6 +205,8 @@ export interface NativeCameraHandle {
 interface CameraAddon {
   openCamera(options: NativeCameraOptions): Promise<NativeCameraHandle>;
   cameraSources(): string[];
+  /** Every compiled source and whether it can open here (its library loads). */
+  cameraSourceStatus(): { name: string; usable: boolean; detail: string }[];
 }
 
 export const cameraAddon = native as unknown as CameraAddon;

@@ -1,5 +1,6 @@
 // `face-check record`: writes a recording from any configured camera source (synthetic, replay,
-// freenect), in the face-check format the replay source plays, or in libfreenect's fakenect format.
+// freenect, openni2), in the face-check format the replay source plays, in libfreenect's fakenect format,
+// or (openni2 only) as an OpenNI2 .oni file written by OpenNI2's own recorder.
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -8,11 +9,11 @@ import { cameraAddon, type CameraStatus } from './native-camera';
 import { nativeCameraOptions, type DeviceCameraOptions } from './camera';
 
 export interface RecordOptions {
-  /** Output folder (created; must not hold a recording yet). */
+  /** Output folder (created; must not hold a recording yet), or the .oni file (format oni). */
   dir: string;
   /** Frames to write. */
   frames: number;
-  format?: 'face-check' | 'fakenect';
+  format?: 'face-check' | 'fakenect' | 'oni';
   /** Give up after this long without finishing (default: frames / 5 fps + 60 s). */
   timeoutMs?: number;
 }
@@ -24,7 +25,17 @@ export async function recordCamera(config: Config, options: RecordOptions, devic
   if (!fs.existsSync(parent)) throw new Error(`record: ${parent} does not exist`);
   const nativeOptions = await nativeCameraOptions(config, deviceOptions);
   nativeOptions.process = false;
-  nativeOptions.record = { dir: path.resolve(options.dir), format: options.format ?? 'face-check', frames: options.frames, stopAfter: true };
+  const format = options.format ?? 'face-check';
+  const oni = format === 'oni';
+  if (format === 'oni') {
+    // OpenNI2's recorder writes the device's own streams: only the openni2 source has them.
+    if (nativeOptions.source !== 'openni2') throw new Error('record: a .oni recording needs [camera] source = openni2');
+    if (fs.existsSync(options.dir)) throw new Error(`record: ${path.resolve(options.dir)} already exists`);
+    nativeOptions.openni2 = { ...nativeOptions.openni2, recordPath: path.resolve(options.dir) };
+    nativeOptions.maxFrames = options.frames;
+  } else {
+    nativeOptions.record = { dir: path.resolve(options.dir), format, frames: options.frames, stopAfter: true };
+  }
   const handle = await cameraAddon.openCamera(nativeOptions);
   handle.start();
   const deadline = Date.now() + (options.timeoutMs ?? (options.frames / 5) * 1000 + 60_000);
@@ -32,6 +43,10 @@ export async function recordCamera(config: Config, options: RecordOptions, devic
     for (;;) {
       const s = handle.status();
       if (s.ended) {
+        if (oni) {
+          if (s.framesCaptured < options.frames) throw new Error(`record: stopped after ${s.framesCaptured} frames: ${s.lastError || 'source ended'}`);
+          return { ...s, framesRecorded: s.framesCaptured };
+        }
         if (s.framesRecorded < options.frames) throw new Error(`record: stopped after ${s.framesRecorded} frames: ${s.lastError || 'source ended'}`);
         return s;
       }
@@ -43,7 +58,7 @@ export async function recordCamera(config: Config, options: RecordOptions, devic
   }
 }
 
-/** Arguments of `face-check record --config <ini> --out <dir> [--frames N | --seconds S] [--format face-check|fakenect]`. */
+/** Arguments of `face-check record --config <ini> --out <dir | file.oni> [--frames N | --seconds S] [--format face-check|fakenect|oni]`. */
 export function parseRecordArgs(argv: string[], fps: number): RecordOptions & { config?: string } {
   const get = (name: string) => {
     const i = argv.indexOf(`--${name}`);
@@ -53,7 +68,8 @@ export function parseRecordArgs(argv: string[], fps: number): RecordOptions & { 
   if (!dir) throw new Error('record: --out <dir> is required');
   const seconds = get('seconds');
   const frames = get('frames') ? Number(get('frames')) : seconds ? Math.round(Number(seconds) * fps) : 90;
-  const format = (get('format') ?? 'face-check') as RecordOptions['format'];
-  if (format !== 'face-check' && format !== 'fakenect') throw new Error('record: --format must be face-check or fakenect');
+  const format = (get('format') ?? (/\.oni$/i.test(dir) ? 'oni' : 'face-check')) as RecordOptions['format'];
+  if (format !== 'face-check' && format !== 'fakenect' && format !== 'oni') throw new Error('record: --format must be face-check, fakenect or oni');
+  if ((format === 'oni') !== /\.oni$/i.test(dir)) throw new Error('record: a .oni output and --format oni go together');
   return { dir, frames, format, config: get('config') };
 }

@@ -1,5 +1,7 @@
 #include "core/camera/source_factory.h"
 
+#include <dlfcn.h>
+
 #include "core/camera/face_textures.h"
 
 namespace facecheck {
@@ -13,6 +15,27 @@ std::vector<std::string> availableCameraSources() {
   names.push_back("openni2");
 #endif
   return names;
+}
+
+std::vector<CameraSourceState> cameraSourceStates() {
+  std::vector<CameraSourceState> out;
+  for (const std::string& name : availableCameraSources()) {
+    CameraSourceState s{name, true, "built in"};
+#ifdef FACE_CHECK_HAVE_FREENECT
+    if (name == "freenect") {
+      const std::string lib = FreenectOptions{}.library;
+      void* h = dlopen(lib.c_str(), RTLD_LAZY | RTLD_LOCAL);
+      s.usable = h != nullptr;
+      s.detail = h ? lib + " loads" : std::string(dlerror());
+      if (h) dlclose(h);
+    }
+#endif
+#ifdef FACE_CHECK_HAVE_OPENNI2
+    if (name == "openni2") s.usable = openNI2Loadable(OpenNI2Options{}.library, &s.detail);
+#endif
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 Result makeCameraSource(CameraSourceOptions& q, FaceEngine* engine, std::unique_ptr<CameraSource>* out, int* textures) {
@@ -43,6 +66,16 @@ Result makeCameraSource(CameraSourceOptions& q, FaceEngine* engine, std::unique_
       q.freenect.intrinsicsGiven = true;
     }
     *out = std::make_unique<FreenectCamera>(q.freenect);
+    return {};
+  }
+#endif
+#ifdef FACE_CHECK_HAVE_OPENNI2
+  if (q.source == "openni2") {
+    if (q.intrinsicsGiven) {
+      q.openni2.intrinsics = q.intrinsics;
+      q.openni2.intrinsicsGiven = true;
+    }
+    *out = std::make_unique<OpenNI2Camera>(q.openni2);
     return {};
   }
 #endif

@@ -14,6 +14,9 @@
 #ifdef FACE_CHECK_HAVE_FREENECT
 #include "core/camera/freenect_camera.h"
 #endif
+#ifdef FACE_CHECK_HAVE_OPENNI2
+#include "core/camera/openni2_camera.h"
+#endif
 
 namespace facecheck {
 
@@ -25,12 +28,24 @@ struct CameraSourceOptions {
 #ifdef FACE_CHECK_HAVE_FREENECT
   FreenectOptions freenect;
 #endif
+#ifdef FACE_CHECK_HAVE_OPENNI2
+  OpenNI2Options openni2;
+#endif
   bool intrinsicsGiven = false;  // `intrinsics` overrides the source's own
   CameraIntrinsics intrinsics;
 };
 
 // Source names compiled into this build, in a fixed order.
 std::vector<std::string> availableCameraSources();
+
+// Each compiled source and whether it can be opened here: its library loads (dlopen). `detail` says
+// which library was tried and why it failed.
+struct CameraSourceState {
+  std::string name;
+  bool usable = false;
+  std::string detail;
+};
+std::vector<CameraSourceState> cameraSourceStates();
 
 // Makes the source `options.source` names. The synthetic camera needs `engine` (to find the faces of
 // its photos) and fails when no photo has a usable face; *textures is then the number of faces found.
