@@ -12,6 +12,7 @@ import { templateModelId } from './engine/template-spec';
 import type { DeviceCamera } from './device/camera';
 import { nativeErrorTable } from './native';
 import { cameraForStart, engineForStart, snapshotImportsForStart } from './ops/early-start';
+import { warnWhenCameraAbsent } from './device/camera-start-check';
 import { logOptions } from './ops/log-options';
 import { closeWhenIdle, drain, ensureFirstKey, type RunningService, type StartOptions } from './ops/service-lifecycle';
 import { startCloudNode } from './cloud-node';
@@ -104,6 +105,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     });
     const address = await app.listen({ host: config.server.host, port: config.server.port });
     app.log.info({ mode: config.server.mode, persons: loaded, storage: config.storage.path }, 'face-check ready');
+    const stopCameraCheck = ownCamera ? warnWhenCameraAbsent(ownCamera, app.log) : undefined;
     snapshots.begin(restored);
     const openStoreRef = store;
     const openEngine = engine;
@@ -111,6 +113,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     return {
       app, store: lmdbAsyncStore(store), engine, address,
       close: async () => {
+        stopCameraCheck?.();
         await drain(app, config.server.drain_timeout_ms);
         // No request runs any more: the changed accounts' snapshots are written (bounded by
         // snapshot_stop_timeout_s) while the licence, camera and engine close, so the stop takes the longer of
