@@ -255,7 +255,7 @@ Napi::Value CameraSources(const Napi::CallbackInfo& info) {
   return a;
 }
 
-// [{name, usable, detail}]: every compiled source and whether its library loads on this machine.
+// [{name, usable, detail}]: every compiled source and whether its library loads where the addon runs.
 Napi::Value CameraSourceStatus(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::vector<CameraSourceState> states = cameraSourceStates();

@@ -1,10 +1,9 @@
 // The read-ahead advice of the store's memory map. The store opens LMDB with noReadAhead (LMDB advises its
 // map MADV_RANDOM) because its usual reads are a few B-tree pages and one value at a time, scattered over
-// the file: under the default advice every cold page fault reads the kernel's whole read-around window
-// (8 MiB on this host's virtual disk: ~5 ms a fault instead of ~0.1 ms), which made a cold start's store
-// open and first search ~30 ms slower at 100k persons. A scan of many large values in key order (the
-// galleries' rebuild from the template segments) is the opposite case, 8x slower cold under random advice
-// (100k persons: 0.53 s normal, 4.6 s random), so it runs under normal advice. The map belongs to lmdb-js,
+// the file: under the default advice every cold page fault reads the kernel's whole read-around window,
+// which made a cold start's store open and first search slower. A scan of many large values in key order (the
+// galleries' rebuild from the template segments) is the opposite case, much slower cold under random advice,
+// so it runs under normal advice (figures: docs/benchmarks.md, "Figures behind code comments"). The map belongs to lmdb-js,
 // which exposes no address; the addon finds it by the file's inode (native/core/mapped_file_advice.h).
 import path from 'node:path';
 

@@ -8,10 +8,9 @@
 // handed over. At most BATCHES_IN_FLIGHT batches of a copy are opened at once, so the addon's calls leave
 // the thread pool room for the index's loads, and when more than BATCHES_QUEUED wait, the copy's streams
 // stop reading until one is done: batch buffers are reused, never taken anew while loads are the slower
-// side. Where fresh memory is dear (a PVM guest: ~10-35 µs a page at its first write, whatever the
-// kernel is told beforehand) rows copied into a new buffer cost ~25 µs each against ~0.6 µs into a reused
-// one; with the reading paused and batches of 1,024 rows (2.9 MB sealed) a 100k build took 2.6-3.2 s
-// against 3.2-4.0 s for unbounded batches of 4,096. A template that does not open fails the copy with the
+// side. Where fresh memory is dear (a page's first write can cost tens of microseconds on a virtual machine)
+// rows copied into a new buffer cost far more than into a reused one, and bounded batches of 1,024 rows with
+// the reading paused build faster than unbounded batches of 4,096 (figures: docs/benchmarks.md). A template that does not open fails the copy with the
 // SealError the JavaScript opener (./unseal-worker.ts) gives for the same row, the first in the stream.
 import os from 'node:os';
 

@@ -1,8 +1,8 @@
 // The PostgreSQL client (pg), loaded on first use: a process whose store is LMDB's (device mode, a single
 // node, most commands) never loads it. pg decides as it loads whether it runs in a Cloudflare Worker: where
 // `navigator.userAgent` is not defined (Node before 21) it builds a `new Response(...)` to ask, which loads
-// Node's whole fetch implementation: ~45 ms of every PostgreSQL node's start on the development VM, before
-// its first statement, and more on a slower CPU. For that load only, a `navigator` naming Node is lent, as
+// Node's whole fetch implementation, a noticeable part of every PostgreSQL node's start before its first
+// statement (figure: docs/benchmarks.md). For that load only, a `navigator` naming Node is lent, as
 // Node 21 and later define one themselves; none is left behind.
 import type * as Pg from 'pg';
 

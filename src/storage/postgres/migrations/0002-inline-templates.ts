@@ -1,8 +1,7 @@
 // Schema 2: persons' sealed templates stored in the table's own rows instead of TOASTed. A node's start
 // reads every template once (the gallery build's COPY); out of line, each template cost the server an index
-// lookup and two chunk reads in the TOAST table. Measured on the 2-core VM as a PVM guest, a 100k read
-// took 1.7-2.1 s TOASTed against 0.6-0.8 s inline, and a node joining 100k persons 3.4 s against 3.0 s
-// (docs/postgres.md). STORAGE MAIN keeps the ~2.9 KB value inline as long as the row fits a page, and a
+// lookup and two chunk reads in the TOAST table, so a start's read of every template is faster inline
+// (docs/postgres.md, docs/benchmarks.md). STORAGE MAIN keeps the ~2.9 KB value inline as long as the row fits a page, and a
 // toast_tuple_target of 4080 stops the toaster from trying to compress it first (sealed bytes never
 // compress); the reference image stays out of line. The heap grows from ~0.2 to ~4 KB a person (two rows
 // per 8 KB page). Existing rows are rewritten here, so every template is inline after the upgrade.
