@@ -58,10 +58,14 @@ function canonicalSignatureBytes(text: string): Buffer | undefined {
   return bytes.toString('base64') === text ? bytes : undefined;
 }
 
-/** What the replay cache remembers of an accepted request: the key and the exact text it signed. */
-function replayId(key: crypto.KeyObject, text: Buffer): string {
-  const der = key.export({ type: 'spki', format: 'der' });
-  return crypto.createHash('sha256').update(der).update(text).digest('hex');
+/** What the replay cache remembers of an accepted request: the key (its SPKI DER) and the exact text it signed. */
+function replayId(keyDer: Buffer, text: Buffer): string {
+  return crypto.createHash('sha256').update(keyDer).update(text).digest('hex');
+}
+
+interface ParsedKey {
+  key: crypto.KeyObject;
+  der: Buffer;
 }
 
 export interface SignedRequest {
@@ -75,7 +79,7 @@ export interface SignedRequest {
 
 export class RequestSigning {
   /** Parsed keys: parsing a PEM costs more than the RSA operation itself. */
-  private readonly publicKeys = new Map<string, crypto.KeyObject | null>();
+  private readonly publicKeys = new Map<string, ParsedKey | null>();
   private privateKey?: Promise<crypto.KeyObject>;
 
   constructor(
@@ -103,15 +107,15 @@ export class RequestSigning {
     if (Math.abs(nowMs / 1000 - Number(r.timestamp)) > this.maxAgeSeconds) {
       throw unauthorized(`Timestamp is more than ${this.maxAgeSeconds} s from the server's clock`);
     }
-    const key = this.publicKeyOf(r.publicKey);
+    const parsed = this.publicKeyOf(r.publicKey);
     const text = signedText(r.baseUrl, r.uri, r.body, r.timestamp);
-    const modulusBytes = Math.ceil((key?.asymmetricKeyDetails?.modulusLength ?? 0) / 8);
-    if (key && signature.length !== modulusBytes) throw unauthorized(`Signature must be ${modulusBytes} bytes (the key's modulus)`);
-    if (!key || !verify(key, text, signature)) {
+    const modulusBytes = Math.ceil((parsed?.key.asymmetricKeyDetails?.modulusLength ?? 0) / 8);
+    if (parsed && signature.length !== modulusBytes) throw unauthorized(`Signature must be ${modulusBytes} bytes (the key's modulus)`);
+    if (!parsed || !verify(parsed.key, text, signature)) {
       throw unauthorized('does not verify (base URL + URI + body + Timestamp, SHA-256, RSA)');
     }
     const until = new Date(nowMs + 2 * this.maxAgeSeconds * 1000);
-    if (!await this.replays.claim(replayId(key, text), new Date(nowMs), until)) throw unauthorized('already used (replay)');
+    if (!await this.replays.claim(replayId(parsed.der, text), new Date(nowMs), until)) throw unauthorized('already used (replay)');
   }
 
   /** Signature and Timestamp headers for a response body. */
@@ -127,17 +131,19 @@ export class RequestSigning {
   }
 
   /** The parsed public key, or null when the stored text is not one (then nothing verifies). */
-  private publicKeyOf(pem: string): crypto.KeyObject | null {
-    let key = this.publicKeys.get(pem);
-    if (key === undefined) {
+  private publicKeyOf(pem: string): ParsedKey | null {
+    let parsed = this.publicKeys.get(pem);
+    if (parsed === undefined) {
       try {
-        key = crypto.createPublicKey(pem);
+        const key = crypto.createPublicKey(pem);
+        parsed = { key, der: key.export({ type: 'spki', format: 'der' }) };
       } catch {
-        key = null;
+        parsed = null;
       }
       if (this.publicKeys.size >= 1024) this.publicKeys.clear();  // keys are few; bound it anyway
-      this.publicKeys.set(pem, key);
+      this.publicKeys.set(pem, parsed);
     }
-    return key;
+    return parsed;
   }
+
 }
