@@ -5,7 +5,8 @@
 // address, or a repetition or sequence ("aaaaaaaaaa", "1234567890"). No composition rules (no "a digit and a
 // capital"): they make passwords harder to remember, not to guess. The answer says why, so the operator can
 // pick another.
-import { COMMON_PASSWORDS } from './common-passwords';
+// The list is loaded at the first password set, not at every start (device mode never sets one).
+import type * as CommonPasswords from './common-passwords';
 
 export interface PasswordRules {
   minLength: number;
@@ -46,7 +47,7 @@ export function passwordProblem(password: string, rules: PasswordRules, context:
   if (length > rules.maxLength) return `at most ${rules.maxLength} characters`;
   if (/^[\s\p{Cf}]*$/u.test(normal)) return 'it is only spaces; use words or other characters too';
   const lower = normal.toLowerCase();
-  common ??= new Set(COMMON_PASSWORDS);
+  common ??= new Set((require('./common-passwords') as typeof CommonPasswords).COMMON_PASSWORDS);
   const squeezed = lower.replace(/\s+/gu, '');
   // "baseball2024", "passw0rd!!": a listed password with digits or symbols added at its end is as well known.
   const stem = squeezed.replace(/[\d\p{P}\p{S}]+$/u, '');
