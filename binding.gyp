@@ -4,8 +4,6 @@
 {
   "variables": {
     "ort_include%": "deps/onnxruntime/include",
-    "has_freenect%": "<!(node -e \"const fs=require('fs');process.stdout.write(['/usr/include','/usr/local/include'].some((d)=>fs.existsSync(d+'/libfreenect.h')||fs.existsSync(d+'/libfreenect/libfreenect.h'))?'1':'0')\")",
-    "has_openni2%": "<!(node -e \"const fs=require('fs');process.stdout.write(['/usr/include','/usr/local/include'].some((d)=>fs.existsSync(d+'/openni2/OniCAPI.h'))?'1':'0')\")"
   },
   "target_defaults": {
     "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
@@ -24,15 +22,10 @@
       "conditions": [
         ["target_arch=='x64'", { "dependencies": ["simd_x64"] }],
         ["target_arch=='arm64'", { "sources": ["<!@(node -p \"require('./native/sources.json').simd_neon.join(' ')\")"] }],
-        ["has_freenect==1", {
-          "sources": ["<!@(node -p \"require('./native/sources.json').optional_freenect.join(' ')\")"],
-          "defines": ["FACE_CHECK_HAVE_FREENECT"],
-          "include_dirs": ["/usr/include/libfreenect", "/usr/local/include/libfreenect"]
-        }],
-        ["has_openni2==1", {
-          "sources": ["<!@(node -p \"require('./native/sources.json').optional_openni2.join(' ')\")"],
-          "defines": ["FACE_CHECK_HAVE_OPENNI2"],
-          "include_dirs": ["/usr/include/openni2", "/usr/local/include/openni2"]
+        ["1==1", {
+          "sources": ["<!@(node native/camera-sources.js sources)"],
+          "defines": ["<!@(node native/camera-sources.js defines)"],
+          "include_dirs": ["<!@(node native/camera-sources.js include_dirs)"]
         }]
       ]
     }

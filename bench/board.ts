@@ -141,9 +141,9 @@ async function startDevice(work: string, storeDir: string, idleDetectFps: number
   const port = await freePort();
   const ini = path.join(work, `device-${port}.ini`);
   fs.writeFileSync(ini, ['[server]', 'mode = device', 'host = 127.0.0.1', `port = ${port}`, '[storage]', `path = ${storeDir}`,
-    '[auth]', `bootstrap_key = ${KEY}`, '[camera]', 'realtime = true',
-    ...(replay ? ['source = replay', `replay_path = ${replay}`, 'replay_loop = true'] : ['source = synthetic', 'scenario = none']),
-    `idle_detect_fps = ${idleDetectFps}`, '[licence]', 'development = true'].join('\n'));
+    '[auth]', `bootstrap_key = ${KEY}`, '[camera]', `idle_detect_fps = ${idleDetectFps}`,
+    ...(replay ? ['source = replay', '[camera.replay]', `path = ${replay}`, 'loop = true', 'realtime = true'] : ['source = synthetic', '[camera.synthetic]', 'scenario = none', 'realtime = true']),
+    '[licence]', 'development = true'].join('\n'));
   const t0 = performance.now();
   const child = spawn(process.execPath, [path.join(programRoot, 'bin', 'face-check.js'), 'serve', '--config', ini], { stdio: ['ignore', 'pipe', 'pipe'], env: serviceProcessEnv() });
   const log: string[] = [];
@@ -218,8 +218,8 @@ function pinnedConfig(): Config {
 async function pinnedRun(kind: string, recording: string): Promise<void> {
   const c = pinnedConfig();
   const seconds = 10;
-  if (kind === 'replay') c.camera = { ...c.camera, source: 'replay', replay_path: recording, replay_loop: false, realtime: false };
-  else c.camera = { ...c.camera, source: 'synthetic', scenario: `live:${seconds}`, scenario_loop: false, realtime: true, seed: 7100001 };
+  if (kind === 'replay') c.camera = { ...c.camera, source: 'replay', sources: { replay: { path: recording, loop: false, realtime: false } } };
+  else c.camera = { ...c.camera, source: 'synthetic', sources: { synthetic: { scenario: `live:${seconds}`, loop: false, realtime: true, seed: 7100001 } } };
   const options = await nativeCameraOptions(c, kind === 'replay' ? {} : { photos: await loadSyntheticPhotos('') });
   options.reports = 'none';
   const handle = await cameraAddon.openCamera(options);
@@ -249,7 +249,7 @@ function pinned(kind: string, recording: string, programRoot?: string): Record<s
 /** The synthetic renderer alone (analysis off), in this process: its CPU per frame for one scene. */
 async function rendererAlone(scenario: string): Promise<Record<string, number>> {
   const c = pinnedConfig();
-  c.camera = { ...c.camera, source: 'synthetic', scenario: `${scenario}:5`, scenario_loop: false, realtime: true, seed: 7100002 };
+  c.camera = { ...c.camera, source: 'synthetic', sources: { synthetic: { scenario: `${scenario}:5`, loop: false, realtime: true, seed: 7100002 } } };
   const options = await nativeCameraOptions(c, { photos: await loadSyntheticPhotos('') });
   options.process = false;
   const handle = await cameraAddon.openCamera(options);
@@ -273,7 +273,7 @@ async function stagesRun(storeDir: string): Promise<void> {
   };
   mark('node + modules');
   const c = pinnedConfig();
-  c.camera = { ...c.camera, source: 'synthetic', scenario: 'none', realtime: true };
+  c.camera = { ...c.camera, source: 'synthetic', sources: { synthetic: { scenario: 'none', realtime: true } } };
   const engine = await createEngine();
   mark('API engine');
   const camera = await DeviceCamera.open(c);
@@ -322,7 +322,7 @@ async function main(): Promise<void> {
   // An empty scene recorded once, for the replay stand-in of a real camera.
   const emptyScene = path.join(work, 'empty');
   const ec = pinnedConfig();
-  ec.camera = { ...ec.camera, source: 'synthetic', scenario: 'none:3', scenario_loop: false, realtime: false, seed: 7100004 };
+  ec.camera = { ...ec.camera, source: 'synthetic', sources: { synthetic: { scenario: 'none:3', loop: false, realtime: false, seed: 7100004 } } };
   await recordCamera(ec, { dir: emptyScene, frames: 90 }, { photos: await loadSyntheticPhotos('') });
 
   // 1-3: the device program. Each round: idle 5 and 0 with no person, then 10k and 100k persons, then 100k
@@ -386,7 +386,7 @@ async function main(): Promise<void> {
   // 4: one core. A recorded live scene (replay, lossless: every frame analysed) and the real-time synthetic camera.
   const recording = path.join(work, 'live');
   const rc = pinnedConfig();
-  rc.camera = { ...rc.camera, source: 'synthetic', scenario: 'live:10', scenario_loop: false, realtime: false, seed: 7100003 };
+  rc.camera = { ...rc.camera, source: 'synthetic', sources: { synthetic: { scenario: 'live:10', loop: false, realtime: false, seed: 7100003 } } };
   await recordCamera(rc, { dir: recording, frames: 300 }, { photos: await loadSyntheticPhotos('') });
   const m0 = machineTicks();
   const oneCore = { replay: pinned('replay', recording), synthetic: pinned('synthetic', recording) };

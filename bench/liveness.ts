@@ -133,7 +133,7 @@ async function main(): Promise<void> {
         for (let i = first; i < Math.min(n, first + batch); i++) {
           for (const kind of ['live', ...ATTACKS]) {
             const c = config();
-            c.camera = { ...c.camera, source: 'synthetic', scenario: `${kind}:${seconds}`, scenario_loop: false, realtime: false, seed: sessionSeed++ };
+            c.camera = { ...c.camera, source: 'synthetic', sources: { synthetic: { scenario: `${kind}:${seconds}`, loop: false, realtime: false, seed: sessionSeed++ } } };
             await recordSession(c, { folder, label: kind, subject: `synthetic-${i}`, id: `${kind}-${String(i).padStart(5, '0')}`, frames }, { photos });
           }
         }
@@ -194,12 +194,12 @@ async function main(): Promise<void> {
     try {
       const frames = arg('throughput-frames', 300);
       const rec = config();
-      rec.camera = { ...rec.camera, source: 'synthetic', scenario: `live:${frames / 30}`, scenario_loop: false, realtime: false, seed: seed + 1 };
+      rec.camera = { ...rec.camera, source: 'synthetic', sources: { synthetic: { scenario: `live:${frames / 30}`, loop: false, realtime: false, seed: seed + 1 } } };
       await recordCamera(rec, { dir: path.join(dir, 'live'), frames }, { photos });
       const throughput: Record<string, unknown> = {};
       for (const [name, workers, colour] of [['threads1', 1, false], ['threads2', 2, false], ['threads1Colour', 1, true]] as const) {
         const c = config();
-        c.camera = { ...c.camera, source: 'replay', replay_path: path.join(dir, 'live'), replay_loop: false, realtime: false };
+        c.camera = { ...c.camera, source: 'replay', sources: { replay: { path: path.join(dir, 'live'), loop: false, realtime: false } } };
         // threads1Colour: the colour model on every frame too (colour_min > 0 makes it a veto).
         if (colour) c.liveness.colour_min = 0.0001;
         const analyse: number[] = [];
@@ -220,7 +220,7 @@ async function main(): Promise<void> {
 
       // Latency: the real-time synthetic camera at 30 fps; capture -> live face stored.
       const c = config();
-      c.camera = { ...c.camera, source: 'synthetic', scenario: 'live:10', scenario_loop: false, realtime: true, seed: seed + 2 };
+      c.camera = { ...c.camera, source: 'synthetic', sources: { synthetic: { scenario: 'live:10', loop: false, realtime: true, seed: seed + 2 } } };
       const latency: number[] = [];
       const run = await runLossless(c, photos, (f) => { if (f.liveId > 0) latency.push(f.latencyMs); });
       result.latency = {

@@ -10,10 +10,11 @@
 //   face-check migrate --from <file.ini> --to <file.ini>
 //   face-check record  [--config <file.ini>] --out <dir | file.oni> [--frames N | --seconds S] [--format face-check|fakenect|oni]
 //   face-check record --out <folder> --label <kind> ... | liveness-eval <folder> (src/cli/liveness.ts)
+//   face-check cameras [--config <file.ini>] [--format text|json] (src/cli/cameras.ts)
 //   face-check licence create|list|revoke|release|install-command|activation-code (src/cli/licences.ts)
 //   face-check account create|list|set-plan (src/cli/accounts.ts)
 //   face-check device install --server-url <url> --licence-key <key> --public-key-sha256 <hex> [--root <dir>]
-//                             [--camera freenect|synthetic|none] (src/cli/device-install.ts)
+//                             [--camera <source>|none] [--port <n>] (src/cli/device-install.ts)
 //   face-check service install [--prefix <dir>] [--config <file.ini>] (src/cli/service-install.ts)
 // Without --config the package's config/default.ini is used.
 // Exit codes: 0 done; 1 failed; 2 usage; 69 (EX_UNAVAILABLE) a device could not reach its licence server, or a
@@ -25,6 +26,7 @@ import path from 'node:path';
 import type { Config } from './config/types';
 import { ACCOUNT_USAGE, accountCommand } from './cli/accounts';
 import { ACCOUNT_ID, configOf, parseArgs, stdio, UsageError, type Args, type Io } from './cli/args';
+import { CAMERAS_USAGE, camerasCommand } from './cli/cameras';
 import { DEVICE_USAGE, deviceCommand } from './cli/device-install';
 import { failureExitCode } from './cli/exit-code';
 import { LICENCE_USAGE, licenceCommand } from './cli/licences';
@@ -59,6 +61,7 @@ ${ACCOUNT_USAGE}
 ${MIGRATE_USAGE}
   face-check record  [--config <file.ini>] --out <dir | file.oni> [--frames N | --seconds S] [--format face-check|fakenect|oni]
 ${LIVENESS_USAGE}
+${CAMERAS_USAGE}
 ${LICENCE_USAGE}
 ${DEVICE_USAGE}
 ${SERVICE_USAGE}`;
@@ -211,10 +214,11 @@ async function recordCommand(args: Args, io: Io): Promise<number> {
   if (sessionOnly.length) throw new UsageError(`record: --${sessionOnly[0]} describes a labelled session: give --label too`);
   const config = configOf(args);
   const { parseRecordArgs, recordCamera } = await import('./device/record');
+  const { cameraFps, checkCameraConfig } = await import('./device/camera-settings');
   const flags = [...args.flags].filter(([k]) => k !== 'config').flatMap(([k, v]) => [`--${k}`, String(v)]);
   let options;
   try {
-    options = parseRecordArgs(flags, config.camera.fps);
+    options = parseRecordArgs(flags, cameraFps(checkCameraConfig(config)));
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
@@ -274,6 +278,8 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
         return await recordCommand(args, io);
       case 'liveness-eval':
         return await livenessEvalCommand(args, io);
+      case 'cameras':
+        return await camerasCommand(args, io);
       case 'device':
         return await deviceCommand(args, io);
       case 'licence':

@@ -21,6 +21,7 @@ import { openStore, type Store } from './storage/store';
 import { lockStore, type StoreLock } from './storage/process-lock';
 import type { DeviceLicence } from './licensing/device-licence';
 import { checkDeviceLicenceConfig, startDeviceLicence } from './licensing/device-licence-setup';
+import { checkCameraConfig } from './device/camera-settings';
 
 export { ensureFirstKey, FIRST_KEY_FILE, stdoutIsJournal } from './ops/service-lifecycle';
 export type { RunningService, StartOptions } from './ops/service-lifecycle';
@@ -46,6 +47,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   if (config.storage.backend === 'postgres') return startCloudNode(config, opts);
   // A configuration that will be refused is refused before anything (the store folder, its key) is created.
   checkDeviceLicenceConfig(config);
+  if (config.server.mode === 'device') checkCameraConfig(config);
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const errors = opts.errors ?? new ErrorCatalog(nativeErrorTable());
   // The engine's models load and the camera opens (device probing, its photos decoded) while the store opens

@@ -32,7 +32,7 @@ try {
   ortLibrary = undefined;
 }
 // A replay camera that is never started needs neither models nor a recording, yet makes a camera handle.
-const idleCamera = { source: 'replay', process: false, replay: { path: path.join(root, 'no-such-recording') } };
+const idleCamera = { source: 'replay', process: false, sourceOptions: { path: path.join(root, 'no-such-recording') } };
 
 // Runs in the worker: loads the addon itself and uses every part that makes objects of an addon class.
 const workerSource = `

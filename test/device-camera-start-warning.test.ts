@@ -20,7 +20,7 @@ const warnings = (output: string) => output.split('\n').filter((l) => l.startsWi
 t.test('a camera that does not connect: one warning naming the source, the error and what to check', async (t) => {
   const dir = tempDir();
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const service = await startServiceProcess(deviceIni(dir, ['source = openni2', 'openni2_library = /nonexistent/libOpenNI2.so.0']), 'real');
+  const service = await startServiceProcess(deviceIni(dir, ['source = openni2', '[camera.openni2]', 'library = /nonexistent/libOpenNI2.so.0']), 'real');
   try {
     await new Promise((r) => setTimeout(r, CAMERA_START_GRACE_MS + 2_000));
     const found = warnings(service.output());

@@ -8,16 +8,16 @@ import path from 'node:path';
 import t from 'tap';
 
 import { resolveOrtLibrary } from '../src/engine/ort-library';
-import { cameraAddon } from '../src/device/native-camera';
 import { recordCamera } from '../src/device/record';
 import { packageRoot } from '../src/package-root';
 import { tempDir } from './helpers/app';
+import { cameraSourceNames } from '../src/device/camera-catalog';
 import { demoPhotos, deviceConfig } from './helpers/device';
 
 const FAKENECT_DIRS = [process.env.FAKENECT_LIB_DIR, '/usr/lib/x86_64-linux-gnu/fakenect', '/usr/lib/aarch64-linux-gnu/fakenect',
   '/usr/lib/arm-linux-gnueabihf/fakenect', '/usr/local/lib/fakenect', '/usr/lib/fakenect'].filter(Boolean) as string[];
 const fakenectDir = FAKENECT_DIRS.find((d) => fs.existsSync(path.join(d, 'libfreenect.so.0.5')));
-const built = cameraAddon.cameraSources().includes('freenect');
+const built = cameraSourceNames().includes('freenect');
 const skip = !built ? { skip: 'the addon was built without libfreenect headers (apt-get install libfreenect-dev)' }
   : !fakenectDir ? { skip: 'fakenect not installed (apt-get install libfreenect-bin)' } : {};
 
@@ -28,7 +28,7 @@ const [modelDir, ortLibrary, ms] = process.argv.slice(2);
 (async () => {
   const out = [];
   const cam = await addon.openCamera({ source: 'freenect', modelDir, ortLibrary, reconnectMs: 200, queueSize: 4096,
-    freenect: { depthMode: 'auto' }, onEvent: (e) => out.push(e.type === 'frame'
+    sourceOptions: { depth: 'auto' }, onEvent: (e) => out.push(e.type === 'frame'
       ? { type: 'frame', sequence: e.sequence, face: e.face, live: e.decision.live, failed: e.decision.failed, width: e.depth.faceWidthMm }
       : { type: 'status', connected: e.connected, lastError: e.lastError }) });
   cam.start();
@@ -44,7 +44,7 @@ t.test('freenect source through fakenect: live passes, print is refused, the end
   const dir = tempDir();
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const rec = path.join(dir, 'kinect');
-  const config = deviceConfig({ camera: { source: 'synthetic', scenario: 'live:1.5,print:1.5', scenario_loop: false, realtime: false, seed: 4245001 } });
+  const config = deviceConfig({ camera: { source: 'synthetic', sources: { synthetic: { scenario: 'live:1.5,print:1.5', loop: false, realtime: false, seed: 4245001 } } } });
   await recordCamera(config, { dir: rec, frames: 90, format: 'fakenect' }, { photos: await demoPhotos() });
   const index = fs.readFileSync(path.join(rec, 'INDEX.txt'), 'utf8').trim().split('\n');
   t.equal(index.length, 180, 'fakenect index: a depth and a colour file per frame');

@@ -9,7 +9,7 @@ import { demoPhotos, deviceConfig, runToEnd } from './helpers/device';
 /** A realtime synthetic scenario run to its end with the pipeline's idleTrimMs; the final status. */
 async function run(scenario: string, idleDetectFps: number, idleTrimMs: number): Promise<CameraStatus> {
   const config = deviceConfig({
-    camera: { source: 'synthetic', scenario, scenario_loop: false, realtime: true, seed: 4247001, idle_detect_fps: idleDetectFps },
+    camera: { source: 'synthetic', idle_detect_fps: idleDetectFps, sources: { synthetic: { scenario, loop: false, realtime: true, seed: 4247001 } } },
   });
   const { status } = await runToEnd(config, { photos: await demoPhotos(), overrides: { idleTrimMs } });
   return status;

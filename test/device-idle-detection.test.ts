@@ -37,7 +37,7 @@ interface Run {
 /** "none:2.1,live:3" on the realtime synthetic camera, through the device app, polling GET /person/face/. */
 async function runDevice(idleDetectFps: number): Promise<Run> {
   const config = deviceConfig({
-    camera: { source: 'synthetic', scenario: `none:${NONE_S},live:${LIVE_S}`, scenario_loop: false, realtime: true, fps: FPS, seed: 4246001, idle_detect_fps: idleDetectFps },
+    camera: { source: 'synthetic', idle_detect_fps: idleDetectFps, sources: { synthetic: { scenario: `none:${NONE_S},live:${LIVE_S}`, loop: false, realtime: true, fps: FPS, seed: 4246001 } } },
   });
   const events: CameraEvent[] = [];
   const camera = await DeviceCamera.open(config, { photos: await demoPhotos(), onEvent: (e) => events.push(e), queueSize: 1024 });

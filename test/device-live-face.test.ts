@@ -25,7 +25,7 @@ async function until<T>(what: string, fn: () => T | undefined | false | Promise<
 }
 
 async function deviceApp(scenario: string, tune: (c: Config) => void = () => {}, engine?: FaceEngine): Promise<{ app: TestApp; camera: DeviceCamera; events: CameraEvent[] }> {
-  const config = deviceConfig({ camera: { source: 'synthetic', scenario, scenario_loop: false, seed: 4243001, reconnect_ms: 100 } });
+  const config = deviceConfig({ camera: { source: 'synthetic', reconnect_ms: 100, sources: { synthetic: { scenario, loop: false, seed: 4243001 } } } });
   tune(config);
   const events: CameraEvent[] = [];
   const camera = await DeviceCamera.open(config, { photos: await demoPhotos(), onEvent: (e) => events.push(e) });

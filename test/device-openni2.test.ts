@@ -17,6 +17,7 @@ import type { Config } from '../src/config/types';
 import { DeviceCamera, nativeCameraOptions } from '../src/device/camera';
 import { resolveOrtLibrary } from '../src/engine/ort-library';
 import { cameraAddon, type CameraStatus, type FrameEvent } from '../src/device/native-camera';
+import { cameraSourceStatus } from '../src/device/camera-catalog';
 import { parseRecordArgs, recordCamera } from '../src/device/record';
 import { packageRoot } from '../src/package-root';
 import { startTestApp, tempDir } from './helpers/app';
@@ -50,8 +51,8 @@ if (!missing) {
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
 }
 
-function openni2Config(uri: string, camera: Partial<Config['camera']> = {}): Config {
-  return deviceConfig({ camera: { source: 'openni2', openni2_library: bench.library, openni2_uri: uri, reconnect_ms: 200, ...camera } });
+function openni2Config(uri: string, camera: Partial<Config['camera']> = {}, openni2: Record<string, string> = {}): Config {
+  return deviceConfig({ camera: { source: 'openni2', reconnect_ms: 200, ...camera, sources: { openni2: { library: bench.library, uri, ...openni2 } } } });
 }
 
 /** Runs the configured camera, collecting frames until `done` says so (or the timeout). */
@@ -74,13 +75,13 @@ async function collect(config: Config, done: (frames: FrameEvent[], status: Came
 /** A synthetic scene analysed frame by frame and recorded at the same time (a face-check recording). */
 async function recordScene(name: string, scenario: string, seed: number): Promise<{ rec: string; frames: FrameEvent[] }> {
   const rec = path.join(dir, name);
-  const config = deviceConfig({ camera: { source: 'synthetic', scenario, scenario_loop: false, realtime: false, seed } });
+  const config = deviceConfig({ camera: { source: 'synthetic', sources: { synthetic: { scenario, loop: false, realtime: false, seed } } } });
   const { frames } = await runToEnd(config, { photos: await demoPhotos(), overrides: { record: { dir: rec } } });
   return { rec, frames };
 }
 
 t.test('the addon reports the openni2 source usable when libOpenNI2 loads', skip, async (t) => {
-  const entry = cameraAddon.cameraSourceStatus().find((s) => s.name === 'openni2');
+  const entry = cameraSourceStatus().find((s) => s.name === 'openni2');
   t.ok(entry, 'openni2 is compiled in');
   t.equal(entry!.usable, true, entry!.detail);
   t.match(entry!.detail, /libOpenNI2\.so\.0/);
@@ -138,7 +139,7 @@ const [modelDir, ortLibrary, library] = process.argv.slice(2);
   const frames = [];
   let lastError = '';
   const cam = await addon.openCamera({ source: 'openni2', modelDir, ortLibrary, reconnectMs: 200, queueSize: 4096,
-    openni2: { library, uri: '' }, onEvent: (e) => { if (e.type === 'frame') frames.push(e.decision.live); else lastError = e.lastError; } });
+    sourceOptions: { library, uri: '' }, onEvent: (e) => { if (e.type === 'frame') frames.push(e.decision.live); else lastError = e.lastError; } });
   cam.start();
   const end = Date.now() + 40000;
   while (Date.now() < end && !frames.some(Boolean)) await new Promise((r) => setTimeout(r, 50));
@@ -183,17 +184,17 @@ t.test('unplugging answers R_400; the device is reopened when it is back', skip,
 
 t.test('a device without depth, or with raw disparity only, or without registration is refused clearly', skip, async (t) => {
   const scene = await recordScene('live-short', 'live:0.5', 4246004);
-  const refusal = async (uri: string, camera: Partial<Config['camera']> = {}) => {
-    const { status } = await collect(openni2Config(uri, camera), (_f, s) => s.lastError !== '', 20_000);
+  const refusal = async (uri: string, openni2: Record<string, string> = {}) => {
+    const { status } = await collect(openni2Config(uri, {}, openni2), (_f, s) => s.lastError !== '', 20_000);
     t.notOk(status.connected, 'not connected');
     return status.lastError;
   };
   t.match(await refusal(virtualUri(scene.rec, { depth: 'none' })), /has no depth sensor: liveness needs depth/);
   t.match(await refusal(virtualUri(scene.rec, { depth: 'shift' })), /offers no depth in millimetres .*SHIFT_9_2.* cannot be converted.*it offers .*SHIFT_9_2 640x480@30/);
-  t.match(await refusal(virtualUri(scene.rec, { registration: 0 }), { openni2_registration: 'device' }), /cannot register depth to colour/);
-  t.match(await refusal(virtualUri(scene.rec, { registration: 0 })), /can neither register depth to colour nor map depth pixels to colour; set \[camera\] openni2_registration = none/);
+  t.match(await refusal(virtualUri(scene.rec, { registration: 0 }), { registration: 'device' }), /cannot register depth to colour/);
+  t.match(await refusal(virtualUri(scene.rec, { registration: 0 })), /can neither register depth to colour nor map depth pixels to colour; set \[camera.openni2\] registration = none/);
   t.match(await refusal(path.join(dir, 'no-such.oni')), /cannot open OpenNI2 device/);
-  t.match(await refusal(virtualUri(scene.rec), { openni2_library: path.join(dir, 'nowhere', 'libOpenNI2.so.0') }),
+  t.match(await refusal(virtualUri(scene.rec), { library: path.join(dir, 'nowhere', 'libOpenNI2.so.0') }),
     /OpenNI2 not available: .*nowhere\/libOpenNI2\.so\.0/, 'no OpenNI2 library: not connected, and why');
 });
 
@@ -207,7 +208,7 @@ t.test('record to .oni with OpenNI2\'s recorder, replay through its file driver'
   t.equal(status.framesRecorded, 30, '30 frames captured while recording');
   t.ok(fs.statSync(oni).size > 640 * 480 * 10, 'the .oni holds frames');
 
-  const replay = deviceConfig({ camera: { source: 'replay', replay_path: oni, replay_loop: false, reconnect_ms: 200, openni2_library: bench.library } });
+  const replay = deviceConfig({ camera: { source: 'replay', reconnect_ms: 200, sources: { replay: { path: oni, loop: false }, openni2: { library: bench.library } } } });
   const { frames, status: end } = await collect(replay, (_f, s) => s.ended, 60_000);
   t.ok(end.ended, `the replay ended (${end.lastError})`);
   t.match(end.lastError, /the recording has ended/);
@@ -218,7 +219,7 @@ t.test('record to .oni with OpenNI2\'s recorder, replay through its file driver'
   // drops every frame (why an earlier probe saw recording work and playback deliver nothing).
   const bare = path.join(dir, 'no-cropping.oni');
   await recordCamera(openni2Config(virtualUri(scene.rec, { fps: 15, cropping: 0 })), { dir: bare, frames: 10, format: 'oni' });
-  const noCrop = deviceConfig({ camera: { source: 'replay', replay_path: bare, replay_loop: false, reconnect_ms: 200, openni2_library: bench.library } });
+  const noCrop = deviceConfig({ camera: { source: 'replay', reconnect_ms: 200, sources: { replay: { path: bare, loop: false }, openni2: { library: bench.library } } } });
   const { frames: none, status: refused } = await collect(noCrop, (_f, s) => s.lastError !== '', 20_000);
   t.equal(none.length, 0, 'no frame');
   t.match(refused.lastError, /without the cropping property: OpenNI2's file driver plays none of its frames/, 'refused with the reason');

@@ -38,7 +38,7 @@ t.test('smaller photos keep their size; a folder is read in name order', async (
 
 t.test('the demo photos at the bounded size give the camera its ten face textures', async (t) => {
   const photos = await Promise.all(samplePhotos().map(decodePhoto));
-  const config = deviceConfig({ camera: { source: 'synthetic', scenario: 'none:1', scenario_loop: false, realtime: false } });
+  const config = deviceConfig({ camera: { source: 'synthetic', sources: { synthetic: { scenario: 'none:1', loop: false, realtime: false } } } });
   const options = await nativeCameraOptions(config, { photos });
   options.process = false;
   const handle = await cameraAddon.openCamera(options);

@@ -15,7 +15,7 @@ t.test('record a synthetic scene, replay it: live frames pass, the print does no
   const dir = tempDir();
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const out = path.join(dir, 'rec');
-  const config = deviceConfig({ camera: { source: 'synthetic', scenario: 'live:1,print:1', scenario_loop: false, realtime: false, seed: 4244001 } });
+  const config = deviceConfig({ camera: { source: 'synthetic', sources: { synthetic: { scenario: 'live:1,print:1', loop: false, realtime: false, seed: 4244001 } } } });
   const status = await recordCamera(config, { dir: out, frames: 60 }, { photos: await demoPhotos() });
   t.equal(status.framesRecorded, 60, '60 frames recorded');
   const index = fs.readFileSync(path.join(out, 'recording.txt'), 'utf8').trim().split('\n');
@@ -30,7 +30,7 @@ t.test('record a synthetic scene, replay it: live frames pass, the print does no
   t.ok(fs.readFileSync(path.join(out, depth)).subarray(0, 17).toString().startsWith('P5 640 480 65535'), 'depth: 16-bit PGM');
   await t.rejects(recordCamera(config, { dir: out, frames: 10 }, { photos: await demoPhotos() }), /already holds a recording/, 'never overwrites a recording');
 
-  const replay = deviceConfig({ camera: { source: 'replay', replay_path: out, replay_loop: false, realtime: false } });
+  const replay = deviceConfig({ camera: { source: 'replay', sources: { replay: { path: out, loop: false, realtime: false } } } });
   const { frames: reports, status: end } = await runToEnd(replay);
   t.equal(reports.length, 60, 'every frame replayed and analysed');
   t.ok(end.ended, 'the replay ended');
@@ -47,20 +47,20 @@ t.test('record a synthetic scene, replay it: live frames pass, the print does no
     const ppm = fs.readFileSync(path.join(out, frames[i].split(' ')[2]));
     await sharp(ppm.subarray(ppm.indexOf(10) + 1), { raw: { width: 640, height: 480, channels: 3 } }).png().toFile(path.join(images, `f${String(i).padStart(3, '0')}.png`));
   }
-  const colourOnly = deviceConfig({ camera: { source: 'replay', replay_path: images, replay_loop: false, realtime: false } });
+  const colourOnly = deviceConfig({ camera: { source: 'replay', sources: { replay: { path: images, loop: false, realtime: false } } } });
   const { frames: c1 } = await runToEnd(colourOnly);
   t.equal(c1.length, 30);
   t.ok(c1.filter((r) => r.face).length >= 25, 'faces found without depth');
   t.notOk(c1.some((r) => r.decision.live), 'colour only: never live by default (allow_colour_only = false)');
   t.ok(c1.filter((r) => r.face).every((r) => r.decision.failed.includes('no-depth')), 'reason: no-depth');
   const allowed = deviceConfig({
-    camera: { source: 'replay', replay_path: images, replay_loop: false, realtime: false },
+    camera: { source: 'replay', sources: { replay: { path: images, loop: false, realtime: false } } },
     liveness: { allow_colour_only: true, colour_only_threshold: 0 },
   });
   const { frames: c2 } = await runToEnd(allowed);
   t.ok(c2.some((r) => r.decision.live), 'allow_colour_only with threshold 0: colour alone passes');
   const strict = deviceConfig({
-    camera: { source: 'replay', replay_path: images, replay_loop: false, realtime: false },
+    camera: { source: 'replay', sources: { replay: { path: images, loop: false, realtime: false } } },
     liveness: { allow_colour_only: true, colour_only_threshold: 1 },
   });
   const { frames: c3 } = await runToEnd(strict);
@@ -72,7 +72,7 @@ t.test('face-check record (the CLI) writes a recording the replay source plays',
   const dir = tempDir();
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const ini = path.join(dir, 'device.ini');
-  fs.writeFileSync(ini, '[server]\nmode = device\n[storage]\npath = db\n[camera]\nsource = synthetic\nscenario = live\nrealtime = false\nseed = 4244002\n');
+  fs.writeFileSync(ini, '[server]\nmode = device\n[storage]\npath = db\n[camera]\nsource = synthetic\n[camera.synthetic]\nscenario = live\nrealtime = false\nseed = 4244002\n');
   const out: string[] = [];
   const io = { out: (l: string) => out.push(l), err: (l: string) => out.push(l) };
   const code = await main(['record', '--config', ini, '--out', path.join(dir, 'rec'), '--frames', '12'], io);
@@ -90,6 +90,6 @@ t.test('record command arguments', async (t) => {
 });
 
 t.test('a missing recording: the camera stays disconnected and says why', async (t) => {
-  const config = deviceConfig({ camera: { source: 'replay', replay_path: '/nonexistent/recording', realtime: false } });
+  const config = deviceConfig({ camera: { source: 'replay', sources: { replay: { path: '/nonexistent/recording', realtime: false } } } });
   await t.rejects(runToEnd(config), /does not exist/);
 });

@@ -27,7 +27,7 @@ t.test('an engine and a running camera share sessions; either can close first', 
   t.ok(reference.length > 0, 'faces found');
 
   // The camera's engine loads the same detector, landmark and eye models: shared with `first`.
-  const config = deviceConfig({ camera: { source: 'synthetic', scenario: 'live:30', scenario_loop: false, realtime: false, seed: 4248001 } });
+  const config = deviceConfig({ camera: { source: 'synthetic', sources: { synthetic: { scenario: 'live:30', loop: false, realtime: false, seed: 4248001 } } } });
   const options = await nativeCameraOptions(config, { photos: await Promise.all(samplePhotos().map(decodePhoto)) });
   options.reports = 'none';
   const camera = await cameraAddon.openCamera(options);

@@ -39,9 +39,9 @@ t.test('serve starts the engine early; the start takes it once, a later start ge
 });
 
 t.test("a device's camera opens early for its configuration; another configuration gets its own", async (t) => {
-  const lines = ['[server]', 'mode = device', '[storage]', `path = ${path.join(tempDir(), 'db')}`, '[licence]', 'development = true',
-    '[camera]', 'source = synthetic', 'scenario = none'];
-  const ini = iniFile(lines);
+  const lines = (camera: string[] = []) => ['[server]', 'mode = device', '[storage]', `path = ${path.join(tempDir(), 'db')}`,
+    '[licence]', 'development = true', '[camera]', 'source = synthetic', ...camera, '[camera.synthetic]', 'scenario = none'];
+  const ini = iniFile(lines());
   beginEarlyStart(['serve', '--config', ini]);
   t.same(earlyStartWaiting(), { engine: true, camera: true });
   const config = configOf(parseArgs(['serve', '--config', ini]));
@@ -52,7 +52,7 @@ t.test("a device's camera opens early for its configuration; another configurati
   await (await engineForStart()).close();
 
   beginEarlyStart(['serve', '--config', ini]);
-  const other = configOf(parseArgs(['serve', '--config', iniFile([...lines, 'idle_detect_fps = 2'])]));
+  const other = configOf(parseArgs(['serve', '--config', iniFile(lines(['idle_detect_fps = 2']))]));
   const own = await cameraForStart(other);
   t.equal(earlyStartWaiting().camera, false, 'the early camera, of another configuration, is not kept waiting');
   t.ok(await connects(own), 'its own camera runs, the early one closed beside it');

@@ -14,6 +14,7 @@ import fc from 'fast-check';
 import t, { type Test } from 'tap';
 import { main } from '../src/cli';
 import { defaultConfig, loadConfig } from '../src/config/load';
+import { checkCameraConfig } from '../src/device/camera-settings';
 import { installCommand } from '../src/licensing/install-command';
 import { publicKeySha256 } from '../src/licensing/licence-document';
 import { publicUrl } from '../src/licensing/public-url';
@@ -221,6 +222,19 @@ t.test('device install pins the public key and writes the ini, the key, the stat
   t.match(fs.readFileSync(`${ini}.previous`, 'utf8'), /; edited/, 'the replaced ini is kept aside');
   t.equal(modeOf(`${ini}.previous`), 0o600);
   t.same(fs.readdirSync(etc).sort(), ['face-check.ini', 'face-check.ini.previous', 'licence-server.pem'], 'no temporary files');
+
+  // The camera and the port chosen at install: the source's section is written with its options at their defaults.
+  const orbbec = capture();
+  t.equal(await main([...args, '--camera', 'openni2', '--port', '9090'], orbbec.io), 0, orbbec.err.join('\n'));
+  const chosen = loadConfig(ini);
+  t.equal(chosen.server.port, 9090);
+  t.equal(chosen.camera.source, 'openni2');
+  const iniText = fs.readFileSync(ini, 'utf8');
+  t.match(iniText, /\n\[camera\.openni2\]\n; Orbbec .*\n/, 'the source\'s own section, named by what it reads');
+  t.match(iniText, /\n;uri = \n/, 'its options commented out at their defaults');
+  t.match(iniText, /\n;registration = auto\n/);
+  t.notMatch(iniText, /record_path/, 'no option the program sets itself');
+  t.same(checkCameraConfig(chosen)?.options.uri, '', 'the written file passes the camera check');
 });
 
 t.test('device install refuses a public key whose sha256 is not the pinned one, and writes nothing', async (t) => {
@@ -249,7 +263,10 @@ t.test('device install checks its arguments', async (t) => {
     [base.map((a) => (a === KEY ? 'fcl_x' : a)), /--licence-key: expected/],
     [base.map((a) => (a === 'http://127.0.0.1:1' ? 'http://127.0.0.1:1/\n[x]' : a)), /--server-url: expected/],
     [base.map((a) => (a === sha256('k') ? 'abc' : a)), /--public-key-sha256: expected/],
-    [[...base, '--camera', 'replay'], /--camera: one of freenect, synthetic, none/],
+    [[...base, '--camera', 'replay'], /--camera: one of synthetic, freenect, openni2, none/],
+    [[...base, '--camera', 'kinect2'], /--camera: one of synthetic, freenect, openni2, none/],
+    [[...base, '--port', '0'], /--port: a port number, 1 to 65535/],
+    [[...base, '--port', '80a'], /--port: a port number, 1 to 65535/],
     [base.filter((a, i) => i < 6), /needs --licence-key/],
     [['device', 'uninstall'], /only subcommand is install/],
   ];

@@ -62,7 +62,7 @@ t.test('record labelled sessions, evaluate them: metrics agree with the syntheti
   for (let i = 0; i < PLAN.length; i += 2) {
     await Promise.all(PLAN.slice(i, i + 2).map(async (p, k) => {
       const ini = path.join(dir, `${ids[i + k]}.ini`);
-      fs.writeFileSync(ini, `[server]\nmode = device\n[storage]\npath = db\n[camera]\nsource = synthetic\nscenario = ${p.scene}:${SECONDS}\nscenario_loop = false\nrealtime = false\nseed = ${p.seed}\n`);
+      fs.writeFileSync(ini, `[server]\nmode = device\n[storage]\npath = db\n[camera]\nsource = synthetic\n[camera.synthetic]\nscenario = ${p.scene}:${SECONDS}\nloop = false\nrealtime = false\nseed = ${p.seed}\n`);
       const r = await cli(['record', '--config', ini, '--out', sessions, '--label', p.label, '--subject', p.subject,
         '--distance-cm', '70', '--note', `synthetic ${p.scene}`, '--session', ids[i + k], '--frames', String(FRAMES)], dir);
       t.equal(r.code, 0, `record ${ids[i + k]}: ${r.stderr}`);

@@ -37,7 +37,7 @@ async function startDevice(t: Test): Promise<Device> {
     '[server]', 'mode = device', 'host = 127.0.0.1', 'port = 0', 'drain_timeout_ms = 20000',
     '[storage]', 'path = ./store',
     '[auth]', `bootstrap_key = ${BOOTSTRAP_KEY}`,
-    '[camera]', 'source = synthetic', 'scenario = live', 'scenario_loop = true', 'realtime = true', 'seed = 4243001',
+    '[camera]', 'source = synthetic', '[camera.synthetic]', 'scenario = live', 'loop = true', 'realtime = true', 'seed = 4243001',
     `photos = ${samplePhotos().join(',')}`,
     '[licence]', 'development = true', '',
   ].join('\n'));

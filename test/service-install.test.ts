@@ -45,7 +45,7 @@ function testRoot(t: Test): Root {
     ini: path.join(root, 'etc', 'face-check', 'face-check.ini'),
     state: path.join(root, 'var', 'lib', 'face-check'),
     unit: path.join(root, 'etc', 'systemd', 'system', 'face-check.service'),
-    rule: path.join(root, 'etc', 'udev', 'rules.d', '51-face-check-kinect.rules'),
+    rule: path.join(root, 'etc', 'udev', 'rules.d', '51-face-check-cameras.rules'),
     binary: path.join(root, 'usr', 'local', 'bin', 'face-check'),
   };
 }
@@ -110,7 +110,11 @@ t.test('a device ini into a prefix: the ini, folders, unit, udev rule and modes;
   const rule = fs.readFileSync(r.rule, 'utf8');
   for (const product of ['02ae', '02ad', '02b0', '02bf', '02be', '02c2']) {
     t.ok(rule.split('\n').includes(
-      `SUBSYSTEM=="usb", ATTR{idVendor}=="045e", ATTR{idProduct}=="${product}", MODE="0660", GROUP="face-check"`), product);
+      `SUBSYSTEM=="usb", ATTR{idVendor}=="045e", ATTR{idProduct}=="${product}", MODE="0660", GROUP="face-check"`), `Kinect ${product}`);
+  }
+  // From the addon's registry: every product of Orbbec's and PrimeSense's vendor ids (Asus Xtion included).
+  for (const vendor of ['2bc5', '1d27']) {
+    t.ok(rule.split('\n').includes(`SUBSYSTEM=="usb", ATTR{idVendor}=="${vendor}", MODE="0660", GROUP="face-check"`), `vendor ${vendor}`);
   }
 
   const printed = res.out.join('\n');
@@ -118,6 +122,7 @@ t.test('a device ini into a prefix: the ini, folders, unit, udev rule and modes;
     `  id face-check >/dev/null 2>&1 || useradd --system --user-group --home-dir ${r.state} --no-create-home --shell /usr/sbin/nologin face-check`,
     `  chown root:face-check ${r.etc}`, `  chown root:face-check ${r.ini}`, `  chown -R face-check:face-check ${r.state}`,
     '  udevadm control --reload', '  udevadm trigger --subsystem-match=usb --attr-match=idVendor=045e',
+    '  udevadm trigger --subsystem-match=usb --attr-match=idVendor=2bc5', '  udevadm trigger --subsystem-match=usb --attr-match=idVendor=1d27',
     '  systemctl daemon-reload', '  systemctl enable face-check', '  systemctl restart face-check',
   ]) t.ok(res.out.includes(step), step);
   t.ok(printed.indexOf('useradd') < printed.indexOf('udevadm control') && printed.indexOf('udevadm') < printed.indexOf('systemctl enable'),
@@ -191,11 +196,14 @@ t.test('a re-run rewrites the same files, keeps the state folder, and keeps a re
   const ruleBefore = fs.readFileSync(r.rule, 'utf8');
   fs.writeFileSync(path.join(r.state, 'data.mdb'), 'persons');
   fs.mkdirSync(path.join(r.state, 'cache'));
+  const formerRule = path.join(path.dirname(r.rule), '51-face-check-kinect.rules');
+  fs.writeFileSync(formerRule, '# the Kinect only, from an earlier version\n');
 
   const again = await install(['--prefix', r.root, '--config', source]);
   t.equal(again.code, 0, again.err.join('\n'));
   t.equal(fs.readFileSync(r.unit, 'utf8'), unitBefore, 'the same unit');
   t.equal(fs.readFileSync(r.rule, 'utf8'), ruleBefore, 'the same rule');
+  t.notOk(fs.existsSync(formerRule), 'the former Kinect-only rule file is gone (the new one covers it)');
   t.equal(fs.readFileSync(path.join(r.state, 'data.mdb'), 'utf8'), 'persons', 'the state folder is kept');
   t.ok(fs.existsSync(path.join(r.state, 'cache')));
   t.same(fs.readdirSync(r.etc), ['face-check.ini'], 'an unchanged ini leaves no copy and no temporary file');

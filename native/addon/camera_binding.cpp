@@ -5,7 +5,7 @@
 // per-frame reports and status changes reach JavaScript, through a thread-safe function with a bounded
 // queue (a full queue drops the report and counts it). The live face (crop, and on request the full
 // frame) is read synchronously with liveFace(). Options are read in camera_options.cpp, values converted
-// in camera_convert.cpp, the source made in core/camera/source_factory.cpp.
+// in camera_convert.cpp, the source made in core/camera/source_registry.cpp.
 #include <napi.h>
 
 #include <memory>
@@ -17,9 +17,10 @@
 #include "addon/bindings.h"
 #include "addon/camera_convert.h"
 #include "addon/camera_options.h"
+#include "addon/js_options.h"
 #include "addon/js_errors.h"
 #include "core/camera/capture_pipeline.h"
-#include "core/camera/source_factory.h"
+#include "core/camera/source_registry.h"
 #include "core/face_engine.h"
 #include "core/ort_api.h"
 
@@ -247,24 +248,73 @@ Napi::Value OpenCamera(const Napi::CallbackInfo& info) {
   return promise;
 }
 
-Napi::Value CameraSources(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::vector<std::string> names = availableCameraSources();
-  Napi::Array a = Napi::Array::New(env, names.size());
-  for (size_t i = 0; i < names.size(); ++i) a.Set(static_cast<uint32_t>(i), names[i]);
+Napi::Array Strings(Napi::Env env, const std::vector<std::string>& items) {
+  Napi::Array a = Napi::Array::New(env, items.size());
+  for (size_t i = 0; i < items.size(); ++i) a.Set(static_cast<uint32_t>(i), items[i]);
   return a;
 }
 
-// [{name, usable, detail}]: every compiled source and whether its library loads where the addon runs.
+// The registry as data: every compiled source, its options, the USB devices it drives and the recordings
+// it plays. The service validates the ini's [camera.<source>] sections and writes udev rules from this.
+Napi::Value CameraCatalog(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::vector<const CameraSourceEntry*>& rows = cameraSourceRegistry();
+  Napi::Array out = Napi::Array::New(env, rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const CameraSourceEntry& e = *rows[i];
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("name", e.name);
+    o.Set("summary", e.summary);
+    o.Set("library", e.library);
+    o.Set("libraryOption", e.libraryOption);
+    Napi::Array options = Napi::Array::New(env, e.options.size());
+    for (size_t k = 0; k < e.options.size(); ++k) {
+      const CameraOptionSpec& spec = e.options[k];
+      Napi::Object so = Napi::Object::New(env);
+      so.Set("key", spec.key);
+      so.Set("type", optionTypeName(spec.type));
+      so.Set("default", spec.defaultValue);
+      if (spec.type == OptionType::Integer || spec.type == OptionType::Number) {
+        so.Set("min", spec.min);
+        so.Set("max", spec.max);
+      }
+      if (spec.type == OptionType::Choice) so.Set("choices", Strings(env, spec.choices));
+      so.Set("doc", spec.doc);
+      so.Set("path", spec.path);
+      so.Set("settable", spec.settable);
+      options.Set(static_cast<uint32_t>(k), so);
+    }
+    o.Set("options", options);
+    Napi::Array usb = Napi::Array::New(env, e.usb.size());
+    for (size_t k = 0; k < e.usb.size(); ++k) {
+      Napi::Object u = Napi::Object::New(env);
+      u.Set("vendor", e.usb[k].vendor);
+      u.Set("product", e.usb[k].product);
+      u.Set("model", e.usb[k].model);
+      usb.Set(static_cast<uint32_t>(k), u);
+    }
+    o.Set("usb", usb);
+    o.Set("recordingExtensions", Strings(env, e.recordingExtensions));
+    o.Set("recordingOption", e.recordingOption);
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
+// cameraSourceStatus(libraries?: {[source]: library}) -> [{name, usable, detail}]: whether each compiled
+// source can open here, its library (the configured one, else the default) loaded with dlopen.
 Napi::Value CameraSourceStatus(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::vector<CameraSourceState> states = cameraSourceStates();
-  Napi::Array a = Napi::Array::New(env, states.size());
-  for (size_t i = 0; i < states.size(); ++i) {
+  Napi::Object libraries = info.Length() > 0 && info[0].IsObject() ? info[0].As<Napi::Object>() : Napi::Object::New(env);
+  const std::vector<const CameraSourceEntry*>& rows = cameraSourceRegistry();
+  Napi::Array a = Napi::Array::New(env, rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::string detail;
+    const bool usable = probeCameraSource(*rows[i], StringOption(libraries, rows[i]->name.c_str(), ""), &detail);
     Napi::Object o = Napi::Object::New(env);
-    o.Set("name", states[i].name);
-    o.Set("usable", states[i].usable);
-    o.Set("detail", states[i].detail);
+    o.Set("name", rows[i]->name);
+    o.Set("usable", usable);
+    o.Set("detail", detail);
     a.Set(static_cast<uint32_t>(i), o);
   }
   return a;
@@ -285,7 +335,7 @@ void InitCameraBinding(Napi::Env env, Napi::Object exports) {
   data.cameras = std::make_shared<OpenCameras>();
   env.AddCleanupHook([cameras = data.cameras] { CameraHandle::StopAll(*cameras); });
   exports.Set("openCamera", Napi::Function::New(env, OpenCamera));
-  exports.Set("cameraSources", Napi::Function::New(env, CameraSources));
+  exports.Set("cameraCatalog", Napi::Function::New(env, CameraCatalog));
   exports.Set("cameraSourceStatus", Napi::Function::New(env, CameraSourceStatus));
 }
 

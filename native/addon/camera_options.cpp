@@ -1,6 +1,7 @@
 #include "addon/camera_options.h"
 
 #include <algorithm>
+#include <map>
 
 #include "addon/js_options.h"
 
@@ -38,10 +39,24 @@ LivenessConfig ReadLiveness(const Napi::Object& o) {
   return c;
 }
 
+// A source's options as text, the way the registry checks them: strings as given, numbers in their
+// shortest spelling, booleans as true/false.
+Result ReadTextMap(const Napi::Object& o, const char* what, std::map<std::string, std::string>* out) {
+  Napi::Array keys = o.GetPropertyNames();
+  for (uint32_t i = 0; i < keys.Length(); ++i) {
+    std::string key = keys.Get(i).ToString().Utf8Value();
+    Napi::Value v = o.Get(key);
+    if (v.IsString() || v.IsNumber() || v.IsBoolean()) (*out)[key] = v.ToString().Utf8Value();
+    else if (!v.IsUndefined()) return Result::fail(Status::FieldsValidation, std::string(what) + "." + key + " must be text, a number or a boolean");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result ReadOpenRequest(const Napi::Object& o, OpenRequest* q) {
   q->camera.source = StringOption(o, "source", "synthetic");
+  Result r;
   q->engine.modelDir = StringOption(o, "modelDir", "");
   q->ortLibrary = StringOption(o, "ortLibrary", "");
   q->engine.threads = 1;
@@ -56,14 +71,11 @@ Result ReadOpenRequest(const Napi::Object& o, OpenRequest* q) {
     q->camera.intrinsics.cx = NumberOption(intr, "cx", 319.5);
     q->camera.intrinsics.cy = NumberOption(intr, "cy", 239.5);
   }
-  Napi::Object syn = ObjectOption(o, "synthetic");
-  Result r = parseScenario(StringOption(syn, "scenario", ""), &q->camera.synthetic.scenario);
+  r = ReadTextMap(ObjectOption(o, "sourceOptions"), "sourceOptions", &q->camera.options);
   if (!r.ok()) return r;
-  q->camera.synthetic.loop = BoolOption(syn, "loop", true);
-  q->camera.synthetic.seed = static_cast<uint64_t>(NumberOption(syn, "seed", 1));
-  q->camera.synthetic.fps = NumberOption(syn, "fps", 30);
-  q->camera.synthetic.realtime = BoolOption(syn, "realtime", true);
-  Napi::Value photos = syn.Get("photos");
+  r = ReadTextMap(ObjectOption(o, "programOptions"), "programOptions", &q->camera.programOptions);
+  if (!r.ok()) return r;
+  Napi::Value photos = o.Get("photos");
   if (photos.IsArray()) {
     Napi::Array a = photos.As<Napi::Array>();
     for (uint32_t i = 0; i < a.Length(); ++i) {
@@ -73,41 +85,16 @@ Result ReadOpenRequest(const Napi::Object& o, OpenRequest* q) {
       Napi::Value data = p.Get("data");
       int w = IntOption(p, "width", 0), h = IntOption(p, "height", 0);
       if (!data.IsTypedArray() || data.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array || w < 1 || h < 1)
-        return Result::fail(Status::FieldsValidation, "synthetic.photos[] must be {data: Uint8Array, width, height}");
+        return Result::fail(Status::FieldsValidation, "photos[] must be {data: Uint8Array, width, height}");
       Napi::Uint8Array u = data.As<Napi::Uint8Array>();
       if (u.ByteLength() != static_cast<size_t>(w) * h * 3)
-        return Result::fail(Status::FieldsValidation, "synthetic.photos[] data must hold width*height RGB pixels");
+        return Result::fail(Status::FieldsValidation, "photos[] data must hold width*height RGB pixels");
       // Read in place by the open worker (the caller must not change the array until the camera is open):
       // a native copy of every photo would double the start's peak memory.
       q->camera.photos.push_back(PhotoView{u.Data(), w, h});
       q->photoArrays.push_back(Napi::Persistent(u));
     }
   }
-  Napi::Object rep = ObjectOption(o, "replay");
-  q->camera.replay.path = StringOption(rep, "path", "");
-  q->camera.replay.loop = BoolOption(rep, "loop", true);
-  q->camera.replay.realtime = BoolOption(rep, "realtime", true);
-#ifdef FACE_CHECK_HAVE_FREENECT
-  Napi::Object fn = ObjectOption(o, "freenect");
-  q->camera.freenect.library = StringOption(fn, "library", q->camera.freenect.library);
-  q->camera.freenect.depthMode = StringOption(fn, "depthMode", q->camera.freenect.depthMode);
-  q->camera.freenect.deviceIndex = IntOption(fn, "deviceIndex", 0);
-#endif
-#ifdef FACE_CHECK_HAVE_OPENNI2
-  Napi::Object on = ObjectOption(o, "openni2");
-  OpenNI2Options& oo = q->camera.openni2;
-  oo.library = StringOption(on, "library", oo.library);
-  oo.uri = StringOption(on, "uri", oo.uri);
-  oo.width = std::max(1, std::min(8192, IntOption(on, "width", oo.width)));
-  oo.height = std::max(1, std::min(8192, IntOption(on, "height", oo.height)));
-  oo.fps = std::max(1, std::min(240, IntOption(on, "fps", oo.fps)));
-  oo.registration = StringOption(on, "registration", oo.registration);
-  oo.stallMs = std::max(100, std::min(600000, IntOption(on, "stallMs", oo.stallMs)));
-  oo.loop = BoolOption(on, "loop", oo.loop);
-  oo.recordPath = StringOption(on, "recordPath", oo.recordPath);
-  if (oo.registration != "auto" && oo.registration != "device" && oo.registration != "converter" && oo.registration != "none")
-    return Result::fail(Status::FieldsValidation, "openni2.registration must be auto, device, converter or none");
-#endif
   PipelineConfig& pc = q->pipeline;
   pc.liveness = ReadLiveness(ObjectOption(o, "liveness"));
   pc.workers = std::max(1, std::min(8, IntOption(o, "workers", 1)));

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/camera/capture_pipeline.h"
-#include "core/camera/source_factory.h"
+#include "core/camera/source_registry.h"
 #include "core/error_table.h"
 #include "core/face_engine.h"
 

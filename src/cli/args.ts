@@ -25,7 +25,7 @@ const VALUE_FLAGS = new Set([
   'config', 'account', 'role', 'label', 'out', 'frames', 'seconds', 'format', 'public-key', 'new-key-file',
   // accounts, licences, activation codes, the device's installation
   'email', 'password-file', 'plan', 'grants', 'max-persons', 'expires', 'code', 'valid-days', 'server-url',
-  'licence-key', 'public-key-sha256', 'root', 'camera', 'prefix',
+  'licence-key', 'public-key-sha256', 'root', 'camera', 'port', 'prefix',
   // migrate
   'from', 'to',
   // labelled liveness sessions and their evaluation

@@ -9,12 +9,12 @@ import path from 'node:path';
 import { loadConfig } from '../config/load';
 import { LICENCE_KEY, SERVER_URL, SHA256_HEX } from '../licensing/install-command';
 import { publicKeySha256 } from '../licensing/licence-document';
-import { deviceIni, INSTALL_CAMERAS, type InstallCamera } from '../ops/device-ini';
+import { DEFAULT_DEVICE_PORT, deviceIni, installCameras } from '../ops/device-ini';
 import { installService, makeDir, serviceLayout, writeFileAtomic } from '../ops/service-install';
 import { stringFlag, UsageError, type Args, type Io } from './args';
 
 export const DEVICE_USAGE = `  face-check device install --server-url <url> --licence-key <fcl_...> --public-key-sha256 <hex>
-                            [--root <dir>] [--camera ${INSTALL_CAMERAS.join('|')}]`;
+                            [--root <dir>] [--camera <source>|none] [--port <n>]`;
 
 export interface DeviceInstallOptions {
   /** Install root: / for the board itself, a folder for a trial or a test. */
@@ -22,7 +22,10 @@ export interface DeviceInstallOptions {
   serverUrl: string;
   licenceKey: string;
   publicKeySha256: string;
-  camera: InstallCamera;
+  /** A source of the addon's registry (not replay), or none; default freenect. */
+  camera: string;
+  /** The port the device serves on (127.0.0.1); default 8080. */
+  port: number;
 }
 
 const FETCH_TIMEOUT_MS = 15_000;
@@ -44,13 +47,17 @@ export function installOptionsOf(args: Args): DeviceInstallOptions {
     return value;
   };
   const camera = stringFlag(args, 'camera') ?? 'freenect';
-  if (!(INSTALL_CAMERAS as readonly string[]).includes(camera)) throw new UsageError(`--camera: one of ${INSTALL_CAMERAS.join(', ')}`);
+  if (!installCameras().includes(camera)) throw new UsageError(`--camera: one of ${installCameras().join(', ')}`);
+  const portText = stringFlag(args, 'port') ?? String(DEFAULT_DEVICE_PORT);
+  const port = Number(portText);
+  if (!/^\d{1,5}$/.test(portText) || port < 1 || port > 65535) throw new UsageError('--port: a port number, 1 to 65535');
   return {
     root: path.resolve(stringFlag(args, 'root') || '/'),
     serverUrl: required('server-url', SERVER_URL, 'http(s)://host[:port][/path] without a trailing slash'),
     licenceKey: required('licence-key', LICENCE_KEY, 'a licence key fcl_... (36 characters)'),
     publicKeySha256: required('public-key-sha256', SHA256_HEX, '64 lower-case hex digits'),
-    camera: camera as InstallCamera,
+    camera,
+    port,
   };
 }
 
@@ -66,7 +73,7 @@ export async function deviceInstall(o: DeviceInstallOptions, io: Io): Promise<vo
   writeFileAtomic(keyFile, publicKey, 0o644);
   io.out(`wrote ${keyFile} (the cloud's public key, sha256 ${o.publicKeySha256})`);
 
-  const ini = deviceIni({ serverUrl: o.serverUrl, licenceKey: o.licenceKey, publicKeyFile: keyFile, stateDir, camera: o.camera });
+  const ini = deviceIni({ serverUrl: o.serverUrl, licenceKey: o.licenceKey, publicKeyFile: keyFile, stateDir, camera: o.camera, port: o.port });
   const previous = fs.existsSync(iniFile) ? fs.readFileSync(iniFile, 'utf8') : undefined;
   if (previous !== undefined && previous !== ini) {
     writeFileAtomic(`${iniFile}.previous`, previous, 0o600);

@@ -11,6 +11,7 @@ import { evaluateFolder } from '../device/liveness-eval';
 import { livenessReportHtml } from '../device/liveness-report';
 import { recordSession } from '../device/record-session';
 import { KNOWN_LABELS, SessionError } from '../device/session';
+import { cameraFps, checkCameraConfig } from '../device/camera-settings';
 import { configOf, stringFlag, UsageError, type Args, type Io } from './args';
 
 export const LIVENESS_USAGE = `  face-check record  [--config <file.ini>] --out <folder> --label live|print|print-bent|screen|cutout|mask|<own>
@@ -47,7 +48,7 @@ export async function recordSessionCommand(args: Args, io: Io): Promise<number> 
       distanceCm: distance === undefined ? undefined : Number(distance),
       note: stringFlag(args, 'note'),
       id: stringFlag(args, 'session'),
-      frames: frameCount(args, config.camera.fps),
+      frames: frameCount(args, cameraFps(checkCameraConfig(config))),
     });
   } catch (err) {
     // A bad label, subject, distance or id is the caller's usage; a camera failure is not.

@@ -37,13 +37,21 @@ export function parseConfig(textValue: string, baseDir: string, file?: string): 
   }
 
   const config = {} as Record<string, Record<string, unknown>>;
+  const cameraSources: Record<string, Record<string, string>> = {};
   for (const section of sectionNames) {
     const schema = configSchema[section] as Record<string, { default: unknown; parse: (raw: string) => unknown }>;
     const given = (parsed[section] ?? {}) as Record<string, unknown>;
     const out: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(given)) {
       const name = `[${section}] ${key}`;
+      if (isPlainObject(value) && section === 'camera') {
+        cameraSources[key] = cameraSection(key, value, file);
+        continue;
+      }
       if (isPlainObject(value)) throw new ConfigError(`[${section}.${key}]`, 'unknown section', file);
+      if (section === 'camera' && key in MOVED_CAMERA_KEYS) {
+        throw new ConfigError(name, `moved: write it as ${MOVED_CAMERA_KEYS[key]} (each camera source has its own section; docs/device.md)`, file);
+      }
       if (!(key in schema)) {
         throw new ConfigError(name, `unknown key (known in [${section}]: ${Object.keys(schema).join(', ')})`, file);
       }
@@ -59,13 +67,10 @@ export function parseConfig(textValue: string, baseDir: string, file?: string): 
     config[section] = out;
   }
   const result = config as unknown as Config;
+  result.camera.sources = cameraSources;
+  result.camera.base_dir = path.resolve(baseDir);
   result.storage.path = path.resolve(baseDir, result.storage.path);
   if (result.storage.key_file) result.storage.key_file = path.resolve(baseDir, result.storage.key_file);
-  if (result.camera.replay_path) result.camera.replay_path = path.resolve(baseDir, result.camera.replay_path);
-  if (result.camera.photos) {
-    result.camera.photos = result.camera.photos.split(',').map((p) => p.trim()).filter(Boolean)
-      .map((p) => path.resolve(baseDir, p)).join(',');
-  }
   if (result.licence.public_key_file) result.licence.public_key_file = path.resolve(baseDir, result.licence.public_key_file);
   if (result.licence.machine_id_file) result.licence.machine_id_file = path.resolve(baseDir, result.licence.machine_id_file);
   if (result.licensing.package_file) result.licensing.package_file = path.resolve(baseDir, result.licensing.package_file);
@@ -102,9 +107,6 @@ function checkRelations(config: Config, file?: string): void {
   if (config.liveness.min_face_width_mm > config.liveness.max_face_width_mm) {
     throw new ConfigError('[liveness] min_face_width_mm', 'must not exceed [liveness] max_face_width_mm', file);
   }
-  if (config.camera.source === 'replay' && !config.camera.replay_path) {
-    throw new ConfigError('[camera] replay_path', 'is required when [camera] source = replay', file);
-  }
   if (config.image.max_pixels_in_flight < config.image.max_pixels) {
     throw new ConfigError('[image] max_pixels_in_flight', 'must be at least [image] max_pixels', file);
   }
@@ -124,6 +126,27 @@ function checkRelations(config: Config, file?: string): void {
   if (config.quality.min_image_brightness > config.quality.max_image_brightness) {
     throw new ConfigError('[quality] min_image_brightness', 'must not exceed [quality] max_image_brightness', file);
   }
+}
+
+/** [camera] keys of earlier versions and where each lives now. */
+const MOVED_CAMERA_KEYS: Record<string, string> = {
+  scenario: '[camera.synthetic] scenario', scenario_loop: '[camera.synthetic] loop', seed: '[camera.synthetic] seed',
+  fps: '[camera.synthetic] fps (or [camera.replay] fps)', realtime: '[camera.synthetic] realtime (or [camera.replay] realtime)',
+  photos: '[camera.synthetic] photos', replay_path: '[camera.replay] path', replay_loop: '[camera.replay] loop',
+  freenect_library: '[camera.freenect] library', freenect_depth: '[camera.freenect] depth', freenect_device: '[camera.freenect] device',
+  openni2_library: '[camera.openni2] library', openni2_uri: '[camera.openni2] uri', openni2_width: '[camera.openni2] width',
+  openni2_height: '[camera.openni2] height', openni2_fps: '[camera.openni2] fps', openni2_registration: '[camera.openni2] registration',
+};
+
+/** A [camera.<source>] section as text; its keys and values are checked against the addon's registry at start. */
+function cameraSection(name: string, value: Record<string, unknown>, file?: string): Record<string, string> {
+  if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new ConfigError(`[camera.${name}]`, 'not a camera source name', file);
+  const out: Record<string, string> = {};
+  for (const [key, v] of Object.entries(value)) {
+    if (isPlainObject(v) || Array.isArray(v)) throw new ConfigError(`[camera.${name}] ${key}`, 'a single value is expected', file);
+    out[key] = String(v).trim();
+  }
+  return out;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

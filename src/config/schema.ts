@@ -6,7 +6,11 @@ import type { Config } from './types';
 export type Parser<T> = (raw: string) => T;
 
 export type SectionSchema<S> = { [K in keyof S]: { default: S[K]; parse: Parser<S[K]> } };
-export type ConfigSchema = { [K in keyof Config]: SectionSchema<Config[K]> };
+/** Fields the loader fills itself, not ini keys: the camera sources' own sections and the ini's folder. */
+type LoaderFilled = { camera: 'sources' | 'base_dir' };
+export type ConfigSchema = {
+  [K in keyof Config]: SectionSchema<K extends keyof LoaderFilled ? Omit<Config[K], LoaderFilled[K]> : Config[K]>;
+};
 
 export function integer(min: number, max: number): Parser<number> {
   return (raw) => {
@@ -126,26 +130,12 @@ export const configSchema: ConfigSchema = {
     max_image_brightness: { default: 225, parse: decimal(0, 255) },
     min_image_sharpness: { default: 15, parse: decimal(0, 1e9) },
   },
-  // [camera] and [liveness]: device mode; docs/device.md documents every key.
+  // [camera] and [liveness]: device mode; docs/device.md documents every key, and each source's
+  // [camera.<source>] section.
   camera: {
-    source: { default: 'none', parse: oneOf('synthetic', 'replay', 'freenect', 'openni2', 'none') },
-    scenario: { default: 'live', parse: text({ allowEmpty: true }) },
-    scenario_loop: { default: true, parse: flag },
-    seed: { default: 1, parse: integer(0, Number.MAX_SAFE_INTEGER) },
-    fps: { default: 30, parse: decimal(1, 120) },
-    realtime: { default: true, parse: flag },
-    photos: { default: '', parse: text({ allowEmpty: true }) },
-    replay_path: { default: '', parse: text({ allowEmpty: true }) },
-    replay_loop: { default: true, parse: flag },
-    freenect_library: { default: 'libfreenect.so.0.5', parse: text({ allowEmpty: false }) },
-    freenect_depth: { default: 'auto', parse: oneOf('auto', 'registered', 'raw') },
-    freenect_device: { default: 0, parse: integer(0, 16) },
-    openni2_library: { default: 'libOpenNI2.so.0', parse: text({ allowEmpty: false }) },
-    openni2_uri: { default: '', parse: text({ allowEmpty: true }) },
-    openni2_width: { default: 640, parse: integer(16, 8192) },
-    openni2_height: { default: 480, parse: integer(16, 8192) },
-    openni2_fps: { default: 30, parse: integer(1, 240) },
-    openni2_registration: { default: 'auto', parse: oneOf('auto', 'device', 'converter', 'none') },
+    // A source of the addon's registry, or none; checked against it at start (src/device/camera-settings.ts),
+    // as are the [camera.<source>] sections.
+    source: { default: 'none', parse: text({ allowEmpty: false }) },
     fx: { default: 0, parse: decimal(0, 100_000) },
     fy: { default: 0, parse: decimal(0, 100_000) },
     cx: { default: 0, parse: decimal(0, 100_000) },

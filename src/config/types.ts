@@ -2,7 +2,8 @@
 // the ini files and the code all use one vocabulary.
 
 export type ServiceMode = 'device' | 'cloud';
-export type CameraSource = 'synthetic' | 'replay' | 'freenect' | 'openni2' | 'none';
+/** A camera source of the addon's registry (src/device/camera-catalog.ts), or 'none'. */
+export type CameraSource = string;
 
 export interface ServerConfig {
   mode: ServiceMode;
@@ -105,28 +106,13 @@ export interface QualityConfig {
 /** [camera] (device mode): the depth camera source and its options; docs/device.md. */
 export interface CameraConfig {
   source: CameraSource;
-  /** synthetic: scenario list "kind[:seconds][xN], ...". */
-  scenario: string;
-  scenario_loop: boolean;
-  seed: number;
-  fps: number;
-  /** synthetic/replay: paced in real time (true) or as fast as analysed, every frame (false). */
-  realtime: boolean;
-  /** synthetic: face photos (files or folders, comma separated; absolute); empty = the npm demo photos. */
-  photos: string;
-  /** replay: recording folder (absolute), or a folder of colour images. */
-  replay_path: string;
-  replay_loop: boolean;
-  freenect_library: string;
-  freenect_depth: 'auto' | 'registered' | 'raw';
-  freenect_device: number;
-  /** openni2: library to dlopen, device URI or .oni file (empty: the first device), wanted mode, registration. */
-  openni2_library: string;
-  openni2_uri: string;
-  openni2_width: number;
-  openni2_height: number;
-  openni2_fps: number;
-  openni2_registration: 'auto' | 'device' | 'converter' | 'none';
+  /**
+   * The [camera.<source>] sections as given, by source name (ini text, or typed values set in code);
+   * checked against the addon's registry at start (src/device/camera-settings.ts).
+   */
+  sources: Record<string, Record<string, string | number | boolean>>;
+  /** The ini's folder: relative paths in [camera.<source>] sections resolve against it. */
+  base_dir: string;
   /** Colour camera intrinsics in pixels; 0 = the source's own. */
   fx: number;
   fy: number;

@@ -21,7 +21,8 @@ import {
   type NativeCameraOptions, type NativeLivenessOptions, type RgbPhoto,
 } from './native-camera';
 import { loadSyntheticPhotos } from './photos';
-import { isOniFile, replayRecording } from './recording';
+import { replayRecording } from './recording';
+import { checkCameraConfig } from './camera-settings';
 
 export const LIVE_FACE_SIZE = 120;
 const MAX_KEYS = 32;
@@ -87,20 +88,14 @@ export function livenessOptions(l: Config['liveness']): NativeLivenessOptions {
   };
 }
 
-/** The [camera] openni2_* keys as the native openni2 source's options. */
-function openni2Options(c: Config['camera']): NonNullable<NativeCameraOptions['openni2']> {
-  return {
-    library: c.openni2_library, uri: c.openni2_uri, width: c.openni2_width, height: c.openni2_height,
-    fps: c.openni2_fps, registration: c.openni2_registration,
-  };
-}
-
 /** Native options for the configured camera (photos decoded, image folders converted to recordings). */
 export async function nativeCameraOptions(config: Config, options: DeviceCameraOptions = {}): Promise<NativeCameraOptions> {
   const c = config.camera;
-  if (c.source === 'none') throw new Error('[camera] source = none: no camera configured');
+  const settings = checkCameraConfig(config);
+  if (!settings) throw new Error('[camera] source = none: no camera configured');
+  const sourceOptions = { ...settings.options };
   const base: NativeCameraOptions = {
-    source: c.source,
+    source: settings.source.name,
     modelDir: path.resolve(options.modelDir ?? path.join(packageRoot(), 'models')),
     ortLibrary: options.ortLibrary ?? resolveOrtLibrary(),
     liveness: livenessOptions(config.liveness),
@@ -109,26 +104,21 @@ export async function nativeCameraOptions(config: Config, options: DeviceCameraO
     idleDetectFps: c.idle_detect_fps,
     cropSize: LIVE_FACE_SIZE,
     queueSize: options.queueSize ?? 16,
+    sourceOptions,
   };
   if (c.fx > 0) base.intrinsics = { fx: c.fx, fy: c.fy || c.fx, cx: c.cx || undefined, cy: c.cy || undefined };
-  if (c.source === 'synthetic') {
-    base.synthetic = {
-      scenario: c.scenario, loop: c.scenario_loop, seed: c.seed, fps: c.fps, realtime: c.realtime,
-      photos: options.photos ?? await loadSyntheticPhotos(c.photos),
-    };
-  } else if (c.source === 'replay' && isOniFile(c.replay_path)) {
-    // An OpenNI2 recording plays through OpenNI2's own file driver, by the openni2 source.
-    if (!fs.existsSync(c.replay_path)) throw new Error(`[camera] replay_path: ${c.replay_path} does not exist`);
-    base.source = 'openni2';
-    base.openni2 = { ...openni2Options(c), uri: path.resolve(c.replay_path), loop: c.replay_loop };
-  } else if (c.source === 'replay') {
-    base.replay = { path: await replayRecording(c.replay_path, c.fps), loop: c.replay_loop, realtime: c.realtime };
-  } else if (c.source === 'openni2') {
-    base.openni2 = openni2Options(c);
-  } else if (c.source === 'freenect') {
-    base.freenect = { library: c.freenect_library, depthMode: c.freenect_depth, deviceIndex: c.freenect_device };
+  if (settings.source.name === 'synthetic') {
+    // The service decodes the photos; the addon takes the pixels.
+    base.photos = options.photos ?? await loadSyntheticPhotos(String(sourceOptions.photos));
+    delete sourceOptions.photos;
+  } else if (settings.source.name === 'replay') {
+    // A folder of images becomes a recording first.
+    sourceOptions.path = await replayRecording(String(sourceOptions.path), Number(sourceOptions.fps));
+  } else if (settings.configured.name === 'replay') {
+    const file = String(sourceOptions[settings.source.recordingOption]);
+    if (!fs.existsSync(file)) throw new Error(`[camera.replay] path: ${file} does not exist`);
   }
-  return { ...base, ...options.overrides };
+  return { ...base, ...options.overrides, sourceOptions: { ...sourceOptions, ...options.overrides?.sourceOptions } };
 }
 
 export class DeviceCamera implements LiveFaceSource {
@@ -148,11 +138,6 @@ export class DeviceCamera implements LiveFaceSource {
 
   /** Opens and starts the configured camera. */
   static async open(config: Config, options: DeviceCameraOptions = {}): Promise<DeviceCamera> {
-    const needed = config.camera.source === 'replay' && isOniFile(config.camera.replay_path) ? 'openni2' : config.camera.source;
-    if (!cameraAddon.cameraSources().includes(needed)) {
-      if (needed !== config.camera.source) throw new Error(`[camera] replay_path: a .oni recording needs the openni2 source, which this build lacks (built: ${cameraAddon.cameraSources().join(', ')})`);
-      throw new Error(`[camera] source = ${config.camera.source} is not available in this build (built: ${cameraAddon.cameraSources().join(', ')})`);
-    }
     const listeners: ((event: CameraEvent) => void)[] = [];
     const nativeOptions = await nativeCameraOptions(config, options);
     nativeOptions.onEvent = (e) => { for (const l of listeners) l(e); };

@@ -16,7 +16,10 @@ import { listSessions, SessionError, type SessionInfo } from './session';
 type Replayer = (recording: string, config: Config) => Config['camera'];
 
 const REPLAYERS: Record<string, Replayer> = {
-  'face-check': (recording, config) => ({ ...config.camera, source: 'replay', replay_path: recording, replay_loop: false, realtime: false }),
+  'face-check': (recording, config) => ({
+    ...config.camera, source: 'replay',
+    sources: { ...config.camera.sources, replay: { path: recording, loop: false, realtime: false } },
+  }),
 };
 
 export function supportedFormats(): string[] {

@@ -2,7 +2,6 @@
 // only per-frame reports and status changes do (through a bounded queue), and the live face on request.
 import { native } from '../native';
 
-export type CameraSourceName = 'synthetic' | 'replay' | 'freenect' | 'openni2';
 
 /** Thresholds of the liveness decision (native LivenessConfig); docs/device.md explains each. */
 export interface NativeLivenessOptions {
@@ -40,36 +39,21 @@ export interface RgbPhoto {
 }
 
 export interface NativeCameraOptions {
-  source: CameraSourceName;
+  /** A source of the registry (camera-catalog.ts). */
+  source: string;
   modelDir: string;
   ortLibrary: string;
   minDetectionScore?: number;
   intrinsics?: { fx: number; fy?: number; cx?: number; cy?: number };
-  synthetic?: {
-    /** "live:5, print:2, none:1" (kind[:seconds][xN]); empty: live forever. */
-    scenario?: string;
-    loop?: boolean;
-    seed?: number;
-    fps?: number;
-    /** false: frames as fast as they are analysed, virtual timestamps, none dropped. */
-    realtime?: boolean;
-    /**
-     * Photos whose faces texture the synthetic heads and attacks. Read in place while the camera opens
-     * (not copied): leave them unchanged until openCamera() settles; nothing holds them afterwards.
-     */
-    photos: RgbPhoto[];
-  };
-  replay?: { path: string; loop?: boolean; realtime?: boolean };
-  freenect?: { library?: string; depthMode?: 'auto' | 'registered' | 'raw'; deviceIndex?: number };
-  /** OpenNI2 (docs/device.md): device URI or .oni path (empty: the first device), wanted mode, registration. */
-  openni2?: {
-    library?: string; uri?: string; width?: number; height?: number; fps?: number;
-    registration?: 'auto' | 'device' | 'converter' | 'none'; stallMs?: number;
-    /** .oni playback: repeat at the end. */
-    loop?: boolean;
-    /** Record the session to this .oni file with OpenNI2's recorder. */
-    recordPath?: string;
-  };
+  /** The source's options by key, as its [camera.<source>] section takes them; checked by the addon again. */
+  sourceOptions?: Record<string, string | number | boolean>;
+  /** Options the program sets itself (an OpenNI2 recording's record_path), never read from the ini. */
+  programOptions?: Record<string, string | number | boolean>;
+  /**
+   * Photos whose faces texture the synthetic source's heads and attacks. Read in place while the camera
+   * opens (not copied): leave them unchanged until openCamera() settles; nothing holds them afterwards.
+   */
+  photos?: RgbPhoto[];
   liveness?: NativeLivenessOptions;
   /** Analysis worker threads (default 1). */
   workers?: number;
@@ -204,9 +188,6 @@ export interface NativeCameraHandle {
 
 interface CameraAddon {
   openCamera(options: NativeCameraOptions): Promise<NativeCameraHandle>;
-  cameraSources(): string[];
-  /** Every compiled source and whether it can open here (its library loads). */
-  cameraSourceStatus(): { name: string; usable: boolean; detail: string }[];
 }
 
 export const cameraAddon = native as unknown as CameraAddon;

@@ -7,6 +7,8 @@ import type { Config } from '../config/types';
 import type { DeviceCameraOptions } from './camera';
 import type { CameraStatus } from './native-camera';
 import { recordCamera } from './record';
+import { findCameraSource } from './camera-catalog';
+import { checkCameraConfig } from './camera-settings';
 import {
   checkDistanceCm, checkLabel, checkNote, checkSessionId, checkSubject, newSessionId, SESSION_VERSION,
   SessionError, writeSessionInfo, type SessionInfo,
@@ -28,15 +30,21 @@ export interface SessionRecordOptions {
   timeoutMs?: number;
 }
 
-/** What the camera was, for the record (no paths of the operator's machine beyond the replayed one). */
+/**
+ * What the camera was, for the record: the configured source and its options, without the libraries and
+ * paths of the operator's machine (a path option keeps only its last part).
+ */
 function cameraOf(config: Config): SessionInfo['camera'] {
-  const c = config.camera;
-  switch (c.source) {
-    case 'synthetic': return { source: c.source, scenario: c.scenario, seed: c.seed, fps: c.fps };
-    case 'replay': return { source: c.source, replay: path.basename(c.replay_path) };
-    case 'freenect': return { source: c.source, depth: c.freenect_depth, device: c.freenect_device };
-    default: return { source: c.source };
+  const settings = checkCameraConfig(config);
+  if (!settings) return { source: 'none' };
+  const out: SessionInfo['camera'] = { source: settings.configured.name };
+  const specs = findCameraSource(settings.configured.name)?.options ?? [];
+  for (const spec of specs) {
+    const value = settings.configured.options[spec.key];
+    if (value === undefined || value === '' || spec.key === 'library' || !spec.settable) continue;
+    out[spec.key] = spec.path ? String(value).split(',').map((p) => path.basename(p)).join(',') : value;
   }
+  return out;
 }
 
 /** Records one session; resolves with its folder, session.json's content and the camera's final status. */

@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Config } from '../config/types';
 import { cameraAddon, type CameraStatus } from './native-camera';
 import { nativeCameraOptions, type DeviceCameraOptions } from './camera';
+import { sourceForRecording } from './camera-catalog';
 
 export interface RecordOptions {
   /** Output folder (created; must not hold a recording yet), or the .oni file (format oni). */
@@ -28,10 +29,13 @@ export async function recordCamera(config: Config, options: RecordOptions, devic
   const format = options.format ?? 'face-check';
   const oni = format === 'oni';
   if (format === 'oni') {
-    // OpenNI2's recorder writes the device's own streams: only the openni2 source has them.
-    if (nativeOptions.source !== 'openni2') throw new Error('record: a .oni recording needs [camera] source = openni2');
+    // The SDK's own recorder writes the device's own streams: only the source that plays such files has them.
+    const writer = sourceForRecording(options.dir);
+    if (!writer || nativeOptions.source !== writer.name || !writer.options.some((o) => o.key === 'record_path')) {
+      throw new Error(`record: a ${path.extname(options.dir)} recording needs [camera] source = ${writer?.name ?? 'openni2'}`);
+    }
     if (fs.existsSync(options.dir)) throw new Error(`record: ${path.resolve(options.dir)} already exists`);
-    nativeOptions.openni2 = { ...nativeOptions.openni2, recordPath: path.resolve(options.dir) };
+    nativeOptions.programOptions = { record_path: path.resolve(options.dir) };
     nativeOptions.maxFrames = options.frames;
   } else {
     nativeOptions.record = { dir: path.resolve(options.dir), format, frames: options.frames, stopAfter: true };

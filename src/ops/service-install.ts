@@ -10,7 +10,8 @@ import path from 'node:path';
 import { loadConfig, parseConfig } from '../config/load';
 import type { Config } from '../config/types';
 import { SERVICE_NAME, SERVICE_USER, STANDARD_STATE_DIR, systemdUnit } from './systemd-unit';
-import { KINECT_RULE_FILE, KINECT_VENDOR, kinectUdevRule } from './udev-rule';
+import { CAMERA_RULE_FILE, cameraUdevRule, cameraVendors, FORMER_RULE_FILES } from './udev-rule';
+import { cameraCatalog, findCameraSource } from '../device/camera-catalog';
 import { withStoragePathIn } from './installed-storage-path';
 
 export interface InstallLog {
@@ -49,7 +50,7 @@ export function serviceLayout(root: string): ServiceLayout {
     iniFile: `${prefix}/etc/face-check/face-check.ini`,
     stateDir: `${prefix}${STANDARD_STATE_DIR}`,
     unitFile: `${prefix}/etc/systemd/system/${SERVICE_NAME}.service`,
-    udevRuleFile: `${prefix}/etc/udev/rules.d/${KINECT_RULE_FILE}`,
+    udevRuleFile: `${prefix}/etc/udev/rules.d/${CAMERA_RULE_FILE}`,
     binary,
   };
 }
@@ -110,8 +111,9 @@ export function installService(layout: ServiceLayout, log: InstallLog): void {
   log.out(`wrote ${layout.unitFile}`);
   if (device) {
     makeDir(path.dirname(layout.udevRuleFile), 0o755);
-    writeFileAtomic(layout.udevRuleFile, kinectUdevRule(SERVICE_USER), 0o644);
-    log.out(`wrote ${layout.udevRuleFile} (the Kinect's USB devices for the group ${SERVICE_USER})`);
+    writeFileAtomic(layout.udevRuleFile, cameraUdevRule(SERVICE_USER, cameraCatalog()), 0o644);
+    log.out(`wrote ${layout.udevRuleFile} (the depth cameras' USB devices, vendors ${cameraVendors(cameraCatalog()).join(', ')}, for the group ${SERVICE_USER})`);
+    for (const former of FORMER_RULE_FILES) fs.rmSync(path.join(path.dirname(layout.udevRuleFile), former), { force: true });
   }
   for (const file of [layout.binary, process.execPath]) {
     // ProtectHome=yes: the service sees neither /home nor /root.
@@ -173,13 +175,25 @@ function relativePathKeys(asWritten: Config, asInstalled: Config): string[] {
   const keys: [string, (c: Config) => string][] = [
     ['[storage] path', (c) => c.storage.path],
     ['[storage] key_file', (c) => c.storage.key_file],
-    ['[camera] replay_path', (c) => c.camera.replay_path],
-    ['[camera] photos', (c) => c.camera.photos],
+    ...cameraPathKeys(asWritten),
     ['[licence] public_key_file', (c) => c.licence.public_key_file],
     ['[licence] machine_id_file', (c) => c.licence.machine_id_file],
     ['[licensing] package_file', (c) => c.licensing.package_file],
   ];
   return keys.filter(([, value]) => value(asWritten) !== value(asInstalled)).map(([key]) => key);
+}
+
+/** The path options of the ini's [camera.<source>] sections, resolved against each config's folder. */
+function cameraPathKeys(config: Config): [string, (c: Config) => string][] {
+  const out: [string, (c: Config) => string][] = [];
+  for (const [name, section] of Object.entries(config.camera.sources)) {
+    for (const key of Object.keys(section)) {
+      if (!findCameraSource(name)?.options.find((o) => o.key === key)?.path) continue;
+      out.push([`[camera.${name}] ${key}`, (c) => String(c.camera.sources[name]?.[key] ?? '').split(',')
+        .map((p) => p.trim()).filter(Boolean).map((p) => path.resolve(c.camera.base_dir, p)).join(',')]);
+    }
+  }
+  return out;
 }
 
 function isInside(file: string, dir: string): boolean {
@@ -207,7 +221,8 @@ function privilegedSteps(layout: ServiceLayout, device: boolean): PrivilegedStep
       ['chown', '-R', `${SERVICE_USER}:${SERVICE_USER}`, layout.stateDir],
     ],
     bestEffort: device
-      ? [['udevadm', 'control', '--reload'], ['udevadm', 'trigger', '--subsystem-match=usb', `--attr-match=idVendor=${KINECT_VENDOR}`]]
+      ? [['udevadm', 'control', '--reload'],
+        ...cameraVendors(cameraCatalog()).map((vendor) => ['udevadm', 'trigger', '--subsystem-match=usb', `--attr-match=idVendor=${vendor}`])]
       : [],
     start: [
       ['systemctl', 'daemon-reload'],

@@ -26,7 +26,7 @@ export function deviceConfig(overrides: DeepPartial<Config> = {}): Config {
 
 /** A synthetic scenario analysed frame by frame (lossless, virtual time) to its end. */
 export async function runScenario(scenario: string, seed: number, config: Config = deviceConfig(), options: DeviceCameraOptions = {}): Promise<{ frames: FrameEvent[]; status: CameraStatus }> {
-  config.camera = { ...config.camera, source: 'synthetic', scenario, seed, scenario_loop: false, realtime: false };
+  config.camera = { ...config.camera, source: 'synthetic', sources: { synthetic: { scenario, seed, loop: false, realtime: false } } };
   return runToEnd(config, { photos: await demoPhotos(), ...options });
 }
 

@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { cameraAddon } from '../../src/device/native-camera';
+import { cameraSourceNames } from '../../src/device/camera-catalog';
 import { packageRoot } from '../../src/package-root';
 
 const LIB_DIRS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib/arm-linux-gnueabihf', '/usr/local/lib', '/usr/lib'];
@@ -28,7 +28,7 @@ export interface OpenNI2Bench {
 export function openni2Missing(): { reason: string; installed: boolean } | undefined {
   if (!systemLibrary()) return { reason: 'libopenni2 is not installed (apt-get install libopenni2-dev libopenni2-0)', installed: false };
   if (!fs.existsSync('/usr/include/openni2/Driver/OniDriverAPI.h')) return { reason: 'the OpenNI2 headers are not installed (apt-get install libopenni2-dev)', installed: false };
-  if (!cameraAddon.cameraSources().includes('openni2')) return { reason: 'the addon was built without the OpenNI2 headers (rebuild: npm run build:native)', installed: true };
+  if (!cameraSourceNames().includes('openni2')) return { reason: 'the addon was built without the OpenNI2 headers (rebuild: npm run build:native)', installed: true };
   return undefined;
 }
 

@@ -1,4 +1,4 @@
-#include "core/camera/freenect_camera.h"
+#include "core/camera/sources/freenect/freenect_camera.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>

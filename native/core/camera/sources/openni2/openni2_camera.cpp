@@ -1,4 +1,4 @@
-#include "core/camera/openni2_camera.h"
+#include "core/camera/sources/openni2/openni2_camera.h"
 
 #include <algorithm>
 #include <cctype>
@@ -299,7 +299,7 @@ Result OpenNI2Camera::setUpRegistration() {
   }
   return Result::fail(Status::FieldsValidation,
                       "the OpenNI2 device " + uri_ +
-                          " can neither register depth to colour nor map depth pixels to colour; set [camera] openni2_registration = none only if its depth and colour images are already aligned");
+                          " can neither register depth to colour nor map depth pixels to colour; set [camera.openni2] registration = none only if its depth and colour images are already aligned");
 }
 
 void OpenNI2Camera::readIntrinsics() {

@@ -1,4 +1,4 @@
-#include "core/camera/replay_camera.h"
+#include "core/camera/sources/replay/replay_camera.h"
 
 #include <chrono>
 #include <thread>

@@ -1,4 +1,4 @@
-#include "core/camera/openni2_api.h"
+#include "core/camera/sources/openni2/openni2_api.h"
 
 #include <dlfcn.h>
 

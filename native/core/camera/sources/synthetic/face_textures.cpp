@@ -1,4 +1,4 @@
-#include "core/camera/face_textures.h"
+#include "core/camera/sources/synthetic/face_textures.h"
 
 #include <algorithm>
 #include <cmath>

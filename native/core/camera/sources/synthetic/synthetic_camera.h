@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/camera/camera.h"
-#include "core/camera/synthetic_render.h"
+#include "core/camera/sources/synthetic/synthetic_render.h"
 #include "core/similarity_transform.h"
 
 namespace facecheck {

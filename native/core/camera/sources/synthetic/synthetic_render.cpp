@@ -1,4 +1,4 @@
-#include "core/camera/synthetic_render.h"
+#include "core/camera/sources/synthetic/synthetic_render.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "core/camera/synthetic_camera.h"
+#include "core/camera/sources/synthetic/synthetic_camera.h"
 
 #include <algorithm>
 #include <chrono>

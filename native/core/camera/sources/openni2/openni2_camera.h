@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/camera/camera.h"
-#include "core/camera/openni2_api.h"
+#include "core/camera/sources/openni2/openni2_api.h"
 
 namespace facecheck {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/camera/synthetic_camera.h"
+#include "core/camera/sources/synthetic/synthetic_camera.h"
 #include "core/face_engine.h"
 #include "core/face_types.h"
 

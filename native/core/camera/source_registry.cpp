@@ -1,0 +1,65 @@
+#include "core/camera/source_registry.h"
+
+namespace facecheck {
+
+// Each source's description, defined in its folder under sources/.
+const CameraSourceEntry& syntheticSourceEntry();
+const CameraSourceEntry& replaySourceEntry();
+#ifdef FACE_CHECK_HAVE_FREENECT
+const CameraSourceEntry& freenectSourceEntry();
+#endif
+#ifdef FACE_CHECK_HAVE_OPENNI2
+const CameraSourceEntry& openni2SourceEntry();
+#endif
+
+const std::vector<const CameraSourceEntry*>& cameraSourceRegistry() {
+  // One row per source; a source whose headers were not found at build time is not compiled in.
+  static const std::vector<const CameraSourceEntry*> rows = {
+      &syntheticSourceEntry(),
+      &replaySourceEntry(),
+#ifdef FACE_CHECK_HAVE_FREENECT
+      &freenectSourceEntry(),
+#endif
+#ifdef FACE_CHECK_HAVE_OPENNI2
+      &openni2SourceEntry(),
+#endif
+  };
+  return rows;
+}
+
+const CameraSourceEntry* findCameraSource(const std::string& name) {
+  for (const CameraSourceEntry* e : cameraSourceRegistry())
+    if (e->name == name) return e;
+  return nullptr;
+}
+
+bool probeCameraSource(const CameraSourceEntry& source, const std::string& library, std::string* detail) {
+  if (!source.probe) {
+    *detail = "built in";
+    return true;
+  }
+  std::string lib = library;
+  if (lib.empty())
+    for (const CameraOptionSpec& s : source.options)
+      if (s.key == source.libraryOption) lib = s.defaultValue;
+  return source.probe(lib, detail);
+}
+
+Result makeCameraSource(CameraSourceOptions& q, FaceEngine* engine, std::unique_ptr<CameraSource>* out, int* textures) {
+  *textures = 0;
+  const CameraSourceEntry* entry = findCameraSource(q.source);
+  if (!entry) return Result::fail(Status::FieldsValidation, "camera source \"" + q.source + "\" is not available in this build");
+  CameraOptionValues values;
+  Result r = checkCameraOptions(q.source, entry->options, q.options, q.programOptions, &values);
+  if (!r.ok()) return r;
+  SourceContext context;
+  context.engine = engine;
+  context.photos = &q.photos;
+  context.intrinsicsGiven = q.intrinsicsGiven;
+  context.intrinsics = q.intrinsics;
+  r = entry->make(values, context, out);
+  *textures = context.textures;
+  return r;
+}
+
+}  // namespace facecheck
