@@ -10,7 +10,7 @@
 //   face-check migrate --from <file.ini> --to <file.ini>
 //   face-check record  [--config <file.ini>] --out <dir | file.oni> [--frames N | --seconds S] [--format face-check|fakenect|oni]
 //   face-check record --out <folder> --label <kind> ... | liveness-eval <folder> (src/cli/liveness.ts)
-//   face-check licence create|list|revoke|release|install-command|activation-code (src/cli/licences.ts)
+//   face-check licence create|list|revoke|release|install-command|activation-code|device-key (src/cli/licences.ts)
 //   face-check account create|list|set-plan (src/cli/accounts.ts)
 //   face-check device install --server-url <url> --licence-key <key> --public-key-sha256 <hex> [--root <dir>]
 //                             [--camera freenect|synthetic|none] (src/cli/device-install.ts)
