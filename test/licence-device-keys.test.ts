@@ -2,13 +2,17 @@
 // lists and revokes the keys its licensed device accepts (roles as cloud keys, signing keys); a key is answered
 // once and kept only as its SHA-256, which is all the signed licence document tells the device; a revoked key
 // leaves the next document and stays listed; another account's licence is "not found"; a revoked licence takes
-// no key; a licence line holds at most MAX_ACTIVE_DEVICE_KEYS active keys.
+// no key; a licence line holds at most MAX_ACTIVE_DEVICE_KEYS active keys. And what a device believes of the
+// document's deviceKeys field.
 import crypto from 'node:crypto';
 import path from 'node:path';
 import t from 'tap';
 import { MAX_ACTIVE_DEVICE_KEYS } from '../src/licensing/licence-device-keys';
-import { verifyLicenceDocument, type LicenceDocument } from '../src/licensing/licence-document';
+import {
+  DOCUMENT_FORMAT, LicenceDocumentError, MAX_DOCUMENT_DEVICE_KEYS, signLicenceDocument, verifyLicenceDocument, type LicenceDocument,
+} from '../src/licensing/licence-document';
 import { BACKENDS, backendSkipReason, startBackendApp, type BackendApp } from './helpers/backends';
+import { testKeyPair } from './helpers/fake-licence-server';
 import { writeTinyTarball } from './helpers/tiny-package';
 
 const PASSWORD = 'correct horse battery staple';
@@ -126,3 +130,28 @@ for (const backend of BACKENDS) {
     t.equal((await api(owner, 'GET', keysUrl)).body.keys.length, MAX_ACTIVE_DEVICE_KEYS + 2);
   });
 }
+
+t.test('a device believes a document\'s deviceKeys only in their shape; a document without them has none', async (t) => {
+  const pair = testKeyPair(0);
+  const base: LicenceDocument = {
+    format: DOCUMENT_FORMAT, licenceId: 'lic_0123456789abcdef', accountId: 'acme', label: '', status: 'active', grants: ['get'],
+    limits: { maxPersons: null }, licenceExpires: null, device: { fingerprint: 'ab'.repeat(32) }, licenceKeySha256: 'cd'.repeat(32),
+    nonce: 'n'.repeat(24), issued: new Date().toISOString(), checkIntervalSeconds: 60, validUntil: new Date(Date.now() + 60_000).toISOString(),
+  };
+  const read = (doc: object) => verifyLicenceDocument(signLicenceDocument(doc as LicenceDocument, pair.privateKey), pair.publicKey);
+  const key = { keyId: '0123456789ab', keySha256: 'ef'.repeat(32), role: 'match' };
+  t.equal(read(base).deviceKeys, undefined, 'an older cloud\'s document: no device keys');
+  t.same(read({ ...base, deviceKeys: [key, { ...key, role: 'full', signingPublicKey: 'PEM' }] }).deviceKeys?.length, 2);
+  const bad: Array<[string, unknown]> = [
+    ['not a list', { key }],
+    ['a key in clear instead of its hash', [{ ...key, keySha256: 'fcd_'.padEnd(36, 'x') }]],
+    ['an upper-case hash', [{ ...key, keySha256: 'EF'.repeat(32) }]],
+    ['an unknown role', [{ ...key, role: 'admin' }]],
+    ['no key id', [{ keySha256: key.keySha256, role: 'match' }]],
+    ['a public key that is not text', [{ ...key, signingPublicKey: 42 }]],
+    ['too many', Array.from({ length: MAX_DOCUMENT_DEVICE_KEYS + 1 }, () => key)],
+  ];
+  for (const [what, deviceKeys] of bad) {
+    t.throws(() => read({ ...base, deviceKeys }), new LicenceDocumentError('the signed licence document has no valid deviceKeys'), what);
+  }
+});
