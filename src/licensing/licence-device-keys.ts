@@ -10,7 +10,7 @@ import { checkedPublicKey } from '../services/request-signing';
 import {
   deviceKeysOf, deviceKeySha256, generateDeviceKey, type DeviceKeyRecord,
 } from '../storage/device-keys';
-import type { LicenceRecord } from '../storage/licences';
+import type { ChangeOutcome, LicenceRecord } from '../storage/licences';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore } from '../storage/postgres/interfaces';
 import { generateRsaKeyPair } from '../storage/service-key';
@@ -135,7 +135,7 @@ export class DeviceKeyService {
     return viewOf(licenceId, after ?? { keyId, keySha256: '', role: 'full', label: '', created: now, revoked: now });
   }
 
-  private written(licenceId: string, outcome: Awaited<ReturnType<AsyncStore['licences']['update']>>): LicenceRecord {
+  private written(licenceId: string, outcome: ChangeOutcome<ApiError>): LicenceRecord {
     if (outcome.outcome === 'missing') throw this.deps.errors.explain('LicenceNotFound', `no licence ${licenceId} in this account`);
     if (outcome.outcome === 'refused') throw outcome.reason;
     return outcome.record;
