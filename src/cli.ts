@@ -11,7 +11,7 @@
 //   face-check record  [--config <file.ini>] --out <dir | file.oni> [--frames N | --seconds S] [--format face-check|fakenect|oni]
 //   face-check record --out <folder> --label <kind> ... | liveness-eval <folder> (src/cli/liveness.ts)
 //   face-check cameras [--config <file.ini>] [--format text|json] (src/cli/cameras.ts)
-//   face-check licence create|list|revoke|release|install-command|activation-code (src/cli/licences.ts)
+//   face-check licence create|list|revoke|release|install-command|activation-code|device-key (src/cli/licences.ts)
 //   face-check account create|list|set-plan (src/cli/accounts.ts)
 //   face-check device install --server-url <url> --licence-key <key> --public-key-sha256 <hex> [--root <dir>]
 //                             [--camera <source>|none] [--port <n>] (src/cli/device-install.ts)

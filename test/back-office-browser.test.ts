@@ -5,6 +5,7 @@
 // changes nothing; pages work with JavaScript disabled; sign-in is throttled. Every page is checked for labels,
 // width at 360 px and the absence of biometric data, and photographed at 1440 and 360 px into
 // test-output/screenshots/ (gitignored).
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
@@ -186,6 +187,24 @@ async function run(): Promise<void> {
     await page.getByRole('button', { name: /^Copy/ }).click();
     await page.locator('.copied', { hasText: 'Copied' }).waitFor();
     t.equal(await page.evaluate(() => navigator.clipboard.readText()), stored.installCommand, 'the clipboard holds the command');
+
+    // A device API key on the licence line: shown once on its own page, then listed by its id, revoked after a confirmation.
+    await page.getByLabel('Role').selectOption('match');
+    await page.getByRole('button', { name: 'Create the device key' }).click();
+    t.match(page.url(), new RegExp(`/back-office/licences/${first.licenceId}/keys/new$`));
+    const deviceKey = (await page.locator('#new-device-key').textContent()) ?? '';
+    t.match(deviceKey, /^fcd_[A-Za-z0-9_-]{32}$/, 'the device key is shown');
+    await inspect(t, page, 'device-key-new');
+    const deviceKeyId = crypto.createHash('sha256').update(deviceKey).digest('hex').slice(0, 12);
+    await page.getByRole('link', { name: 'Back to the licence' }).click();
+    const deviceKeys = page.locator('table:has(#device-keys-caption)');
+    t.match(await deviceKeys.textContent(), new RegExp(`${deviceKeyId}[\\s\\S]*match[\\s\\S]*active`), 'listed by its id');
+    t.notOk((await page.content()).includes(deviceKey), 'never the key again');
+    await page.getByRole('link', { name: `Revoke device key ${deviceKeyId}` }).click();
+    await inspect(t, page, 'device-key-revoke');
+    await page.getByRole('button', { name: 'Revoke the device key' }).click();
+    t.match(await page.textContent('.notice'), /device key is revoked/);
+    t.match(await deviceKeys.textContent(), /revoked /);
 
     await page.getByRole('link', { name: 'All licences' }).click();
     const line = page.locator('article.licence-line');

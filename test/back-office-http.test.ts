@@ -409,6 +409,61 @@ t.test('licence: grants by checkbox, release of the device binding, revoke after
   t.equal(licence.status, 'revoked');
 });
 
+t.test('licence: device API keys created on the licence page, shown once, revoked after a confirmation', async (t) => {
+  const a = await cloudApp((c) => { c.plans.free_activation_code = false; });
+  t.teardown(() => a.close());
+  const v = new Visitor(a);
+  await v.register('devkeys@example.com');
+  await v.get('/back-office/licences');
+  const url = String((await v.post('/back-office/licences', { label: 'Kiosk' })).headers.location).split('?')[0];
+  const licenceId = url.split('/').pop()!;
+  const keysOf = () => a.store.licences.get(licenceId)!.deviceKeys ?? [];
+
+  const page = await v.get(url);
+  t.match(page.body, /<h2 id="device-keys">Device API keys<\/h2>/);
+  t.match(page.body, /No device keys yet\./);
+  const refused = await v.post(`${url}/keys`, { label: 'x', role: 'root', signing: 'none' });
+  t.equal(refused.statusCode, 400, 'an unknown role');
+  t.match(refused.body, /Choose one of the roles offered/);
+
+  const made = await v.post(`${url}/keys`, { label: 'Turnstile', role: 'match', signing: 'generate' });
+  t.equal(made.statusCode, 303);
+  t.equal(made.headers.location, `/back-office/licences/${licenceId}/keys/new`);
+  const shown = await v.get(String(made.headers.location));
+  const key = /<code>(fcd_[A-Za-z0-9_-]{32})<\/code>/.exec(shown.body)?.[1];
+  t.ok(key, 'the key is shown on the page after its creation');
+  t.match(shown.body, /Download the private signing key/);
+  t.notMatch(shown.body, /PRIVATE KEY/, 'the private key is not in the page');
+  t.match((await v.get('/back-office/keys/new/signing-key.pem')).body, /^-----BEGIN PRIVATE KEY-----/, 'the signing key downloads once');
+  t.notMatch((await v.get(String(made.headers.location))).body, /fcd_/, 'a reload shows the key no more');
+  const [record] = keysOf();
+  t.match(record, { role: 'match', label: 'Turnstile', revoked: null });
+  t.ok(record.signingPublicKey, 'the key signs its requests');
+  t.notOk(JSON.stringify(keysOf()).includes(key!), 'only its hash is kept');
+
+  const listed = await v.get(url);
+  t.match(listed.body, new RegExp(`<code>${record.keyId}</code>`), 'listed by its id');
+  t.notMatch(listed.body, /fcd_[A-Za-z0-9_-]{32}/, 'never the key');
+
+  // Another account reaches neither the licence's keys nor their revocation.
+  const other = new Visitor(a);
+  await other.register('other@example.com');
+  t.equal((await other.get(`${url}/keys/${record.keyId}/revoke`)).statusCode, 404);
+  await other.get('/back-office/licences');
+  t.equal((await other.post(`${url}/keys/${record.keyId}/revoke`, {})).statusCode, 404);
+  t.equal((await other.post(`${url}/keys`, { label: 'x', role: 'full', signing: 'none' })).statusCode, 404);
+  t.equal(keysOf().length, 1, 'nothing made for the other account');
+
+  const confirm = await v.get(`${url}/keys/${record.keyId}/revoke`);
+  t.match(confirm.body, /This cannot be undone/);
+  t.equal(keysOf()[0].revoked, null, 'the confirmation page changes nothing');
+  const revoked = await v.post(`${url}/keys/${record.keyId}/revoke`, {});
+  t.equal(revoked.statusCode, 303);
+  t.equal(revoked.headers.location, `${url}?done=device-key-revoked`);
+  t.ok(keysOf()[0].revoked, 'revoked');
+  t.match((await v.get(url)).body, /revoked /);
+});
+
 t.test('every authenticated request is counted per key and day; written in batches and at close', async (t) => {
   const a = await cloudApp();
   const v = new Visitor(a);

@@ -172,3 +172,60 @@ t.test('licence activation-code prints a code once; only its hash is stored', as
     t.equal((await new ActivationCodes(store.activationCodes).list()).length, 2);
   });
 });
+
+t.test('licence device-key create | list | revoke: keys printed once, only their hashes stored and sent', async (t) => {
+  const s = setUp(t);
+  await s.addAccount('acme', 'paid');
+  const created = await s.run('licence', 'create', '--account', 'acme', '--grants', 'identify');
+  const id = /created licence (lic_[0-9a-f]{16})/.exec(created.out[0])![1];
+  const licenceKey = /^licence key: (\S+)$/.exec(created.out[1])![1];
+
+  const made = await s.run('licence', 'device-key', 'create', id, '--role', 'match', '--label', 'gate app');
+  t.equal(made.code, 0, made.err.join('\n'));
+  const keyId = new RegExp(`^created device key ([0-9a-f]{12}) on licence ${id} \\(role match\\)$`).exec(made.out[0])?.[1];
+  t.ok(keyId, made.out[0]);
+  const key = /^Api-Key: (fcd_[A-Za-z0-9_-]{32})$/.exec(made.out[1])?.[1];
+  t.ok(key, 'the key is printed');
+  t.same(made.out.slice(2), ['the key is shown only this once', 'the licence\'s device accepts it from its next licence check']);
+  const signing = await s.run('licence', 'device-key', 'create', id, '--signing');
+  t.equal(signing.code, 0);
+  t.match(signing.out.join('\n'), /role full, signs its requests\)[\s\S]*-----BEGIN PRIVATE KEY-----/, 'full by default; the signing key printed once');
+  const pem = path.join(s.dir, 'client.pem');
+  fs.writeFileSync(pem, crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }));
+  const own = await s.run('licence', 'device-key', 'create', id, '--role', 'enrol', '--public-key', pem);
+  t.equal(own.code, 0, own.err.join('\n'));
+  t.notMatch(own.out.join('\n'), /PRIVATE KEY/, 'nothing private for the client\'s own public key');
+
+  const listed = await s.run('licence', 'device-key', 'list', id);
+  t.equal(listed.out[0], 'keyId\trole\tcreated\trevoked\tsigning\tlabel');
+  t.equal(listed.out.length, 4);
+  t.match(listed.out[1], new RegExp(`^${keyId}\\tmatch\\t\\S+\\t-\\tno\\tgate app$`));
+  t.match(listed.out[2], /\tfull\t\S+\t-\tyes\t$/);
+  t.notMatch(listed.out.join('\n'), /fcd_/, 'lists never show keys');
+
+  // The licence check's document carries the hash; the store never the key.
+  const document = await s.withStore(async (store) => {
+    const signed = await new LicenceServer({ config: s.config, store, errors: testErrorCatalog(), now: () => new Date() }).check({
+      licenceKey, fingerprint: 'cd'.repeat(32), nonce: crypto.randomBytes(16).toString('base64url'), version: '0.1.0', persons: 0, usage: [],
+    }, '192.0.2.7');
+    return Buffer.from(signed.document, 'base64').toString('utf8');
+  });
+  t.ok(document.includes(crypto.createHash('sha256').update(key!).digest('hex')), 'the document names the key\'s hash');
+  t.notOk(document.includes(key!), 'not the key');
+  t.equal(fs.readFileSync(path.join(s.config.storage.path, 'data.mdb')).indexOf(key!), -1, 'the key is not in the data file');
+
+  const revoked = await s.run('licence', 'device-key', 'revoke', id, keyId!);
+  t.same([revoked.code, revoked.out[0]], [0, `revoked device key ${keyId} of licence ${id}: its device refuses it from its next licence check`]);
+  t.match((await s.run('licence', 'device-key', 'list', id)).out[1], new RegExp(`^${keyId}\\tmatch\\t\\S+\\t\\d{4}-\\d{2}-\\d{2}T`), 'listed as revoked');
+
+  // Refusals.
+  t.equal((await s.run('licence', 'device-key', 'create', id, '--role', 'root')).code, 2, 'an unknown role');
+  t.equal((await s.run('licence', 'device-key', 'create')).code, 2, 'needs a licence id');
+  t.equal((await s.run('licence', 'device-key', 'revoke', id)).code, 2, 'needs a key id');
+  t.equal((await s.run('licence', 'device-key', 'rotate', id)).code, 2, 'an unknown action');
+  const missing = await s.run('licence', 'device-key', 'list', 'lic_0000000000000000');
+  t.same([missing.code, /LC_004/.test(missing.err[0])], [1, true]);
+  const unknownKey = await s.run('licence', 'device-key', 'revoke', id, '000000000000');
+  t.same([unknownKey.code, /has no device key 000000000000/.test(unknownKey.err[0])], [1, true]);
+  t.equal((await s.run('licence', 'device-key', 'create', id, '--signing', '--public-key', pem)).code, 2, '--signing or --public-key');
+});

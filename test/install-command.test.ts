@@ -210,6 +210,8 @@ t.test('device install pins the public key and writes the ini, the key, the stat
   t.ok(c.out.some((l) => l.includes(`wrote ${ini}`)) && c.out.some((l) => l.includes(`wrote ${unit}`)), 'says what it wrote');
   t.ok(c.out.some((l) => /^ {2}systemctl enable face-check$/.test(l)), 'prints the steps a test root does not run');
   t.notOk(c.out.join('\n').includes(KEY), 'the licence key is not printed');
+  t.match(c.out.at(-1), new RegExp(`^clients on this board send an Api-Key: a device key of the licence line \\(fcd_.*keys create --config ${ini} --role match$`),
+    'says how a client on the board authenticates');
   t.same(cloud.seen.map((s) => s.url), ['/licence/v1/public-key']);
 
   // Again, over the state the service made meanwhile and an ini edited by hand.

@@ -13,6 +13,7 @@ import t, { type Test } from 'tap';
 import { main } from '../src/cli';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
 import { ActivationCodes, activationCodeSha256, normaliseActivationCode } from '../src/licensing/activation-codes';
+import { DeviceKeyService } from '../src/licensing/licence-device-keys';
 import { personChecksums } from '../src/ops/migrate-store';
 import { lmdbAsyncStore } from '../src/storage/lmdb/async-store';
 import { licenceKeySha256, type LicenceRecord } from '../src/storage/licences';
@@ -22,6 +23,7 @@ import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
 import { hashSessionToken } from '../src/storage/sessions';
 import { openStore } from '../src/storage/store';
+import { testErrorCatalog } from './helpers/errors';
 import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 
 const skip = postgresSkipReason();
@@ -95,6 +97,13 @@ async function run(): Promise<void> {
     accept: { ...current, device: { fingerprint: 'f'.repeat(64), boundAt: nowIso }, lastCheck: { at: nowIso, address: '10.0.0.7', version: '1.0.0', persons: 3 } },
   }), [{ day: '2026-01-02', operation: 'identify', requests: 40 }, { day: TODAY, operation: 'verify', requests: 2 }]);
   if (checkedIn.outcome !== 'written') throw new Error(`check-in not written: ${checkedIn.outcome}`);
+  // A device API key on the licence line: it moves with its licence, as its hash.
+  const deviceKey = (await new DeviceKeyService({
+    store: lmdb, errors: testErrorCatalog(), now: () => now, licences: { record: async () => (await lmdb.licences.get(created.record.licenceId))! },
+  }).create({ anyAccount: true }, created.record.licenceId, { role: 'match', label: 'gate app' })).key;
+  // And a licence stored as before device keys existed (no such field): the same on both sides once moved.
+  const spare = await lmdb.licences.create({ accountId: 'acme', label: 'spare', grants: [], limits: { maxPersons: null }, expires: null }, { now, maxLicences: 0 });
+  if (spare.outcome !== 'created') throw new Error(`licence not created: ${spare.outcome}`);
   for (let i = 0; i < QUOTA_LIMIT - 1; i++) await lmdb.quota.tryConsume('acme', TODAY, QUOTA_LIMIT);
   await lmdb.quota.tryConsume('acme', '2026-01-02', QUOTA_LIMIT);
   for (let i = 0; i < 3; i++) lmdb.keyUsage.record(plainKeyRecord.keyId, now);
@@ -111,14 +120,14 @@ async function run(): Promise<void> {
     t.match(out, /persons: 25 copied, 0 already there, 0 failed/);
     t.match(out, /API keys: 2 copied/);
     t.match(out, /activation codes: 2 copied, 0 already there, 0 failed/);
-    t.match(out, /licences: 1 copied, 0 already there, 0 failed/);
+    t.match(out, /licences: 2 copied, 0 already there, 0 failed/);
     t.match(out, /licence usage: 2 copied/);
     t.match(out, /quota counters: 2 copied/);
     t.match(out, /key usage: 1 copied/);
     t.match(out, /sessions: 1 not moved \(operators sign in again/);
     t.match(out, /migrate: licences: copying/, 'progress names each kind');
     t.match(out, /migrate: persons: 25 of 25 \(100 %\)/, 'and counts the persons copied of all');
-    t.match(out, /account acme: match \(accounts 1, API keys 1, licences 1, licence usage 2, quota counters 2, key usage 1, persons 16\)/);
+    t.match(out, /account acme: match \(accounts 1, API keys 1, licences 2, licence usage 2, quota counters 2, key usage 1, persons 16\)/);
     t.match(out, /store-wide: match \(activation codes 2\)/);
     t.match(out, /migrate: complete/);
     const target = await openPg();
@@ -132,7 +141,8 @@ async function run(): Promise<void> {
     for await (const b of target.persons.templateBlocks(MODEL)) blocks += b.ids.length;
     t.equal(blocks, 25, 'every template is of the model and in the gallery rebuild');
     const moved = await target.licences.byKeySha256(licenceKeySha256(licenceKey));
-    t.same(comparable(moved), comparable(sourceLicence), 'the licence as stored: grants, limits, device binding, last check');
+    t.same(comparable(moved), comparable(sourceLicence), 'the licence as stored: grants, limits, device binding, last check, device keys');
+    t.equal(moved?.deviceKeys?.length, 1, 'its device key moved');
     t.equal(await target.licences.openKey(moved!), licenceKey, 'its key, sealed again, opens with the cluster\'s data key');
     t.same(await target.licenceUsage.range(moved!.licenceId, '2026-01-01', TODAY),
       [{ day: '2026-01-02', operation: 'identify', requests: 40 }, { day: TODAY, operation: 'verify', requests: 2 }]);
@@ -145,8 +155,8 @@ async function run(): Promise<void> {
     let text = '';
     for (const { name } of tables) text += (await target.pool.query<{ row: string }>(`SELECT t::text AS row FROM "${name}" t`)).rows.map((r) => r.row).join('\n');
     t.ok(text.includes(moved!.keySha256), 'the search finds what is stored (the key hash)');
-    for (const secret of [licenceKey, normaliseActivationCode(unusedCode)!, normaliseActivationCode(usedCode)!, plainKey]) {
-      t.notOk(text.includes(secret) || text.includes(Buffer.from(secret).toString('hex')), 'no licence key, activation code or API key in clear');
+    for (const secret of [licenceKey, normaliseActivationCode(unusedCode)!, normaliseActivationCode(usedCode)!, plainKey, deviceKey]) {
+      t.notOk(text.includes(secret) || text.includes(Buffer.from(secret).toString('hex')), 'no licence key, activation code, API key or device key in clear');
     }
   });
 
@@ -166,7 +176,7 @@ async function run(): Promise<void> {
   await t.test('PostgreSQL back to a new LMDB store: the same checksums, the same licence', async (t) => {
     const c = capture();
     t.equal(await main(['migrate', '--from', toPg, '--to', backIni], c.io), 0, c.err.join('\n'));
-    t.match(c.out.join('\n'), /licences: 1 copied/);
+    t.match(c.out.join('\n'), /licences: 2 copied/);
     const back = lmdbAsyncStore(await openStore(path.join(dir, 'back')));
     t.teardown(() => back.close());
     t.same(await personChecksums(back), expected);
@@ -230,7 +240,7 @@ async function run(): Promise<void> {
     const c = capture();
     t.equal(await main(['migrate', '--from', lmdbIni, '--to', tamperedIni], c.io), 1);
     const out = c.out.join('\n');
-    t.match(out, /account acme: DIFFER in licences \(source 1, target 1, other content\), quota counters \(source 2, target 2, other content\), persons \(source 16, target 16, other content\)/);
+    t.match(out, /account acme: DIFFER in licences \(source 2, target 2, other content\), quota counters \(source 2, target 2, other content\), persons \(source 16, target 16, other content\)/);
     t.match(out, /store-wide: DIFFER in activation codes/);
     t.match(out, /account default: match/, 'what was not changed still matches');
     t.match(out, /INCOMPLETE/);

@@ -3,6 +3,7 @@
 import type { Config } from '../config/types';
 import type { AccountService } from '../licensing/accounts';
 import type { ActivationCodes } from '../licensing/activation-codes';
+import type { DeviceKeyService } from '../licensing/licence-device-keys';
 import type { LicenceService } from '../licensing/licences';
 import type { AsyncKeyUsageRepository } from '../storage/postgres/interfaces';
 import type { CsrfTokens } from './csrf';
@@ -12,6 +13,7 @@ export interface BackOfficeContext {
   config: Config;
   accounts: AccountService;
   licences: LicenceService;
+  deviceKeys: DeviceKeyService;
   activationCodes: ActivationCodes;
   keyUsage: AsyncKeyUsageRepository;
   reveals: OneTimeReveals;

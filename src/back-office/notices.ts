@@ -10,6 +10,7 @@ export const NOTICES = {
   'licence-revoked': 'The licence is revoked; its device is refused at its next check.',
   'device-released': 'The device binding is released: the next device that checks in with the key binds.',
   'code-issued': 'The activation code is issued.',
+  'device-key-revoked': 'The device key is revoked: the device refuses it from its next licence check.',
 } as const;
 
 export type NoticeName = keyof typeof NOTICES;

@@ -17,6 +17,10 @@ export const PATHS = {
   licenceGrants: (licenceId: string) => `${BASE}/licences/${encodeURIComponent(licenceId)}/grants`,
   revokeLicence: (licenceId: string) => `${BASE}/licences/${encodeURIComponent(licenceId)}/revoke`,
   releaseLicence: (licenceId: string) => `${BASE}/licences/${encodeURIComponent(licenceId)}/release`,
+  deviceKeys: (licenceId: string) => `${BASE}/licences/${encodeURIComponent(licenceId)}/keys`,
+  newDeviceKey: (licenceId: string) => `${BASE}/licences/${encodeURIComponent(licenceId)}/keys/new`,
+  revokeDeviceKey: (licenceId: string, keyId: string) =>
+    `${BASE}/licences/${encodeURIComponent(licenceId)}/keys/${encodeURIComponent(keyId)}/revoke`,
   usage: `${BASE}/usage`,
   admin: `${BASE}/admin`,
   adminCodes: `${BASE}/admin/activation-codes`,

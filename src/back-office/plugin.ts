@@ -10,6 +10,7 @@ import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import type { Config } from '../config/types';
 import type { AccountService } from '../licensing/accounts';
 import { ActivationCodes } from '../licensing/activation-codes';
+import type { DeviceKeyService } from '../licensing/licence-device-keys';
 import type { LicenceService } from '../licensing/licences';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import { DatabaseUnavailableError } from '../storage/postgres/errors';
@@ -25,6 +26,7 @@ import { OneTimeReveals } from './reveals';
 import accountRoutes from './routes/account';
 import adminRoutes from './routes/admin';
 import keyRoutes from './routes/keys';
+import licenceKeyRoutes from './routes/licence-keys';
 import licenceRoutes from './routes/licences';
 import signInRoutes from './routes/sign-in';
 import staticRoutes from './routes/static';
@@ -37,6 +39,7 @@ export interface BackOfficeOptions {
   store: Store | AsyncStore;
   accounts: AccountService;
   licences: LicenceService;
+  deviceKeys: DeviceKeyService;
   now?: () => Date;
   /** The CSRF tokens' secret (32 bytes or more); default: the store's shared setting (random per process on LMDB, one for every node on PostgreSQL). */
   csrfSecret?: Buffer;
@@ -52,6 +55,7 @@ const backOfficeScope: FastifyPluginAsync<BackOfficeOptions> = async (scope, opt
     config: opts.config,
     accounts: opts.accounts,
     licences: opts.licences,
+    deviceKeys: opts.deviceKeys,
     activationCodes: new ActivationCodes(store.activationCodes),
     keyUsage: store.keyUsage,
     reveals: new OneTimeReveals(() => now().getTime()),
@@ -121,6 +125,7 @@ const backOfficeScope: FastifyPluginAsync<BackOfficeOptions> = async (scope, opt
   await scope.register(accountRoutes, routes);
   await scope.register(keyRoutes, routes);
   await scope.register(licenceRoutes, routes);
+  await scope.register(licenceKeyRoutes, routes);
   await scope.register(usageRoutes, routes);
   await scope.register(adminRoutes, routes);
 };

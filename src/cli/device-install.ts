@@ -86,6 +86,10 @@ export async function deviceInstall(o: DeviceInstallOptions, io: Io): Promise<vo
   io.out(`wrote ${iniFile} (0600: it holds the licence key)`);
 
   installService(layout, io);
+  // The one question left once the device runs: with which key a client on the board calls it.
+  io.out('clients on this board send an Api-Key: a device key of the licence line (fcd_..., made in the back-office or ' +
+    'with face-check licence device-key create on the cloud; the device takes it at its next licence check), or a key made ' +
+    `here: sudo -u face-check face-check keys create --config ${iniFile} --role match`);
 }
 
 /** GET <server>/licence/v1/public-key, accepted only when its SHA-256 is the pinned one. */

@@ -11,6 +11,7 @@ import { publicUrl } from '../licensing/public-url';
 import { nativeErrorTable } from '../native';
 import type { LicenceRecord } from '../storage/licences';
 import type { AsyncStore } from '../storage/postgres/interfaces';
+import { DEVICE_KEY_USAGE, deviceKeyCommand } from './licence-device-keys';
 import { openCommandStore } from './open-store';
 import { ACCOUNT_ID, configOf, stringFlag, UsageError, type Args, type Io } from './args';
 
@@ -20,7 +21,8 @@ export const LICENCE_USAGE = `  face-check licence create [--config <file.ini>] 
                             [--max-persons N|none] [--expires <ISO 8601>|none]
   face-check licence list [--config <file.ini>] [--account <id>]
   face-check licence revoke|release|install-command [--config <file.ini>] <licenceId>
-  face-check licence activation-code [--config <file.ini>] --plan ${PLANS.join('|')} [--valid-days N]`;
+  face-check licence activation-code [--config <file.ini>] --plan ${PLANS.join('|')} [--valid-days N]
+${DEVICE_KEY_USAGE}`;
 
 const ANY_ACCOUNT = { anyAccount: true } as const;
 
@@ -30,8 +32,9 @@ export async function licenceCommand(args: Args, io: Io): Promise<number> {
   const store = await openCommandStore(config);
   try {
     const packageFile = new PackageFile(config);
+    const errors = new ErrorCatalog(nativeErrorTable());
     const licences = new LicenceService({
-      config, store, errors: new ErrorCatalog(nativeErrorTable()), now: () => new Date(),
+      config, store, errors, now: () => new Date(),
       packageSha256: async () => (await packageFile.get()).sha256,
       serverUrl: () => publicUrl(config),
     });
@@ -40,6 +43,8 @@ export async function licenceCommand(args: Args, io: Io): Promise<number> {
       return rest[0];
     };
     switch (sub) {
+      case 'device-key':
+        return await deviceKeyCommand(args, io, { store, errors, licences });
       case 'create': {
         const account = stringFlag(args, 'account');
         if (account === undefined || !ACCOUNT_ID.test(account)) throw new UsageError('--account: the account id the licence belongs to');

@@ -11,7 +11,7 @@ import { PixelBudget } from '../image/pixel-budget';
 import { Galleries } from '../matching/galleries';
 import { snapshotPlaceOf } from '../matching/snapshot/place';
 import { SimilarityScale } from '../matching/similarity-scale';
-import { Authenticator } from '../services/auth';
+import { Authenticator, type LicenceKeySource } from '../services/auth';
 import { RequestSigning } from '../services/request-signing';
 import { createServices, type LiveFaceSource } from '../services';
 import type { PackageFile } from '../licensing/package-file';
@@ -57,7 +57,7 @@ export interface AppDeps {
   now?: () => Date;
   logger?: FastifyServerOptions['logger'];
   /** Device mode: the licence every person-API request is gated by; absent = ungated (development, cloud). */
-  licence?: LicenceGateSource & LicenceMetricsSource;
+  licence?: LicenceGateSource & LicenceMetricsSource & Partial<LicenceKeySource>;
   /** Cloud: the package devices install; default: this program packed once per version. */
   packageFile?: PackageFile;
   /** Cloud: a licence key's state for the package download; default: the licence server's. */
@@ -136,7 +136,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(hostHeader, { errors });
   // Order matters for the preValidation hooks: the signature is checked before the body is judged.
   await app.register(authPlugin, {
-    authenticator: new Authenticator(store.apiKeys, errors, config.auth.bootstrap_key, deps.now, store.keyUsage),
+    authenticator: new Authenticator(store.apiKeys, errors, config.auth.bootstrap_key, deps.now, store.keyUsage,
+      deps.licence?.apiKey ? (deps.licence as LicenceKeySource) : undefined),
   });
   // Cloud: operators' accounts. Their routes authenticate with a session (Authorization: Bearer), not an Api-Key.
   const operators: OperatorsDeps = {

@@ -6,6 +6,7 @@ import type { Config } from '../config/types';
 import type { ErrorCatalog } from '../errors';
 import { AccountService } from '../licensing/accounts';
 import { LicenceServer, type LicenceKeyState } from '../licensing/licence-server';
+import { DeviceKeyService } from '../licensing/licence-device-keys';
 import { LicenceService } from '../licensing/licences';
 import { PackageFile } from '../licensing/package-file';
 import { publicUrl } from '../licensing/public-url';
@@ -15,6 +16,7 @@ import operatorSession from './plugins/operator-session';
 import accountApi from './routes/account-api';
 import licenceApi from './routes/licence-api';
 import licenceFiles from './routes/licence-files';
+import licenceKeysApi from './routes/licence-keys-api';
 
 export interface OperatorsDeps {
   config: Config;
@@ -58,8 +60,10 @@ export async function registerOperatorRoutes(app: FastifyInstance, deps: Operato
   if (!config.licensing.public_url && /^https?:\/\/(127\.|localhost|\[::1\])/.test(publicUrl(config))) {
     app.log.warn({ url: publicUrl(config) }, 'installation commands name a loopback address no device can reach: set [licensing] public_url');
   }
+  const deviceKeys = new DeviceKeyService({ store, errors, now, licences });
   await app.register(licenceApi, { errors, licences, server: licenceServer });
-  await app.register(backOffice, { config, store, accounts: app.accounts, licences, now });
+  await app.register(licenceKeysApi, { errors, deviceKeys });
+  await app.register(backOffice, { config, store, accounts: app.accounts, licences, deviceKeys, now });
   await app.register(licenceFiles, {
     errors,
     publicKey: async () => (await store.serviceKeys.responseSigning()).publicKey,

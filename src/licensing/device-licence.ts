@@ -11,7 +11,8 @@ import { EventEmitter } from 'node:events';
 import type crypto from 'node:crypto';
 import type { Grant, LicenceLimits } from '../domain/grants';
 import type { CheckOutcome, LicenceClient } from './licence-client';
-import type { LicenceDocument, SignedLicence } from './licence-document';
+import { deviceKeysChange, keyringOf } from './device-keyring';
+import type { DocumentDeviceKey, LicenceDocument, SignedLicence } from './licence-document';
 import { LicenceUsage } from './licence-usage';
 import { graceDocument, storeDocument } from './stored-licence';
 
@@ -130,6 +131,11 @@ export class DeviceLicence extends EventEmitter {
     return { ok: true };
   }
 
+  /** A device API key of the ruling document by the SHA-256 of the key (the Api-Key check); undefined when none. */
+  apiKey(keySha256: string): DocumentDeviceKey | undefined {
+    return this.current && keyringOf(this.current.document).get(keySha256);
+  }
+
   /** Counts a request answered under `grant`, for the next check's usage report. */
   record(grant: Grant): void {
     this.usage.record(grant, this.now());
@@ -201,12 +207,14 @@ export class DeviceLicence extends EventEmitter {
     switch (outcome.kind) {
       case 'ok': {
         const recovered = this.refusal !== undefined || this.failingSince !== undefined;
+        const keysChange = deviceKeysChange(this.current?.document, outcome.document);
         this.usage.drop(sent);
         this.current = { document: outcome.document, source: 'check', servesUntil: servesUntilOf(outcome.document) };
         this.refusal = this.failingSince = this.lastFailure = undefined;
         this.lapseLogged = false;
         this.keep(outcome.signed);
         if (recovered) this.log(`licence ${outcome.document.licenceId} checked again: grants ${grantList(outcome.document.grants)}`);
+        if (keysChange) this.log(keysChange);
         break;
       }
       case 'refused':

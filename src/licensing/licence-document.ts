@@ -7,6 +7,7 @@
 import crypto from 'node:crypto';
 import type { Grant, LicenceLimits } from '../domain/grants';
 import { parseGrants } from '../domain/grants';
+import { isRole, type Role } from '../domain/roles';
 
 export const DOCUMENT_FORMAT = 'face-check-licence/1';
 
@@ -33,7 +34,29 @@ export interface LicenceDocument {
   checkIntervalSeconds: number;
   /** A running device serves on this document until then at most (ISO 8601), even if re-checks fail. */
   validUntil: string;
+  /** The licence line's active device API keys, which the device accepts beside its own; absent from a cloud
+   *  that predates them (then none). */
+  deviceKeys?: DocumentDeviceKey[];
 }
+
+/**
+ * A device API key as the device learns it: its SHA-256, never the key. A bare hash is enough here, with no
+ * salt or slow hash, because the key is 192 random bits (licence-device-keys.ts): a hash of it cannot be
+ * turned back into the key by guessing, which is what salts and slow hashes defend low-entropy passwords
+ * against. The device hashes each Api-Key it is sent and looks the hash up.
+ */
+export interface DocumentDeviceKey {
+  /** The id the licence line lists the key by. */
+  keyId: string;
+  /** SHA-256 (hex) of the key. */
+  keySha256: string;
+  role: Role;
+  /** The client's RSA public key (PEM) when requests made with the key must be signed (spec 5). */
+  signingPublicKey?: string;
+}
+
+/** Device keys a document may carry: the licence line's active keys, with room to spare. */
+export const MAX_DOCUMENT_DEVICE_KEYS = 100;
 
 /** The licence check's 200 body. */
 export interface SignedLicence {
@@ -114,7 +137,19 @@ function checkedShape(value: unknown): LicenceDocument {
   if (!Number.isSafeInteger(d.checkIntervalSeconds) || (d.checkIntervalSeconds as number) < 1) throw bad('checkIntervalSeconds');
   for (const f of ['issued', 'validUntil'] as const) if (Number.isNaN(Date.parse(d[f] as string))) throw bad(f);
   if (d.licenceExpires !== null && Number.isNaN(Date.parse(d.licenceExpires as string))) throw bad('licenceExpires');
+  if (d.deviceKeys !== undefined && !validDeviceKeys(d.deviceKeys)) throw bad('deviceKeys');
   return value as LicenceDocument;
+}
+
+function validDeviceKeys(value: unknown): boolean {
+  if (!Array.isArray(value) || value.length > MAX_DOCUMENT_DEVICE_KEYS) return false;
+  return value.every((entry: unknown) => {
+    if (typeof entry !== 'object' || entry === null) return false;
+    const k = entry as Record<string, unknown>;
+    return typeof k.keyId === 'string' && typeof k.keySha256 === 'string' && /^[0-9a-f]{64}$/.test(k.keySha256)
+      && typeof k.role === 'string' && isRole(k.role)
+      && (k.signingPublicKey === undefined || typeof k.signingPublicKey === 'string');
+  });
 }
 
 export interface DocumentExpectation {

@@ -13,6 +13,7 @@ import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
 import { DOCUMENT_FORMAT, signLicenceDocument, type LicenceDocument, type SignedLicence } from './licence-document';
+import { documentKeysOf } from './licence-device-keys';
 import { implausibleUsage } from './usage-bounds';
 
 export interface CheckRequest {
@@ -92,6 +93,7 @@ export class LicenceServer {
       issued: at,
       checkIntervalSeconds: config.licensing.check_interval_seconds,
       validUntil: new Date(validUntil).toISOString(),
+      deviceKeys: documentKeysOf(licence),
     };
     return signLicenceDocument(document, await this.privateKey());
   }

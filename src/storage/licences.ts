@@ -9,6 +9,7 @@ import type { Plan } from '../domain/accounts';
 import type { Grant, LicenceLimits } from '../domain/grants';
 import type { ActivationCodeRepository, RedeemCheck } from './activation-codes';
 import type { Sealer } from './crypto/sealer';
+import type { DeviceKeyRecord } from './device-keys';
 import { entriesWithPrefix } from './key-prefix';
 import type { LicenceUsageRepository, UsageRow } from './licence-usage';
 
@@ -35,6 +36,8 @@ export interface LicenceRecord {
   /** The device the licence is bound to (its first check), or null. */
   device: null | { fingerprint: string; boundAt: string };
   lastCheck: null | { at: string; address: string; version: string; persons: number };
+  /** Keys the licensed device accepts (./device-keys.ts); absent on a record stored before they existed. */
+  deviceKeys?: DeviceKeyRecord[];
 }
 
 /** What the creator chooses; the rest is made here. */

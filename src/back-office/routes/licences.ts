@@ -14,6 +14,7 @@ import { redirectTo, sendPage } from '../respond';
 import { operatorOf, visitorOf } from '../session';
 import { notFoundPage } from '../views/errors';
 import { licencePage, revokeLicencePage } from '../views/licence';
+import type { DeviceKeyForm } from '../views/licence-keys';
 import { licencesPage } from '../views/licences';
 
 /** The account API's bound on an activation code field. */
@@ -21,6 +22,22 @@ const MAX_CODE_LENGTH = 64;
 const USAGE_DAYS = 30;
 
 type Params = { Params: { licenceId: string } };
+
+/** One licence's page (with its device keys), or the not-found page for an id the account does not hold. */
+export async function licenceDetail(ctx: BackOfficeContext, reply: FastifyReply, operator: Operator, csrf: string, licenceId: string,
+  extra: { notice?: string; problem?: string; deviceKeyProblem?: string; deviceKeyForm?: DeviceKeyForm } = {}, status = 200) {
+  const scope = { accountId: operator.accountId };
+  let licence;
+  try {
+    licence = await ctx.licences.get(scope, licenceId);
+  } catch (err) {
+    if (refusalOf(err).status === 404) return sendPage(reply, notFoundPage({ operator, csrf }), 404);
+    throw err;
+  }
+  const usage = await ctx.licences.usage(scope, licenceId, USAGE_DAYS);
+  const deviceKeys = await ctx.deviceKeys.list(scope, licenceId);
+  return sendPage(reply, licencePage({ operator, csrf, licence, usage, deviceKeys, ...extra }), status);
+}
 
 const licenceRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app, { ctx }) => {
   const scopeOf = (operator: Operator) => ({ accountId: operator.accountId });
@@ -33,17 +50,7 @@ const licenceRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app
 
   /** One licence's page, or the not-found page for an id the account does not hold. */
   const detail = async (reply: FastifyReply, operator: Operator, csrf: string, licenceId: string,
-    extra: { notice?: string; problem?: string } = {}, status = 200) => {
-    let licence;
-    try {
-      licence = await ctx.licences.get(scopeOf(operator), licenceId);
-    } catch (err) {
-      if (refusalOf(err).status === 404) return sendPage(reply, notFoundPage({ operator, csrf }), 404);
-      throw err;
-    }
-    const usage = await ctx.licences.usage(scopeOf(operator), licenceId, USAGE_DAYS);
-    return sendPage(reply, licencePage({ operator, csrf, licence, usage, ...extra }), status);
-  };
+    extra: { notice?: string; problem?: string } = {}, status = 200) => licenceDetail(ctx, reply, operator, csrf, licenceId, extra, status);
 
   app.get('/licences', async (request, reply) => {
     const operator = operatorOf(request);

@@ -2,6 +2,7 @@
 // releasing the device binding and revoking it.
 import type { Operator } from '../../domain/accounts';
 import { GRANTS, GRANT_REQUESTS } from '../../domain/grants';
+import type { DeviceKeyView } from '../../licensing/licence-device-keys';
 import type { LicenceUsageView, LicenceView } from '../../licensing/licences';
 import { html } from '../html';
 import { PATHS } from '../paths';
@@ -9,6 +10,7 @@ import { usageChart } from '../usage-chart';
 import { dateTime } from './account';
 import { copyable } from './copyable';
 import { csrfField, page, problem } from './layout';
+import { deviceKeysSection, type DeviceKeyForm } from './licence-keys';
 import { deviceText, grantsText } from './licences';
 
 export interface LicenceDetailView {
@@ -18,6 +20,11 @@ export interface LicenceDetailView {
   usage: LicenceUsageView;
   notice?: string;
   problem?: string;
+  /** The device API keys of the licence line. */
+  deviceKeys: DeviceKeyView[];
+  /** A refusal of the device key form, and its values. */
+  deviceKeyProblem?: string;
+  deviceKeyForm?: DeviceKeyForm;
 }
 
 function settingsForm(view: LicenceDetailView) {
@@ -65,6 +72,7 @@ ${active ? html`
 <h2>Installation</h2>
 ${copyable(`install-${l.licenceId}`, 'Installation command (run as root on the device)', l.installCommand)}
 ${settingsForm(view)}` : html`<p>This licence is revoked: its device is refused at its next check. Revoking is final.</p>`}
+${deviceKeysSection({ licenceId: l.licenceId, active, keys: view.deviceKeys, csrf: view.csrf, problem: view.deviceKeyProblem, form: view.deviceKeyForm })}
 <h2>Usage</h2>
 ${usageChart({ id: `licence-${l.licenceId}`, title: `Requests per day answered by the device of ${l.label || l.licenceId}`,
     days: view.usage.days.map((d) => ({ day: d.day, requests: d.total })) })}

@@ -1,7 +1,8 @@
 // Licences and activation codes. A licence moves as it is stored (grants, limits, status, the device it is
-// bound to, its last check); its key is opened with the source's data key only to be sealed again with the
+// bound to, its last check, its device API keys by their hashes); its key is opened with the source's data key only to be sealed again with the
 // target's, so the key a device holds keeps checking in and is never written in clear. Activation codes move
 // by the SHA-256 they are stored under, used or not: an unused code stays usable once, a used one stays used.
+import { deviceKeysOf } from '../../storage/device-keys';
 import { licenceKeySha256, type LicenceRecord } from '../../storage/licences';
 import type { AsyncStore } from '../../storage/postgres/interfaces';
 import { canonical, checksumsOf, instant, STORE_SCOPE, type Checksums } from './checksum';
@@ -63,6 +64,8 @@ function comparable(l: LicenceRecord): Omit<LicenceRecord, 'sealedKey'> {
   return {
     ...rest, expires: instant(l.expires) ?? null, created: instant(l.created)!, updated: instant(l.updated)!,
     revoked: instant(l.revoked) ?? null,
+    // A record stored before device keys existed has none (LMDB: no field; PostgreSQL: an empty list).
+    deviceKeys: deviceKeysOf(l),
   };
 }
 

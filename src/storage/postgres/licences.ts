@@ -6,6 +6,7 @@
 import crypto from 'node:crypto';
 import type { Grant, LicenceLimits } from '../../domain/grants';
 import type { Sealer } from '../crypto/sealer';
+import { deviceKeysOf, type DeviceKeyRecord } from '../device-keys';
 import {
   generateLicenceKey, licenceKeySha256, LICENCES_DB, movedLicence, type ChangeOutcome, type CreateOutcome, type CreateRules,
   type Decision, type LicenceRecord, type LicenceStatus, type NewLicence,
@@ -33,16 +34,18 @@ interface LicenceRow {
   sealed_key: Buffer;
   device: LicenceRecord['device'];
   last_check: LicenceRecord['lastCheck'];
+  device_keys: DeviceKeyRecord[];
 }
 
 const COLUMNS = `licence_id, account_id, label, status, grants, limits, expires, created, updated, revoked, key_sha256,
-  sealed_key, device, last_check`;
+  sealed_key, device, last_check, device_keys`;
 
 function recordOf(r: LicenceRow): LicenceRecord {
   return {
     licenceId: r.licence_id, accountId: r.account_id, label: r.label, status: r.status, grants: r.grants, limits: r.limits,
     expires: isoOrNull(r.expires), created: iso(r.created), updated: iso(r.updated), revoked: isoOrNull(r.revoked),
     keySha256: r.key_sha256, sealedKey: r.sealed_key, device: r.device, lastCheck: r.last_check,
+    deviceKeys: r.device_keys,
   };
 }
 
@@ -116,7 +119,7 @@ export class PgLicenceRepository implements AsyncLicenceRepository {
     const moved = movedLicence(record, licenceKey, this.sealer);
     // No conflict target: a present licence id or key hash both leave the row as it is.
     const { rowCount } = await this.db.query(`INSERT INTO licences (${COLUMNS})
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING`, licenceValues(moved));
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT DO NOTHING`, licenceValues(moved));
     return (rowCount ?? 0) > 0;
   }
 
@@ -146,13 +149,13 @@ async function heldBy(tx: Queryable, accountId: string): Promise<number> {
 }
 
 async function insertLicence(tx: Queryable, r: LicenceRecord): Promise<void> {
-  await tx.query(`INSERT INTO licences (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+  await tx.query(`INSERT INTO licences (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
     licenceValues(r));
 }
 
 function licenceValues(r: LicenceRecord): unknown[] {
   return [r.licenceId, r.accountId, r.label, r.status, JSON.stringify(r.grants), JSON.stringify(r.limits), r.expires, r.created,
-    r.updated, r.revoked, r.keySha256, Buffer.from(r.sealedKey), json(r.device), json(r.lastCheck)];
+    r.updated, r.revoked, r.keySha256, Buffer.from(r.sealedKey), json(r.device), json(r.lastCheck), JSON.stringify(deviceKeysOf(r))];
 }
 
 /** `decide` on the locked row; an accepted record is written, keeping what ties it to its account and key. */
@@ -167,8 +170,8 @@ async function decideAndWrite<R>(tx: Queryable, row: LicenceRow | undefined,
     keySha256: current.keySha256, sealedKey: current.sealedKey,
   };
   await tx.query(`UPDATE licences SET label = $2, status = $3, grants = $4, limits = $5, expires = $6, updated = $7,
-    revoked = $8, device = $9, last_check = $10 WHERE licence_id = $1`,
+    revoked = $8, device = $9, last_check = $10, device_keys = $11 WHERE licence_id = $1`,
   [record.licenceId, record.label, record.status, JSON.stringify(record.grants), JSON.stringify(record.limits), record.expires,
-    record.updated, record.revoked, json(record.device), json(record.lastCheck)]);
+    record.updated, record.revoked, json(record.device), json(record.lastCheck), JSON.stringify(deviceKeysOf(record))]);
   return { outcome: 'written', record };
 }
