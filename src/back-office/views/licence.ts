@@ -7,7 +7,7 @@ import { html } from '../html';
 import { PATHS } from '../paths';
 import { usageChart } from '../usage-chart';
 import { dateTime } from './account';
-import { copyable } from './copyable';
+import { installation } from './copyable';
 import { csrfField, page, problem } from './layout';
 import { deviceText, grantsText } from './licences';
 
@@ -63,7 +63,7 @@ export function licencePage(view: LicenceDetailView) {
 </dl>
 ${active ? html`
 <h2>Installation</h2>
-${copyable(`install-${l.licenceId}`, 'Installation command (run as root on the device)', l.installCommand)}
+${installation(`install-${l.licenceId}`, 'Installation command (run as root on the device)', l.installCommand, l.installUnavailable)}
 ${settingsForm(view)}` : html`<p>This licence is revoked: its device is refused at its next check. Revoking is final.</p>`}
 <h2>Usage</h2>
 ${usageChart({ id: `licence-${l.licenceId}`, title: `Requests per day answered by the device of ${l.label || l.licenceId}`,
