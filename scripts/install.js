@@ -48,7 +48,8 @@ function buildAddon() {
 /** The prebuilds/ folders the package carries (linux-x64, ...). */
 function carriedPlatforms() {
   const dir = path.join(root, 'prebuilds');
-  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((p) => fs.readdirSync(path.join(dir, p)).some((f) => f.endsWith('.node'))) : [];
+  const hasAddon = (p) => fs.statSync(path.join(dir, p)).isDirectory() && fs.readdirSync(path.join(dir, p)).some((f) => f.endsWith('.node'));
+  return fs.existsSync(dir) ? fs.readdirSync(dir).filter(hasAddon) : [];
 }
 
 function refuseBuild(problem) {
