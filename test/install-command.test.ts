@@ -67,11 +67,11 @@ function fakeNpm(dir: string): { path: string; log: string } {
   fs.mkdirSync(log);
   fs.writeFileSync(path.join(bin, 'npm'), `#!/bin/sh
 printf '%s\\n' "$@" > "${log}/npm.args"
-echo "$ONNXRUNTIME_NODE_INSTALL" > "${log}/npm.ort"
 prefix=""; prev=""; last=""
 for a in "$@"; do [ "$prev" = "--prefix" ] && prefix="$a"; prev="$a"; last="$a"; done
 cp "$last" "${log}/installed.tgz"
-mkdir -p "$prefix/bin"
+mkdir -p "$prefix/bin" "$prefix/lib/node_modules/face-check/scripts"
+echo "require('fs').writeFileSync('${log}/install-step', 'ran')" > "$prefix/lib/node_modules/face-check/scripts/install.js"
 printf '#!/bin/sh\\nprintf "%%s\\\\n" "$@" > "${log}/face-check.args"\\n' > "$prefix/bin/face-check"
 chmod +x "$prefix/bin/face-check"
 `, { mode: 0o755 });
@@ -99,7 +99,7 @@ t.test('the command refuses a package whose sha256 differs: exit non-zero, nothi
   fs.mkdirSync(root);
   fs.mkdirSync(tmp);
   const command = installCommand({
-    serverUrl: cloud.url, licenceKey: KEY, packageSha256: sha256('the package the cloud meant'), publicKeySha256: sha256('pk'),
+    serverUrl: cloud.url, licenceKey: KEY, packageSha256: sha256('the package the cloud meant'), publicKeySha256: sha256('pk'), nodeMinimum: '20.9.0',
   });
   const r = await runCommand(command, { FACE_CHECK_PREFIX: root, PATH: `${npm.path}:${process.env.PATH}`, TMPDIR: tmp });
   t.not(r.code, 0);
@@ -121,20 +121,21 @@ t.test('the command installs the served file with npm under the prefix, then run
   fs.mkdirSync(root);
   fs.mkdirSync(tmp);
   const pk = sha256('pk');
-  const r = await runCommand(installCommand({ serverUrl: cloud.url, licenceKey: KEY, packageSha256: sha256(served), publicKeySha256: pk }),
+  const r = await runCommand(installCommand({ serverUrl: cloud.url, licenceKey: KEY, packageSha256: sha256(served), publicKeySha256: pk, nodeMinimum: '20.9.0' }),
     { FACE_CHECK_PREFIX: `${root}/`, PATH: `${npm.path}:${process.env.PATH}`, TMPDIR: tmp });
   t.equal(r.code, 0, r.stderr);
   t.same(fs.readFileSync(path.join(npm.log, 'installed.tgz')), served, 'npm got exactly the checked file');
   const npmArgs = fs.readFileSync(path.join(npm.log, 'npm.args'), 'utf8').trim().split('\n');
-  t.same(npmArgs.slice(0, -1), ['install', '-g', '--no-audit', '--no-fund', '--prefix', `${root}/usr/local`]);
-  t.equal(fs.readFileSync(path.join(npm.log, 'npm.ort'), 'utf8').trim(), 'skip', "onnxruntime-node's download skipped");
+  t.same(npmArgs.slice(0, -1), ['install', '-g', '--ignore-scripts', '--no-audit', '--no-fund', '--prefix', `${root}/usr/local`],
+    'no install script of any dependency runs');
+  t.equal(fs.readFileSync(path.join(npm.log, 'install-step'), 'utf8').trim(), 'ran', "the package's own install step runs after npm");
   t.same(fs.readFileSync(path.join(npm.log, 'face-check.args'), 'utf8').trim().split('\n'),
     ['device', 'install', '--root', root, '--server-url', cloud.url, '--licence-key', KEY, '--public-key-sha256', pk]);
   t.same(fs.readdirSync(tmp), [], 'the download is removed on exit');
 });
 
 t.test('the command takes only inputs that need no quoting, and fails closed on anything else', async (t) => {
-  const good = { serverUrl: 'https://cloud.example.com:8443/fc', licenceKey: KEY, packageSha256: sha256('p'), publicKeySha256: sha256('k') };
+  const good = { serverUrl: 'https://cloud.example.com:8443/fc', licenceKey: KEY, packageSha256: sha256('p'), publicKeySha256: sha256('k'), nodeMinimum: '20.9.0' };
   const command = installCommand(good);
   t.match(command, /^sh -c '[^']+'$/, 'one single-quoted script');
   execFileSync('sh', ['-n', '-c', command.slice("sh -c '".length, -1)]);
@@ -148,6 +149,9 @@ t.test('the command takes only inputs that need no quoting, and fails closed on 
   for (const serverUrl of hostileUrls) t.throws(() => installCommand({ ...good, serverUrl }), /server URL/, JSON.stringify(serverUrl));
   for (const licenceKey of [`${KEY}'`, 'fcl_short', `fcl_${'a'.repeat(31)}$`, KEY.replace('fcl_', 'fc_x'), `${KEY} `]) {
     t.throws(() => installCommand({ ...good, licenceKey }), /licence key/, JSON.stringify(licenceKey));
+  }
+  for (const nodeMinimum of ['20.9', '20.9.0;id', "20'", '']) {
+    t.throws(() => installCommand({ ...good, nodeMinimum }), /Node minimum/, JSON.stringify(nodeMinimum));
   }
   for (const bad of [sha256('p').toUpperCase(), sha256('p').slice(1), `${sha256('p').slice(1)}'`]) {
     t.throws(() => installCommand({ ...good, packageSha256: bad }), /package sha256/);

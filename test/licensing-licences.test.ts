@@ -45,7 +45,7 @@ async function fixture(t: Test, tune?: (c: Config) => void): Promise<Fixture> {
     f.store = await openStore(config.storage.path);
     const now = () => clock.now;
     f.licences = new LicenceService({
-      config, store: f.store, errors, now, packageSha256: async () => PACKAGE_SHA, serverUrl: () => SERVER_URL,
+      config, store: f.store, errors, now, devicePackage: async () => ({ sha256: PACKAGE_SHA, nodeMinimum: '20.9.0' }), serverUrl: () => SERVER_URL,
     });
     f.codes = new ActivationCodes(f.store.activationCodes);
     f.server = new LicenceServer({ config, store: f.store, errors, now });
@@ -264,6 +264,7 @@ t.test('the licence key is stored only as its hash and a sealed copy', async (t)
   t.equal(f.store.licences.byKeySha256(sha)?.licenceId, licence.licenceId, 'found by its hash');
 
   const service = await f.store.serviceKeys.responseSigning();
+  if (licence.installCommand === null) throw new Error('no installation command');
   t.ok(licence.installCommand.includes(licence.licenceKey), 'the licence line shows the key in its command');
   t.ok(licence.installCommand.includes(PACKAGE_SHA), 'the command names the package hash');
   t.ok(licence.installCommand.includes(publicKeySha256(service.publicKey)), 'and pins the service key');

@@ -1,16 +1,18 @@
 // The package the cloud serves to devices: packed with the real npm once per version (concurrent first
 // calls share one pack, a restart reuses the file), its sha256 that of the bytes on disk, a configured
-// [licensing] package_file served instead of packing, and clear failures.
+// [licensing] package_file served instead of packing, and clear failures. A package without the prebuilt
+// addon of every board platform (linux-x64, linux-arm64, each built for its machine) is never served.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { defaultConfig } from '../src/config/load';
 import type { Config } from '../src/config/types';
-import { PackageFile } from '../src/licensing/package-file';
-import { readPackageManifest } from '../src/licensing/package-manifest';
+import { PackageFile, PackagePrebuildsMissing } from '../src/licensing/package-file';
+import { readPackageContents, readPackageManifest } from '../src/licensing/package-manifest';
 import { packageRoot } from '../src/package-root';
 import { tempDir } from './helpers/app';
+import { missingPlatforms, programPrebuilds } from '../src/licensing/device-prebuilds';
 import { packCount, writeTinyPackage, writeTinyTarball } from './helpers/tiny-package';
 
 function configIn(dir: string): Config {
@@ -72,6 +74,7 @@ t.test('[licensing] package_file is served as it is, without npm', async (t) => 
     sha256: sha256Of(config.licensing.package_file),
     version: '3.2.1',
     size: fs.statSync(config.licensing.package_file).size,
+    nodeMinimum: '20.9.0',
   });
   t.notOk(fs.existsSync(path.join(config.storage.path, 'packages')), 'nothing packed');
 });
@@ -118,12 +121,73 @@ t.test('without npm the error names [licensing] package_file, and a later call t
   t.same(fs.readdirSync(path.join(dir, 'store', 'packages')), []);
 });
 
-t.test('packs the real program: its version, its sha256', async (t) => {
+t.test('a program without its prebuilds is not packed: the error names what is missing and how to make it', async (t) => {
   const dir = tempDir();
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const root = writeTinyPackage(dir, { prebuilds: [] });
+  const packages = new PackageFile(configIn(dir), { root });
+  const err = await packages.get().catch((e: unknown) => e);
+  t.ok(err instanceof PackagePrebuildsMissing);
+  const missing = err as PackagePrebuildsMissing;
+  t.same(missing.missing, ['linux-x64', 'linux-arm64']);
+  t.match(missing.message, /lacks the prebuilt addon for linux-x64 and linux-arm64, so installing it would compile the addon on the board/);
+  t.match(missing.message, `run \`npm run prebuild\` in ${root}`);
+  t.match(missing.message, /apt-get install g\+\+-aarch64-linux-gnu/);
+  t.notMatch(missing.publicReason, root, 'the text for devices and operators names no path');
+  t.equal(packCount(dir), 0, 'npm pack never ran');
+  t.same((await packages.check())?.missing, ['linux-x64', 'linux-arm64'], 'the start check says the same without packing');
+
+  // A prebuild of the wrong machine in a platform's folder is no prebuild for it.
+  const wrong = writeTinyPackage(path.join(dir, 'wrong'), { prebuilds: [{ platform: 'linux-x64', machine: 62 }, { platform: 'linux-arm64', machine: 62 }] });
+  await t.rejects(new PackageFile(configIn(dir), { root: wrong }).get(), /lacks the prebuilt addon for linux-arm64,/);
+});
+
+t.test('prebuilds made after a first failure are packed at the next call, and an earlier pack without them is replaced', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const root = writeTinyPackage(dir, { prebuilds: [{ platform: 'linux-x64', machine: 62 }] });
+  const config = configIn(dir);
+  // A pack of this version from before (an older cloud packed without checking).
+  const stale = path.join(config.storage.path, 'packages', 'face-check-9.8.7.tgz');
+  fs.mkdirSync(path.dirname(stale), { recursive: true });
+  fs.copyFileSync(writeTinyTarball(dir, { prebuilds: [] }), stale);
+  const packages = new PackageFile(config, { root });
+  await t.rejects(packages.get(), PackagePrebuildsMissing);
+  // The operator runs npm run prebuild: the arm64 addon appears.
+  writeTinyPackage(dir, { prebuilds: [{ platform: 'linux-arm64', machine: 183 }] });
+  const info = await packages.get();
+  t.equal(info.path, stale);
+  t.same(missingPlatforms((await readPackageContents(info.path)).prebuilds), [], 'the new pack carries both');
+  t.equal(info.nodeMinimum, '20.9.0', 'engines.node >=20.9');
+});
+
+t.test('a package_file without both prebuilds, or without a Node range the command can check, is refused', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const config = configIn(dir);
+  config.licensing.package_file = writeTinyTarball(dir, { prebuilds: [{ platform: 'linux-arm64', machine: 183 }] });
+  const err = await new PackageFile(config).get().catch((e: unknown) => e) as PackagePrebuildsMissing;
+  t.ok(err instanceof PackagePrebuildsMissing);
+  t.same(err.missing, ['linux-x64']);
+  t.match(err.message, `replace [licensing] package_file (${config.licensing.package_file}) with a package made by \`npm run prebuild\``);
+  t.same((await new PackageFile(config).check())?.missing, ['linux-x64']);
+  config.licensing.package_file = writeTinyTarball(dir, { node: '^20.9.0 || ^22' });
+  await t.rejects(new PackageFile(config).get(), /engines\.node "\^20\.9\.0 \|\| \^22" is not of the form ">=major\[\.minor\[\.patch\]\]"/);
+});
+
+t.test('packs the real program when it has its prebuilds (npm run prebuild), else says what to run', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const missing = missingPlatforms(programPrebuilds(packageRoot()));
+  if (missing.length) {
+    // A checkout set up with `npm ci` only (CI runs npm run prebuild first).
+    await t.rejects(new PackageFile(configIn(dir)).get(), new RegExp(`lacks the prebuilt addon for ${missing.join(' and ')}.*npm run prebuild`));
+    return;
+  }
   const info = await new PackageFile(configIn(dir)).get();
   const version = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')).version;
   t.equal(info.version, version);
   t.same(await readPackageManifest(info.path), { name: 'face-check', version });
   t.equal(info.sha256, sha256Of(info.path));
+  t.equal(info.nodeMinimum, '20.9.0');
 });

@@ -5,7 +5,7 @@ import { PLANS, isPlan } from '../domain/accounts';
 import { GRANTS } from '../domain/grants';
 import { ErrorCatalog } from '../errors';
 import { ActivationCodes, DEFAULT_CODE_VALID_DAYS } from '../licensing/activation-codes';
-import { LicenceService } from '../licensing/licences';
+import { LicenceService, type LicenceView } from '../licensing/licences';
 import { PackageFile } from '../licensing/package-file';
 import { publicUrl } from '../licensing/public-url';
 import { nativeErrorTable } from '../native';
@@ -35,7 +35,7 @@ export async function licenceCommand(args: Args, io: Io): Promise<number> {
     const errors = new ErrorCatalog(nativeErrorTable());
     const licences = new LicenceService({
       config, store, errors, now: () => new Date(),
-      packageSha256: async () => (await packageFile.get()).sha256,
+      devicePackage: () => packageFile.get(),
       serverUrl: () => publicUrl(config),
     });
     const oneId = () => {
@@ -56,6 +56,10 @@ export async function licenceCommand(args: Args, io: Io): Promise<number> {
         }, { byAdministrator: true });
         io.out(`created licence ${view.licenceId} (account ${account}, grants ${view.grants.join(',') || 'none'})`);
         io.out(`licence key: ${view.licenceKey}`);
+        if (view.installCommand === null) {
+          io.err(`no installation command: ${await whyNoCommand(packageFile, view)}`);
+          return 0;
+        }
         io.out('installation command (run it as root on the device):');
         io.out(view.installCommand);
         return 0;
@@ -101,7 +105,12 @@ export async function licenceCommand(args: Args, io: Io): Promise<number> {
         return 0;
       }
       case 'install-command': {
-        io.out((await licences.get(ANY_ACCOUNT, oneId())).installCommand);
+        const view = await licences.get(ANY_ACCOUNT, oneId());
+        if (view.installCommand === null) {
+          io.err(`no installation command: ${await whyNoCommand(packageFile, view)}`);
+          return 1;
+        }
+        io.out(view.installCommand);
         return 0;
       }
       case 'activation-code': {
@@ -137,4 +146,9 @@ function wholeNumber(args: Args, name: string): number | undefined {
   if (text === undefined) return undefined;
   if (!/^\d{1,10}$/.test(text)) throw new UsageError(`--${name}: a whole number`);
   return Number(text);
+}
+
+/** The administrator sees the whole reason, paths and fix included (the licence line's text leaves them out). */
+async function whyNoCommand(packageFile: PackageFile, view: LicenceView): Promise<string> {
+  return packageFile.get().then(() => view.installUnavailable ?? 'the device package is unavailable', (err: Error) => err.message);
 }

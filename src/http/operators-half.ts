@@ -49,7 +49,7 @@ export async function registerOperatorRoutes(app: FastifyInstance, deps: Operato
   const licenceServer = new LicenceServer({ config, store, errors, now });
   const licences = new LicenceService({
     config, store, errors, now,
-    packageSha256: async () => (await packageFile.get()).sha256,
+    devicePackage: () => packageFile.get(),
     // A [server] port of 0 (tests) is named by the port really listened on.
     serverUrl: () => {
       const address = app.server.address();
@@ -61,6 +61,10 @@ export async function registerOperatorRoutes(app: FastifyInstance, deps: Operato
     app.log.warn({ url: publicUrl(config) }, 'installation commands name a loopback address no device can reach: set [licensing] public_url');
   }
   const deviceKeys = new DeviceKeyService({ store, errors, now, licences });
+  // Said at start, not first at an operator's click: a package without its prebuilds is not served.
+  void packageFile.check().then(
+    (missing) => { if (missing) app.log.warn({ missing: missing.missing }, `devices cannot be installed: ${missing.message}`); },
+    (err: Error) => app.log.warn(`devices cannot be installed: the device package cannot be read: ${err.message}`));
   await app.register(licenceApi, { errors, licences, server: licenceServer });
   await app.register(licenceKeysApi, { errors, deviceKeys });
   await app.register(backOffice, { config, store, accounts: app.accounts, licences, deviceKeys, now });

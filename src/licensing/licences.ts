@@ -15,6 +15,7 @@ import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
 import { activationCodeRefusal, activationCodeSha256, normaliseActivationCode } from './activation-codes';
 import { installCommand } from './install-command';
+import { PackagePrebuildsMissing } from './package-file';
 import { publicKeySha256 } from './licence-document';
 
 /** Whose licences a call may touch: one account's (an operator), or any (the administrator's CLI). */
@@ -43,7 +44,9 @@ export interface LicenceView {
   created: string;
   updated: string;
   licenceKey: string;
-  installCommand: string;
+  /** null when the cloud cannot serve a package that installs without compiling: installUnavailable says why. */
+  installCommand: string | null;
+  installUnavailable?: string;
   device: null | { fingerprint: string; boundAt: string };
   lastCheck: null | { at: string; address: string; version: string; persons: number };
   usageToday: Partial<Record<Grant, number>>;
@@ -62,8 +65,8 @@ export interface LicenceServiceDeps {
   store: Store | AsyncStore;
   errors: ErrorCatalog;
   now: () => Date;
-  /** SHA-256 (hex) of the package the cloud serves devices. */
-  packageSha256: () => Promise<string>;
+  /** The package the cloud serves devices: its SHA-256 (hex) and the lowest Node version it admits. */
+  devicePackage: () => Promise<{ sha256: string; nodeMinimum: string }>;
   /** The cloud's address as devices reach it (./public-url.ts). */
   serverUrl: () => string;
 }
@@ -200,7 +203,8 @@ export class LicenceService {
   async view(record: LicenceRecord): Promise<LicenceView> {
     const { store } = this;
     const licenceKey = await store.licences.openKey(record);
-    const { packageSha256, publicKeySha256: publicKeyHash } = await this.installInputs();
+    const install = await this.installInputs();
+    const serverUrl = this.deps.serverUrl();
     return {
       licenceId: record.licenceId,
       label: record.label,
@@ -211,16 +215,26 @@ export class LicenceService {
       created: record.created,
       updated: record.updated,
       licenceKey,
-      installCommand: installCommand({ serverUrl: this.deps.serverUrl(), licenceKey, packageSha256, publicKeySha256: publicKeyHash }),
+      ...('unavailable' in install
+        ? { installCommand: null, installUnavailable: install.unavailable }
+        : { installCommand: installCommand({ serverUrl, licenceKey, ...install }) }),
       device: record.device,
       lastCheck: record.lastCheck,
       usageToday: await store.licenceUsage.day(record.licenceId, this.deps.now().toISOString().slice(0, 10)),
     };
   }
 
-  private async installInputs(): Promise<{ packageSha256: string; publicKeySha256: string }> {
-    const [packageSha256, publicKeyHash] = await Promise.all([this.deps.packageSha256(), this.publicKeySha256()]);
-    return { packageSha256, publicKeySha256: publicKeyHash };
+  /** A package without its prebuilds gets no command: the licence line says why instead. */
+  private async installInputs(): Promise<{ packageSha256: string; publicKeySha256: string; nodeMinimum: string } | { unavailable: string }> {
+    const [pkg, publicKeyHash] = await Promise.all([
+      this.deps.devicePackage().catch((err: unknown) => {
+        if (err instanceof PackagePrebuildsMissing) return err;
+        throw err;
+      }),
+      this.publicKeySha256(),
+    ]);
+    if (pkg instanceof PackagePrebuildsMissing) return { unavailable: `No installation command: ${pkg.publicReason}.` };
+    return { packageSha256: pkg.sha256, publicKeySha256: publicKeyHash, nodeMinimum: pkg.nodeMinimum };
   }
 
   private codeRequiredOn(plan: Plan): boolean {

@@ -10,3 +10,8 @@ export function copyable(id: string, caption: string, text: string) {
   <span class="copied" role="status" aria-live="polite"></span>
 </div>`;
 }
+
+/** A licence line's installation command, or why the cloud offers none (its package would compile on the board). */
+export function installation(id: string, caption: string, command: string | null, unavailable: string | undefined) {
+  return command !== null ? copyable(id, caption, command) : html`<p class="problem" id="${id}">${unavailable ?? 'No installation command.'}</p>`;
+}

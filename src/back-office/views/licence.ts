@@ -8,7 +8,7 @@ import { html } from '../html';
 import { PATHS } from '../paths';
 import { usageChart } from '../usage-chart';
 import { dateTime } from './account';
-import { copyable } from './copyable';
+import { installation } from './copyable';
 import { csrfField, page, problem } from './layout';
 import { deviceKeysSection, type DeviceKeyForm } from './licence-keys';
 import { deviceText, grantsText } from './licences';
@@ -70,7 +70,7 @@ export function licencePage(view: LicenceDetailView) {
 </dl>
 ${active ? html`
 <h2>Installation</h2>
-${copyable(`install-${l.licenceId}`, 'Installation command (run as root on the device)', l.installCommand)}
+${installation(`install-${l.licenceId}`, 'Installation command (run as root on the device)', l.installCommand, l.installUnavailable)}
 ${settingsForm(view)}` : html`<p>This licence is revoked: its device is refused at its next check. Revoking is final.</p>`}
 ${deviceKeysSection({ licenceId: l.licenceId, active, keys: view.deviceKeys, csrf: view.csrf, problem: view.deviceKeyProblem, form: view.deviceKeyForm })}
 <h2>Usage</h2>

@@ -5,7 +5,7 @@ import type { LicenceView } from '../../licensing/licences';
 import { html } from '../html';
 import { PATHS } from '../paths';
 import { dateTime } from './account';
-import { copyable } from './copyable';
+import { installation } from './copyable';
 import { csrfField, page, problem } from './layout';
 
 export interface LicencesView {
@@ -37,7 +37,7 @@ function licenceLine(l: LicenceView) {
     <dt>Device</dt><dd>${deviceText(l)}</dd>
     <dt>Last check</dt><dd>${l.lastCheck ? dateTime(l.lastCheck.at) : 'never'}</dd>
   </dl>
-  ${l.status === 'active' ? copyable(`install-${l.licenceId}`, `Installation command for ${name} (run as root on the device)`, l.installCommand) : ''}
+  ${l.status === 'active' ? installation(`install-${l.licenceId}`, `Installation command for ${name} (run as root on the device)`, l.installCommand, l.installUnavailable) : ''}
 </article>`;
 }
 

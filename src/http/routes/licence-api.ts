@@ -51,7 +51,12 @@ const licenceView = {
     created: TIMESTAMP,
     updated: TIMESTAMP,
     licenceKey: { type: 'string', description: 'fcl_...: what the device checks in with. It fetches a licence document for one device only.' },
-    installCommand: { type: 'string', description: 'One POSIX shell line to run as root on the device: downloads, checks and installs face-check with this licence.' },
+    installCommand: {
+      type: ['string', 'null'],
+      description: 'One POSIX shell line to run as root on the device: checks the board, then downloads, checks and installs ' +
+        'face-check with this licence. null when the cloud cannot serve a package that installs without compiling (installUnavailable says why).',
+    },
+    installUnavailable: { type: 'string', description: 'Present when installCommand is null: why the cloud offers no command.' },
     device: {
       type: ['object', 'null'], required: ['fingerprint', 'boundAt'], additionalProperties: false,
       description: 'The device the licence is bound to (its first check); null until then or after a release.',

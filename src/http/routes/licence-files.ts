@@ -7,7 +7,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ErrorCatalog } from '../../errors';
 import { publicKeySha256 } from '../../licensing/licence-document';
 import type { LicenceKeyState } from '../../licensing/licence-server';
-import type { PackageInfo } from '../../licensing/package-file';
+import { PackagePrebuildsMissing, type PackageInfo } from '../../licensing/package-file';
 import { headerValue } from '../request-header';
 import { errorResponses } from '../schemas';
 
@@ -51,7 +51,8 @@ const licenceFiles: FastifyPluginAsync<LicenceFilesOptions> = async (app, opts) 
       summary: 'The device package',
       description: 'The npm package (npm pack tarball) of the running version, which the installation command ' +
         'installs after checking its SHA-256 (also sent as X-Package-Sha256). Needs the Licence-Key header of an ' +
-        'active licence.',
+        'active licence. A cloud whose package lacks the prebuilt addon of a board platform serves none (503): ' +
+        'installing it would compile the addon on the device.',
       tags: ['licence'],
       headers: {
         type: 'object', required: ['licence-key'],
@@ -81,7 +82,9 @@ const licenceFiles: FastifyPluginAsync<LicenceFilesOptions> = async (app, opts) 
       case 'expired':
         throw errors.explain('LicenceExpired', 'this licence has expired; renew it or add a new licence');
     }
-    const pkg = await opts.packageFile.get();
+    const pkg = await opts.packageFile.get().catch((err: unknown) => {
+      throw err instanceof PackagePrebuildsMissing ? errors.explain('ServiceUnavailable', err.publicReason) : err;
+    });
     const name = `face-check-${pkg.version}.tgz`;
     return reply
       .type('application/gzip')
