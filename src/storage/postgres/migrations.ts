@@ -10,6 +10,7 @@ import { ACCOUNT_NOTIFY } from './migrations/0003-account-notify';
 import { META_IN_MODEL_INDEX } from './migrations/0004-meta-in-model-index';
 import { ONE_ROUND_TRIP_LOCKS } from './migrations/0005-one-round-trip-locks';
 import { SIGN_IN_ADDRESSES_REGISTRATION_CODES } from './migrations/0006-sign-in-addresses-registration-codes';
+import { LICENCE_USAGE_REPORTS } from './migrations/0007-licence-usage-reports';
 import type { Migration } from './migrations/migration';
 import { clientOptions, type PostgresSettings, type Queryable } from './pool';
 import { MIGRATION_LOCK } from './lock-keys';
@@ -18,7 +19,7 @@ export type { Migration };
 
 /** Every migration this program knows, oldest first. */
 export const MIGRATIONS: readonly Migration[] = [INITIAL_SCHEMA, INLINE_TEMPLATES, ACCOUNT_NOTIFY, META_IN_MODEL_INDEX, ONE_ROUND_TRIP_LOCKS,
-  SIGN_IN_ADDRESSES_REGISTRATION_CODES];
+  SIGN_IN_ADDRESSES_REGISTRATION_CODES, LICENCE_USAGE_REPORTS];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
