@@ -39,6 +39,16 @@ export function reportAddedBefore(last: UsageReportMark | undefined, report: Usa
   return last !== undefined && last.fingerprint === report.fingerprint && last.series === report.series && report.number <= last.number;
 }
 
+/** One licence's last numbered report (moving a store: face-check migrate). */
+export interface LicenceUsageReportEntry extends UsageReportMark {
+  licenceId: string;
+}
+
+/** Whether a moved mark replaces the target's: none there, or the same device and series at a lower number. */
+export function movedReportReplaces(target: UsageReportMark | undefined, moved: UsageReportMark): boolean {
+  return target === undefined || (target.fingerprint === moved.fingerprint && target.series === moved.series && target.number < moved.number);
+}
+
 type UsageKey = [string, string, string];
 
 export const LICENCE_USAGE_DB = 'licence-usage';
@@ -72,6 +82,24 @@ export class LicenceUsageRepository {
   /** The last numbered report added for the licence. */
   lastReport(licenceId: string): UsageReportMark | undefined {
     return this.reports.get(licenceId);
+  }
+
+  /** Every licence's last numbered report, in licence order. */
+  reportEntries(): LicenceUsageReportEntry[] {
+    return [...this.reports.getRange()].map(({ key, value }) => ({ licenceId: key, fingerprint: value.fingerprint, series: value.series, number: value.number }));
+  }
+
+  /** Writes each moved mark where movedReportReplaces; returns how many were written. */
+  async importReports(entries: readonly LicenceUsageReportEntry[]): Promise<number> {
+    return this.root.transaction(() => {
+      let written = 0;
+      for (const { licenceId, ...mark } of entries) {
+        if (!movedReportReplaces(this.reports.get(licenceId), mark)) continue;
+        this.reports.put(licenceId, mark);
+        written++;
+      }
+      return written;
+    });
   }
 
   /** Adds the rows to the licence's counters in one transaction (each day's stops at MAX_DAY_REQUESTS). */

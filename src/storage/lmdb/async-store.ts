@@ -157,6 +157,8 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       day: async (licenceId, day) => usage.day(licenceId, day),
       entries: async () => usage.entries(),
       importCounts: (entries) => usage.importCounts(entries),
+      reportEntries: async () => usage.reportEntries(),
+      importReports: (entries) => usage.importReports(entries),
     },
     keyUsage: {
       record: (keyId, at) => keyUsage.record(keyId, at),

@@ -2,7 +2,9 @@
 // one upsert; rows are summed per key and sorted first, since one statement may not touch a row twice and
 // two transactions adding the same keys in the same order cannot deadlock.
 import type { Grant } from '../../domain/grants';
-import { MAX_DAY_REQUESTS, reportAddedBefore, type LicenceUsageEntry, type UsageReportMark, type UsageRow } from '../licence-usage';
+import {
+  MAX_DAY_REQUESTS, reportAddedBefore, type LicenceUsageEntry, type LicenceUsageReportEntry, type UsageReportMark, type UsageRow,
+} from '../licence-usage';
 import type { AsyncLicenceUsageRepository } from './interfaces';
 import { allRowsByKey } from './keyset';
 import type { Db, Queryable } from './pool';
@@ -34,6 +36,23 @@ export class PgLicenceUsageRepository implements AsyncLicenceUsageRepository {
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
       ON CONFLICT (licence_id, day, operation) DO UPDATE SET requests = EXCLUDED.requests WHERE u.requests < EXCLUDED.requests`,
     [entries.map((e) => e.licenceId), entries.map((e) => e.day), entries.map((e) => e.operation), entries.map((e) => e.requests)]);
+    return rowCount ?? 0;
+  }
+
+  async reportEntries(): Promise<LicenceUsageReportEntry[]> {
+    const { rows } = await this.db.query<{ licence_id: string; fingerprint: string; series: string; number: string }>(
+      'SELECT licence_id, fingerprint, series, number FROM licence_usage_reports ORDER BY licence_id COLLATE "C"');
+    return rows.map((r) => ({ licenceId: r.licence_id, fingerprint: r.fingerprint, series: r.series, number: Number(r.number) }));
+  }
+
+  /** Writes each moved mark where the target has none, or the same device and series at a lower number (movedReportReplaces). */
+  async importReports(entries: readonly LicenceUsageReportEntry[]): Promise<number> {
+    if (entries.length === 0) return 0;
+    const { rowCount } = await this.db.query(`INSERT INTO licence_usage_reports AS r (licence_id, fingerprint, series, number, added_at)
+      SELECT l, f, s, n, now() FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS x(l, f, s, n)
+      ON CONFLICT (licence_id) DO UPDATE SET number = EXCLUDED.number, added_at = EXCLUDED.added_at
+      WHERE r.fingerprint = EXCLUDED.fingerprint AND r.series = EXCLUDED.series AND r.number < EXCLUDED.number`,
+    [entries.map((e) => e.licenceId), entries.map((e) => e.fingerprint), entries.map((e) => e.series), entries.map((e) => e.number)]);
     return rowCount ?? 0;
   }
 
