@@ -182,11 +182,14 @@ t.test('each answered request is in the device\'s store before its answer arrive
   const together = await Promise.all([1, 2, 3, 4].map(() => api.call({ method: 'GET', url: '/person/face/nobody' })));
   t.same(together.map((r) => r.statusCode), [404, 404, 404, 404]);
   t.equal(onDisk(), 7, 'concurrent answers too (one transaction for the turn)');
+  const metrics = await api.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '127.0.0.1' });
+  t.match(metrics.body, /^face_check_licence_usage_unreported_requests 7$/m, 'the metrics show what waits for the cloud');
   t.equal((await licence.recheck()).kind, 'ok');
   t.same(server.checks.at(-1)!.usage, [{ day, operation: 'get', requests: 7 }]);
   t.match(server.checks.at(-1)!.usageReport, { number: 1 });
   t.same(stored.pendingRows(), [], 'moved into the report');
   t.equal(stored.inFlight(), undefined, 'and the report deleted once acknowledged');
+  t.equal(licence.unreportedRequests(), 0);
 });
 
 t.test('a backlog larger than one check goes in full reports one second apart; days past the bound are dropped', async (t) => {

@@ -143,6 +143,11 @@ export class DeviceLicence extends EventEmitter {
     return this.usage.record(grant, this.now());
   }
 
+  /** Answered requests the cloud has not acknowledged yet (the metrics' gauge). */
+  unreportedRequests(): number {
+    return this.usage.unreportedRequests();
+  }
+
   /** The ruling document's limits; undefined before a document rules. */
   limits(): LicenceLimits | undefined {
     return this.current?.document.limits;

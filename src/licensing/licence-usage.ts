@@ -11,7 +11,8 @@
 // one succeeds: the cloud adds a report's number once and acknowledges a repeat without adding it, so an
 // answer lost on the way back (or a device killed before it deleted the report) never counts twice.
 import type { Grant } from '../domain/grants';
-import type { TakenReport } from '../storage/device-usage';
+import type { TakenReport, UsageReport } from '../storage/device-usage';
+import type { UsageRow } from '../storage/licence-usage';
 
 /** The wire contract's bound on one check's usage list. */
 export const MAX_USAGE_ENTRIES = 400;
@@ -28,6 +29,8 @@ export interface UsageStore {
   takeReport(maxRows: number, now: Date, keepFrom: string): Promise<TakenReport>;
   acknowledge(number: number): Promise<boolean>;
   isEmpty(): boolean;
+  pendingRows(): UsageRow[];
+  inFlight(): UsageReport | undefined;
 }
 
 export class LicenceUsage {
@@ -76,6 +79,15 @@ export class LicenceUsage {
   /** Whether anything is counted and not yet acknowledged. */
   unreported(): boolean {
     return this.next !== undefined || this.kept.size > 0 || !this.store.isEmpty();
+  }
+
+  /** Answered requests not yet acknowledged: counted this turn, kept after a failed write, pending and in flight. */
+  unreportedRequests(): number {
+    let n = 0;
+    for (const map of [this.next?.counts, this.kept]) for (const v of map?.values() ?? []) n += v;
+    for (const row of this.store.pendingRows()) n += row.requests;
+    for (const row of this.store.inFlight()?.usage ?? []) n += row.requests;
+    return n;
   }
 
   private async write(counts: Map<string, number>): Promise<void> {
