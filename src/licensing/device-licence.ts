@@ -223,17 +223,16 @@ export class DeviceLicence extends EventEmitter {
       ...(report && numbered ? { usageReport: { series: report.series, number: report.number } } : {}),
     }, this.aborter.signal);
     let outcome = await send();
-    const refusedReport = () => outcome.kind === 'invalid' && outcome.code === 'R_003' && report !== undefined;
-    if (refusedReport() && /usageReport/.test((outcome as { reason: string }).reason)) {
+    if (report && refusedBody(outcome) && /usageReport/.test(outcome.reason)) {
       // A licence server older than the numbered report: the counts go the old way (a lost answer there may
       // count them twice; docs/licences.md).
       outcome = await send(false);
     }
-    if (refusedReport()) {
+    if (report && refusedBody(outcome)) {
       // The cloud believes no report whose days lie outside the licence's life (a board whose clock was
       // wrong when it counted): those counts are lost, not the licence.
-      this.log(`the licence server refused this device's usage report (${(outcome as { reason: string }).reason}): it is dropped and the licence checked without it`);
-      await this.usage.settle(report!.number);
+      this.log(`the licence server refused this device's usage report (${outcome.reason}): it is dropped and the licence checked without it`);
+      await this.usage.settle(report.number);
       report = undefined;
       outcome = await send();
     }
@@ -293,6 +292,11 @@ export class DeviceLicence extends EventEmitter {
     }, Math.min(seconds * 1000, MAX_TIMER_MS));
     this.timer.unref();
   }
+}
+
+/** The cloud did not believe the check's body (R_003): with usage, its report. */
+function refusedBody(outcome: CheckOutcome): outcome is Extract<CheckOutcome, { kind: 'invalid' }> {
+  return outcome.kind === 'invalid' && outcome.code === 'R_003';
 }
 
 /** A document rules until its validUntil, and never past the licence's own expiry. */
