@@ -223,6 +223,36 @@ t.test('a backlog larger than one check goes in full reports one second apart; d
   t.ok(usage.isEmpty(), 'nothing left on the device');
 });
 
+t.test('at a stop, unacknowledged usage goes with one last check if the cloud answers in time; else it waits in the store', async (t) => {
+  const dir = tempDir();
+  const server = await FakeLicenceServer.start();
+  t.teardown(async () => { await server.close(); fs.rmSync(dir, { recursive: true, force: true }); });
+  const config = licensedConfig(dir, server);
+  const usage = usageStoreFor(config);
+  const lines: string[] = [];
+  const first = deviceLicence(config, { usage, lines });
+  await first.start();
+  await first.record('get');
+  await first.record('get');
+  server.respond = () => 'hang';
+  const began = Date.now();
+  await first.close({ reportWithinMs: 300 });
+  t.ok(Date.now() - began < 5_000, 'the stop is not held past its bound by a cloud that does not answer');
+  t.match(lines.join('\n'), /usage could not be reported at stop .*: it is kept in the store for the next start/);
+  t.equal(usage.inFlight()?.usage[0].requests, 2, 'the report waits in the store');
+
+  server.respond = undefined;
+  const second = deviceLicence(config, { usage, lines });
+  await second.start();
+  t.same(server.checks.at(-1)!.usageReport, server.checks.at(-2)!.usageReport, 'the next start sends the same report');
+  t.ok(usage.isEmpty(), 'and deletes it once acknowledged');
+  await second.record('identify');
+  await second.close({ reportWithinMs: 5_000 });
+  t.same(server.checks.at(-1)!.usage.map((r) => [r.operation, r.requests]), [['identify', 1]], 'a cloud that answers takes it at the stop');
+  t.match(lines.join('\n'), /usage reported to the licence server at stop/);
+  t.ok(usage.isEmpty());
+});
+
 t.test('a cloud older than the numbered report: the same rows go without it and are deleted once checked', async (t) => {
   const { api, licence, server } = await licensedDevice(t, (s) => { s.licence.grants = ['get']; });
   await api.call({ method: 'GET', url: '/person/face/p1' });
