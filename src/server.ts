@@ -20,7 +20,7 @@ import { lmdbAsyncStore } from './storage/lmdb/async-store';
 import { openStore, type Store } from './storage/store';
 import { lockStore, type StoreLock } from './storage/process-lock';
 import type { DeviceLicence } from './licensing/device-licence';
-import { checkDeviceLicenceConfig, startDeviceLicence } from './licensing/device-licence-setup';
+import { checkDeviceLicenceConfig, startDeviceLicence, stopReportMs } from './licensing/device-licence-setup';
 import { checkCameraConfig } from './device/camera-settings';
 
 export { ensureFirstKey, FIRST_KEY_FILE, stdoutIsJournal } from './ops/service-lifecycle';
@@ -82,7 +82,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     restoring.catch(() => undefined);  // awaited below
     // Device mode: the licence is checked with the cloud before a first key is made or the port opens
     // (a failed check throws LicenceStartError).
-    if (config.server.mode === 'device') licence = await startDeviceLicence(config, { persons: () => persons.count(), print });
+    if (config.server.mode === 'device') licence = await startDeviceLicence(config, { persons: () => persons.count(), usage: store.deviceUsage, print });
     engine = await engineReady;
     let restored: RestoreReport = await restoring;
     if (engine.modelId !== expectedModel) restored = await galleries.restore(persons, engine.modelId, place);
@@ -121,7 +121,8 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         // snapshot_stop_timeout_s) while the licence, camera and engine close, so the stop takes the longer of
         // the two and stays within the service manager's stop timeout (src/ops/service-install.ts).
         const snapshotsWritten = snapshots.stop();
-        await licence?.close();
+        // Usage not yet acknowledged goes with one last check if the cloud answers in time; else the next start sends it.
+        await licence?.close({ reportWithinMs: stopReportMs(config) });
         await ownCamera?.close();
         await closeWhenIdle(openEngine);
         await snapshotsWritten;

@@ -1,7 +1,9 @@
 // The running device's licence against a fake licence server: the grants gate over HTTP (granted served,
 // ungranted 403 naming the grant, 401 before 403), grants changes and revocations reaching the device at its
 // next check (interval 1 s, no restart), the cloud going away (served until validUntil, then 403 with the
-// reason), usage reported and dropped once a check succeeds, maxPersons at enrolment.
+// reason), usage reported and dropped once a check succeeds (each count in the device's store before its
+// answer is sent, a backlog sent in full reports one after the other, days past the bound dropped, a cloud
+// older than the numbered report served the old way), maxPersons at enrolment.
 import { once } from 'node:events';
 import fs from 'node:fs';
 import t, { type Test } from 'tap';
@@ -10,7 +12,7 @@ import type { DeviceLicence } from '../src/licensing/device-licence';
 import { startTestApp, tempDir, type TestApp } from './helpers/app';
 import { FakeEngine, fakePhotoB64 } from './helpers/fake-engine';
 import { FakeLicenceServer } from './helpers/fake-licence-server';
-import { deviceLicence, licensedConfig } from './helpers/licensed-device';
+import { deviceLicence, licensedConfig, usageStoreFor } from './helpers/licensed-device';
 
 interface Device {
   server: FakeLicenceServer;
@@ -166,6 +168,103 @@ t.test('a usage report the cloud does not believe (R_003) is dropped, not the li
   server.respond = undefined;
   t.equal((await licence.recheck()).kind, 'ok');
   t.same(server.checks.at(-1)!.usage, [], 'and not sent again');
+});
+
+t.test('each answered request is in the device\'s store before its answer arrives', async (t) => {
+  const { api, licence, server } = await licensedDevice(t, (s) => { s.licence.grants = ['get']; });
+  const stored = usageStoreFor(api.config);
+  const day = new Date().toISOString().slice(0, 10);
+  const onDisk = () => stored.pendingRows().filter((r) => r.operation === 'get').reduce((n, r) => n + r.requests, 0);
+  for (let i = 1; i <= 3; i++) {
+    t.equal((await api.call({ method: 'GET', url: '/person/face/nobody' })).statusCode, 404);
+    t.equal(onDisk(), i, `answer ${i}: its count is committed already`);
+  }
+  const together = await Promise.all([1, 2, 3, 4].map(() => api.call({ method: 'GET', url: '/person/face/nobody' })));
+  t.same(together.map((r) => r.statusCode), [404, 404, 404, 404]);
+  t.equal(onDisk(), 7, 'concurrent answers too (one transaction for the turn)');
+  const metrics = await api.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '127.0.0.1' });
+  t.match(metrics.body, /^face_check_licence_usage_unreported_requests 7$/m, 'the metrics show what waits for the cloud');
+  t.equal((await licence.recheck()).kind, 'ok');
+  t.same(server.checks.at(-1)!.usage, [{ day, operation: 'get', requests: 7 }]);
+  t.match(server.checks.at(-1)!.usageReport, { number: 1 });
+  t.same(stored.pendingRows(), [], 'moved into the report');
+  t.equal(stored.inFlight(), undefined, 'and the report deleted once acknowledged');
+  t.equal(licence.unreportedRequests(), 0);
+});
+
+t.test('a backlog larger than one check goes in full reports one second apart; days past the bound are dropped', async (t) => {
+  const dir = tempDir();
+  const server = await FakeLicenceServer.start();
+  const config = licensedConfig(dir, server);
+  const usage = usageStoreFor(config);
+  const DAY = 86_400_000;
+  const today = Date.now();
+  const counts = new Map<string, number>();
+  // 57 days of all 8 operations: 456 rows, one request each; and one day beyond the 400-day bound.
+  for (let d = 0; d < 57; d++) {
+    for (const op of ['live-face', 'create', 'update', 'remove', 'get', 'identify', 'verify', 'compare']) {
+      counts.set(`${new Date(today - d * DAY).toISOString().slice(0, 10)} ${op}`, 1);
+    }
+  }
+  const ancient = new Date(today - 401 * DAY).toISOString().slice(0, 10);
+  counts.set(`${ancient} get`, 9);
+  await usage.add(counts);
+  const lines: string[] = [];
+  const licence = deviceLicence(config, { usage, lines });
+  t.teardown(async () => { await licence.close(); await server.close(); fs.rmSync(dir, { recursive: true, force: true }); });
+  await licence.start();
+  await once(licence, 'check');
+  t.equal(server.checks[0].usage.length, 400, 'the start-up check carried a full report');
+  t.equal(server.checks[1].usage.length, 56, 'the rest followed at once, not an interval later');
+  t.equal(server.checks[1].usageReport!.number, server.checks[0].usageReport!.number + 1);
+  t.equal([...server.checks[0].usage, ...server.checks[1].usage].reduce((n, r) => n + r.requests, 0), 456, 'every request once');
+  t.notOk(server.checks.some((c) => c.usage.some((r) => r.day === ancient)), 'the day past the bound was not sent');
+  t.match(lines.join('\n'), new RegExp(`usage older than 400 days .*: 9 request\\(s\\) of ${ancient} to ${ancient} dropped`));
+  t.ok(usage.isEmpty(), 'nothing left on the device');
+});
+
+t.test('at a stop, unacknowledged usage goes with one last check if the cloud answers in time; else it waits in the store', async (t) => {
+  const dir = tempDir();
+  const server = await FakeLicenceServer.start();
+  t.teardown(async () => { await server.close(); fs.rmSync(dir, { recursive: true, force: true }); });
+  const config = licensedConfig(dir, server);
+  const usage = usageStoreFor(config);
+  const lines: string[] = [];
+  const first = deviceLicence(config, { usage, lines });
+  await first.start();
+  await first.record('get');
+  await first.record('get');
+  server.respond = () => 'hang';
+  const began = Date.now();
+  await first.close({ reportWithinMs: 300 });
+  t.ok(Date.now() - began < 5_000, 'the stop is not held past its bound by a cloud that does not answer');
+  t.match(lines.join('\n'), /usage could not be reported at stop .*: it is kept in the store for the next start/);
+  t.equal(usage.inFlight()?.usage[0].requests, 2, 'the report waits in the store');
+
+  server.respond = undefined;
+  const second = deviceLicence(config, { usage, lines });
+  await second.start();
+  t.same(server.checks.at(-1)!.usageReport, server.checks.at(-2)!.usageReport, 'the next start sends the same report');
+  t.ok(usage.isEmpty(), 'and deletes it once acknowledged');
+  await second.record('identify');
+  await second.close({ reportWithinMs: 5_000 });
+  t.same(server.checks.at(-1)!.usage.map((r) => [r.operation, r.requests]), [['identify', 1]], 'a cloud that answers takes it at the stop');
+  t.match(lines.join('\n'), /usage reported to the licence server at stop/);
+  t.ok(usage.isEmpty());
+});
+
+t.test('a cloud older than the numbered report: the same rows go without it and are deleted once checked', async (t) => {
+  const { api, licence, server } = await licensedDevice(t, (s) => { s.licence.grants = ['get']; });
+  await api.call({ method: 'GET', url: '/person/face/p1' });
+  // As the old cloud's schema refuses an unknown field.
+  server.respond = (body, normal) => (body.usageReport
+    ? { status: 400, json: { code: 'R_003', message: 'Fields validation exception: body must NOT have additional properties (usageReport)' } }
+    : normal());
+  t.equal((await licence.recheck()).kind, 'ok');
+  t.ok(server.checks.at(-2)!.usageReport, 'tried with the report number first');
+  t.same([server.checks.at(-1)!.usageReport, server.checks.at(-1)!.usage.length], [undefined, 1], 'then the same rows without it');
+  t.equal((await licence.recheck()).kind, 'ok');
+  t.same(server.checks.at(-1)!.usage, [], 'deleted once that check succeeded');
 });
 
 t.test('maxPersons: enrolment stops at the limit, counting every account of the device', async (t) => {

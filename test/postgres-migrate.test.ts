@@ -95,7 +95,8 @@ async function run(): Promise<void> {
   const licenceKey = created.licenceKey;
   const checkedIn = await lmdb.licences.checkIn(licenceKeySha256(licenceKey), (current) => ({
     accept: { ...current, device: { fingerprint: 'f'.repeat(64), boundAt: nowIso }, lastCheck: { at: nowIso, address: '10.0.0.7', version: '1.0.0', persons: 3 } },
-  }), [{ day: '2026-01-02', operation: 'identify', requests: 40 }, { day: TODAY, operation: 'verify', requests: 2 }]);
+  }), [{ day: '2026-01-02', operation: 'identify', requests: 40 }, { day: TODAY, operation: 'verify', requests: 2 }],
+  { fingerprint: 'f'.repeat(64), series: 'series0123456789ab', number: 7 });
   if (checkedIn.outcome !== 'written') throw new Error(`check-in not written: ${checkedIn.outcome}`);
   // A device API key on the licence line: it moves with its licence, as its hash.
   const deviceKey = (await new DeviceKeyService({
@@ -122,12 +123,13 @@ async function run(): Promise<void> {
     t.match(out, /activation codes: 2 copied, 0 already there, 0 failed/);
     t.match(out, /licences: 2 copied, 0 already there, 0 failed/);
     t.match(out, /licence usage: 2 copied/);
+    t.match(out, /licence usage reports: 1 copied/);
     t.match(out, /quota counters: 2 copied/);
     t.match(out, /key usage: 1 copied/);
     t.match(out, /sessions: 1 not moved \(operators sign in again/);
     t.match(out, /migrate: licences: copying/, 'progress names each kind');
     t.match(out, /migrate: persons: 25 of 25 \(100 %\)/, 'and counts the persons copied of all');
-    t.match(out, /account acme: match \(accounts 1, API keys 1, licences 2, licence usage 2, quota counters 2, key usage 1, persons 16\)/);
+    t.match(out, /account acme: match \(accounts 1, API keys 1, licences 2, licence usage 2, licence usage reports 1, quota counters 2, key usage 1, persons 16\)/);
     t.match(out, /store-wide: match \(activation codes 2\)/);
     t.match(out, /migrate: complete/);
     const target = await openPg();
@@ -146,6 +148,8 @@ async function run(): Promise<void> {
     t.equal(await target.licences.openKey(moved!), licenceKey, 'its key, sealed again, opens with the cluster\'s data key');
     t.same(await target.licenceUsage.range(moved!.licenceId, '2026-01-01', TODAY),
       [{ day: '2026-01-02', operation: 'identify', requests: 40 }, { day: TODAY, operation: 'verify', requests: 2 }]);
+    t.same(await target.licenceUsage.reportEntries(), [{ licenceId: moved!.licenceId, fingerprint: 'f'.repeat(64), series: 'series0123456789ab', number: 7 }],
+      'the last usage report number: the device resending report 7 to the moved store is not added twice');
     t.equal(await target.quota.used('acme', TODAY), QUOTA_LIMIT - 1, 'today\'s quota count carried over');
     t.same((await allRowsByKey(target.pool, 'quota', 'account_id, day, used', ['account_id', 'day'], 1)).map((r) => `${r.day} ${r.used}`),
       ['2026-01-02 1', `${TODAY} ${QUOTA_LIMIT - 1}`], 'read a page of one row at a time, every row comes once, in key order');
@@ -166,7 +170,7 @@ async function run(): Promise<void> {
     const out = c.out.join('\n');
     t.match(out, /persons: 0 copied, 25 already there/);
     t.match(out, /API keys: 0 copied, 2 already there/);
-    for (const kind of ['accounts', 'activation codes', 'licences', 'licence usage', 'quota counters', 'key usage']) {
+    for (const kind of ['accounts', 'activation codes', 'licences', 'licence usage', 'licence usage reports', 'quota counters', 'key usage']) {
       t.match(out, new RegExp(`${kind}: 0 copied, [1-9]\\d* already there, 0 failed`), `${kind}: nothing copied`);
     }
     t.match(out, /response-signing key: present/);

@@ -201,7 +201,8 @@ export const configSchema: ConfigSchema = {
   },
   licensing: {
     public_url: { default: '', parse: httpUrl },
-    check_interval_seconds: { default: 3600, parse: integer(1, 30 * 86400) },
+    // How long a grant change or a revocation takes at most to reach a running device (docs/licences.md).
+    check_interval_seconds: { default: 300, parse: integer(1, 30 * 86400) },
     document_valid_seconds: { default: 86400, parse: integer(1, 365 * 86400) },
     package_file: { default: '', parse: text({ allowEmpty: true }) },
   },

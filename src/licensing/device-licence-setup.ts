@@ -9,14 +9,28 @@ import { packageRoot } from '../package-root';
 import { readDeviceFingerprint } from './device-fingerprint';
 import { DeviceLicence } from './device-licence';
 import { LicenceClient } from './licence-client';
+import type { UsageStore } from './licence-usage';
 import { storedDocumentPath } from './stored-licence';
 
 export const UNLICENSED_LINE = 'face-check: UNLICENSED development device: every operation is allowed; ' +
   'a production device needs [licence] server_url, key and public_key_file';
 
+/** The longest an orderly stop waits for the cloud to take the usage not yet acknowledged. */
+export const STOP_REPORT_MAX_MS = 15_000;
+
+/**
+ * How long an orderly stop gives its last usage report: [licence] check_timeout_ms, at most STOP_REPORT_MAX_MS,
+ * so the stop stays within the service manager's stop timeout (drain_timeout_ms + 35 s).
+ */
+export function stopReportMs(config: Config): number {
+  return Math.min(config.licence.check_timeout_ms, STOP_REPORT_MAX_MS);
+}
+
 export interface DeviceLicenceSetup {
   /** Persons enrolled on the device, all accounts. */
   persons: () => number;
+  /** The device's store, where answered requests wait for the cloud's acknowledgement. */
+  usage: UsageStore;
   print: (line: string) => void;
   now?: () => Date;
 }
@@ -56,7 +70,7 @@ export function deviceLicenceFromConfig(config: Config, setup: DeviceLicenceSetu
     client, publicKey, fingerprint, licenceKey: licence.key,
     offlineGraceHours: licence.offline_grace_hours,
     documentFile: storedDocumentPath(config.storage.path),
-    persons: setup.persons, now: setup.now,
+    persons: setup.persons, usage: setup.usage, now: setup.now,
     log: (line) => setup.print(`face-check: ${line}`),
   });
 }

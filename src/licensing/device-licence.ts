@@ -1,7 +1,8 @@
 // The licence a device runs under, kept current while it runs. start() checks with the cloud before the
 // device serves anything; afterwards the licence is checked again every checkIntervalSeconds of the last
 // document (every min(interval, 30 s) after a failure), one check at a time. What each outcome does:
-//   ok          - the new document rules at once (grants, limits, validUntil); usage it carried is dropped;
+//   ok          - the new document rules at once (grants, limits, validUntil); the usage report it carried
+//                 was acknowledged and is deleted (./licence-usage.ts);
 //   refused     - (revoked, expired, unknown key, bound elsewhere) every gated request is refused at once,
 //                 until a later check succeeds;
 //   unreachable - the current document still rules, until its validUntil; then every gated request is
@@ -13,11 +14,13 @@ import type { Grant, LicenceLimits } from '../domain/grants';
 import type { CheckOutcome, LicenceClient } from './licence-client';
 import { deviceKeysChange, keyringOf } from './device-keyring';
 import type { DocumentDeviceKey, LicenceDocument, SignedLicence } from './licence-document';
-import { LicenceUsage } from './licence-usage';
+import { LicenceUsage, MAX_USAGE_ENTRIES, type UsageStore } from './licence-usage';
 import { graceDocument, storeDocument } from './stored-licence';
 
 /** After a failed check the next comes this soon at most. */
 export const RETRY_CAP_SECONDS = 30;
+/** After a check whose report was full (usage left over from a long outage), the next comes this soon. */
+const CATCH_UP_SECONDS = 1;
 /** setTimeout's longest delay. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -57,6 +60,8 @@ export interface DeviceLicenceOptions {
   documentFile: string;
   /** Persons enrolled on the device (all accounts), reported with each check. */
   persons: () => number;
+  /** Where answered requests are kept until the cloud acknowledged them: the device's store. */
+  usage: UsageStore;
   now?: () => Date;
   /** State changes (refused, unreachable, lapsed, recovered), one line each. */
   log?: (line: string) => void;
@@ -72,7 +77,7 @@ interface RulingDocument {
 export class DeviceLicence extends EventEmitter {
   private readonly now: () => Date;
   private readonly log: (line: string) => void;
-  private readonly usage = new LicenceUsage();
+  private readonly usage: LicenceUsage;
   private readonly aborter = new AbortController();
   private current: RulingDocument | undefined;
   private refusal: { code: string; message: string; at: Date } | undefined;
@@ -83,11 +88,14 @@ export class DeviceLicence extends EventEmitter {
   private inFlight: Promise<CheckOutcome> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The last check's report filled a check: more usage waits. */
+  private catchingUp = false;
 
   constructor(private readonly opts: DeviceLicenceOptions) {
     super();
     this.now = opts.now ?? (() => new Date());
     this.log = opts.log ?? (() => undefined);
+    this.usage = new LicenceUsage(opts.usage, this.log);
   }
 
   /**
@@ -136,9 +144,14 @@ export class DeviceLicence extends EventEmitter {
     return this.current && keyringOf(this.current.document).get(keySha256);
   }
 
-  /** Counts a request answered under `grant`, for the next check's usage report. */
-  record(grant: Grant): void {
-    this.usage.record(grant, this.now());
+  /** Counts a request answered under `grant`; resolves once the count is in the store (send the answer then). */
+  record(grant: Grant): Promise<void> {
+    return this.usage.record(grant, this.now());
+  }
+
+  /** Answered requests the cloud has not acknowledged yet (the metrics' gauge). */
+  unreportedRequests(): number {
+    return this.usage.unreportedRequests();
   }
 
   /** The ruling document's limits; undefined before a document rules. */
@@ -163,10 +176,29 @@ export class DeviceLicence extends EventEmitter {
     };
   }
 
-  /** Stops re-checking: the timer is cleared and a check on its way is cut off and awaited. */
-  async close(): Promise<void> {
+  /**
+   * Stops re-checking. With `reportWithinMs`, usage not yet acknowledged is first sent with one last check
+   * (after a check already on its way), both cut off after that long; what the cloud did not acknowledge by
+   * then stays in the store for the next start. Then a check still on its way is cut off and awaited.
+   */
+  async close(opts: { reportWithinMs?: number } = {}): Promise<void> {
     this.closed = true;
     clearTimeout(this.timer);
+    if (opts.reportWithinMs && opts.reportWithinMs > 0 && this.current) {
+      const cut = setTimeout(() => this.aborter.abort(), opts.reportWithinMs);
+      try {
+        await this.inFlight?.catch(() => undefined);
+        await this.usage.flush();
+        if (!this.aborter.signal.aborted && this.usage.unreported()) {
+          const outcome = await this.recheck().catch((err: Error): CheckOutcome => ({ kind: 'unreachable', reason: err.message }));
+          this.log(outcome.kind === 'ok'
+            ? 'usage reported to the licence server at stop'
+            : `usage could not be reported at stop (${outcome.kind === 'refused' ? outcome.message : outcome.reason}): it is kept in the store for the next start`);
+        }
+      } finally {
+        clearTimeout(cut);
+      }
+    }
     this.aborter.abort();
     await this.inFlight?.catch(() => undefined);
   }
@@ -191,24 +223,35 @@ export class DeviceLicence extends EventEmitter {
   }
 
   private async runCheck(): Promise<CheckOutcome> {
-    const sent = this.usage.snapshot();
-    let outcome = await this.opts.client.check({ persons: this.opts.persons(), usage: sent }, this.aborter.signal);
-    if (this.closed) return outcome;
-    if (outcome.kind === 'invalid' && outcome.code === 'R_003' && sent.length > 0) {
+    let report = await this.usage.report(this.now());
+    const send = (numbered = true) => this.opts.client.check({
+      persons: this.opts.persons(), usage: report?.usage ?? [],
+      ...(report && numbered ? { usageReport: { series: report.series, number: report.number } } : {}),
+    }, this.aborter.signal);
+    let outcome = await send();
+    if (report && refusedBody(outcome) && /usageReport/.test(outcome.reason)) {
+      // A licence server older than the numbered report: the counts go the old way (a lost answer there may
+      // count them twice; docs/licences.md).
+      outcome = await send(false);
+    }
+    if (report && refusedBody(outcome)) {
       // The cloud believes no report whose days lie outside the licence's life (a board whose clock was
       // wrong when it counted): those counts are lost, not the licence.
       this.log(`the licence server refused this device's usage report (${outcome.reason}): it is dropped and the licence checked without it`);
-      this.usage.drop(sent);
-      outcome = await this.opts.client.check({ persons: this.opts.persons(), usage: [] }, this.aborter.signal);
-      if (this.closed) return outcome;
+      await this.usage.settle(report.number);
+      report = undefined;
+      outcome = await send();
     }
+    // Acknowledged even when the device is closing: the cloud has added it.
+    if (outcome.kind === 'ok' && report) await this.usage.settle(report.number);
+    this.catchingUp = outcome.kind === 'ok' && report !== undefined && report.usage.length >= MAX_USAGE_ENTRIES;
+    if (this.closed) return outcome;
     const at = this.now();
     this.lastCheck = { at, outcome: outcome.kind };
     switch (outcome.kind) {
       case 'ok': {
         const recovered = this.refusal !== undefined || this.failingSince !== undefined;
         const keysChange = deviceKeysChange(this.current?.document, outcome.document);
-        this.usage.drop(sent);
         this.current = { document: outcome.document, source: 'check', servesUntil: servesUntilOf(outcome.document) };
         this.refusal = this.failingSince = this.lastFailure = undefined;
         this.lapseLogged = false;
@@ -246,7 +289,8 @@ export class DeviceLicence extends EventEmitter {
   private scheduleAfter(outcome: CheckOutcome): void {
     if (this.closed) return;
     const interval = this.current?.document.checkIntervalSeconds ?? RETRY_CAP_SECONDS;
-    const seconds = outcome.kind === 'ok' ? interval : Math.min(interval, RETRY_CAP_SECONDS);
+    let seconds = outcome.kind === 'ok' ? interval : Math.min(interval, RETRY_CAP_SECONDS);
+    if (this.catchingUp) seconds = Math.min(seconds, CATCH_UP_SECONDS);
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.recheck().then((next) => this.scheduleAfter(next), (err: Error) => {
@@ -256,6 +300,11 @@ export class DeviceLicence extends EventEmitter {
     }, Math.min(seconds * 1000, MAX_TIMER_MS));
     this.timer.unref();
   }
+}
+
+/** The cloud did not believe the check's body (R_003): with usage, its report. */
+function refusedBody(outcome: CheckOutcome): outcome is Extract<CheckOutcome, { kind: 'invalid' }> {
+  return outcome.kind === 'invalid' && outcome.code === 'R_003';
 }
 
 /** A document rules until its validUntil, and never past the licence's own expiry. */

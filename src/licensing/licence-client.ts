@@ -31,6 +31,14 @@ export interface LicenceCheckBody {
   version: string;
   persons: number;
   usage: UsageEntry[];
+  /** Names `usage` for the cloud, which adds each number of a series once (docs/licences.md); absent from older devices. */
+  usageReport?: UsageReportId;
+}
+
+/** A usage report's identity: the device store's random series and the report's number in it. */
+export interface UsageReportId {
+  series: string;
+  number: number;
 }
 
 export type CheckOutcome =
@@ -66,11 +74,11 @@ export class LicenceClient {
   }
 
   /** One check; never throws: every failure is an outcome. `signal` aborts it early (closing). */
-  async check(report: { persons: number; usage: UsageEntry[] }, signal?: AbortSignal): Promise<CheckOutcome> {
+  async check(report: { persons: number; usage: UsageEntry[]; usageReport?: UsageReportId }, signal?: AbortSignal): Promise<CheckOutcome> {
     const nonce = crypto.randomBytes(24).toString('base64url');
     const body: LicenceCheckBody = {
       licenceKey: this.opts.licenceKey, fingerprint: this.opts.fingerprint, nonce, version: this.opts.version,
-      persons: report.persons, usage: report.usage,
+      persons: report.persons, usage: report.usage, ...(report.usageReport ? { usageReport: report.usageReport } : {}),
     };
     const timeout = AbortSignal.timeout(this.opts.timeoutMs);
     let status: number;

@@ -2,13 +2,15 @@
 // fresh nonce, its version, its person count and the requests it answered since its last good check; it gets
 // back the licence document signed with the cloud's service key, or a refusal saying what to fix. The first
 // good check binds the licence to the device's fingerprint; another device is refused until the binding is
-// released. A refused check records nothing, so the device keeps its usage for the next one.
+// released. A refused check records nothing, so the device keeps its usage for the next one. A device names
+// its usage as a numbered report (usageReport: its store's series and the number); a number of that series
+// and device added before is acknowledged without being added again (a resend after a lost answer).
 import crypto from 'node:crypto';
 import type { Config } from '../config/types';
 import { GRANTS, isGrant } from '../domain/grants';
 import type { ApiError, ErrorCatalog } from '../errors';
 import { licenceKeySha256, type LicenceRecord } from '../storage/licences';
-import { MAX_DAY_REQUESTS, type UsageRow } from '../storage/licence-usage';
+import { MAX_DAY_REQUESTS, type UsageReportMark, type UsageRow } from '../storage/licence-usage';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
@@ -23,6 +25,8 @@ export interface CheckRequest {
   version: string;
   persons: number;
   usage: UsageRow[];
+  /** Absent from devices older than the numbered report: their usage is added at every accepted check. */
+  usageReport?: { series: string; number: number };
 }
 
 /** What the package download and the device see of a key. */
@@ -31,6 +35,7 @@ export type LicenceKeyState = 'active' | 'unknown' | 'revoked' | 'expired';
 export const LICENCE_KEY_PATTERN = '^fcl_[A-Za-z0-9_-]{32}$';
 export const FINGERPRINT_PATTERN = '^[0-9a-f]{64}$';
 export const NONCE_PATTERN = '^[A-Za-z0-9_-]{16,64}$';
+export const REPORT_SERIES_PATTERN = '^[A-Za-z0-9_-]{16,64}$';
 export const DAY_PATTERN = '^\\d{4}-\\d{2}-\\d{2}$';
 export const MAX_VERSION_LENGTH = 64;
 export const MAX_USAGE_ROWS = 400;
@@ -72,7 +77,7 @@ export class LicenceServer {
           lastCheck: { at, address, version: request.version, persons: request.persons },
         },
       };
-    }, request.usage);
+    }, request.usage, reportMark(request));
     if (outcome.outcome === 'missing') throw this.unknownKey();
     if (outcome.outcome === 'refused') throw outcome.reason;
     const licence = outcome.record;
@@ -153,7 +158,7 @@ export class LicenceServer {
     const bad = (reason: string) => this.deps.errors.explain('FieldsValidation', reason);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw bad('the body must be a JSON object');
     const b = body as Record<string, unknown>;
-    const known = new Set(['licenceKey', 'fingerprint', 'nonce', 'version', 'persons', 'usage']);
+    const known = new Set(['licenceKey', 'fingerprint', 'nonce', 'version', 'persons', 'usage', 'usageReport']);
     for (const name of Object.keys(b)) if (!known.has(name)) throw bad(`unknown field ${name}`);
     const text = (name: string, pattern: string, what: string) => {
       const v = b[name];
@@ -186,8 +191,23 @@ export class LicenceServer {
       if (seen.has(key)) throw bad(`usage[${i}]: a second row for ${row.day} and ${row.operation} (one row per day and operation)`);
       seen.add(key);
     }
-    return { licenceKey, fingerprint, nonce, version, persons: persons as number, usage };
+    let usageReport: CheckRequest['usageReport'];
+    if (b.usageReport !== undefined) {
+      const r = b.usageReport as Record<string, unknown> | null;
+      if (typeof r !== 'object' || r === null || Array.isArray(r) || Object.keys(r).some((k) => k !== 'series' && k !== 'number')) {
+        throw bad('usageReport: {series, number}');
+      }
+      if (typeof r.series !== 'string' || !new RegExp(REPORT_SERIES_PATTERN).test(r.series)) throw bad('usageReport.series: 16 to 64 base64url characters');
+      if (!Number.isSafeInteger(r.number) || (r.number as number) < 1) throw bad('usageReport.number: a whole number >= 1');
+      usageReport = { series: r.series, number: r.number as number };
+    }
+    return { licenceKey, fingerprint, nonce, version, persons: persons as number, usage, ...(usageReport ? { usageReport } : {}) };
   }
+}
+
+/** The check's numbered report as the store keeps it (tied to the device that sent it), or undefined. */
+function reportMark(request: CheckRequest): UsageReportMark | undefined {
+  return request.usageReport && { fingerprint: request.fingerprint, ...request.usageReport };
 }
 
 /** YYYY-MM-DD naming a day that exists (not 2026-02-30). */

@@ -18,6 +18,8 @@ export const METRICS_PREFIX = 'face_check_';
 /** What the metrics read of the device licence (src/licensing/device-licence.ts, an EventEmitter of 'check'). */
 export interface LicenceMetricsSource {
   status(): Pick<LicenceStatus, 'state' | 'lastCheck'>;
+  /** Answered requests the cloud has not acknowledged yet (pending and in the report in flight). */
+  unreportedRequests?(): number;
   on?(event: 'check', listener: (outcome: { kind: string }) => void): unknown;
   off?(event: 'check', listener: (outcome: { kind: string }) => void): unknown;
 }
@@ -234,6 +236,14 @@ export class ServiceMetrics {
         if (lastSuccess !== undefined) this.set(lastSuccess);
       },
     });
+    if (licence.unreportedRequests) {
+      const unreported = () => licence.unreportedRequests!();
+      new Gauge({
+        name: `${METRICS_PREFIX}licence_usage_unreported_requests`, help: 'Answered requests kept on the device until the cloud acknowledges them',
+        registers,
+        collect() { this.set(unreported()); },
+      });
+    }
     const checks = new Counter({
       name: `${METRICS_PREFIX}licence_checks_total`, help: 'Licence checks with the cloud since start-up, by outcome',
       labelNames: ['outcome'], registers,

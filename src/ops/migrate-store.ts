@@ -1,6 +1,6 @@
 // Moving a store's data to another backend (face-check migrate: LMDB -> PostgreSQL or back): every kind of
-// data in ./migrate/ (accounts, API keys, the response-signing key, activation codes, licences, their usage,
-// quota counters, key-usage statistics, persons). Secrets move as they are stored: hashes as hashes, sealed
+// data in ./migrate/ (accounts, API keys, the response-signing key, activation codes, licences, their usage
+// and last usage report numbers, quota counters, key-usage statistics, persons). Secrets move as they are stored: hashes as hashes, sealed
 // values opened with the source's data key and sealed again with the target's. Re-runnable: what the target
 // holds already is left and counted (counters are raised to the source's count, never lowered). The result is
 // proven by counts and checksums per kind and account, computed on both sides. Sessions are not moved: they
@@ -9,7 +9,7 @@ import crypto from 'node:crypto';
 import type { AsyncStore } from '../storage/postgres/interfaces';
 import { ACCOUNTS, API_KEYS, copyResponseSigningKey, type SigningKeyOutcome } from './migrate/accounts';
 import type { Checksum } from './migrate/checksum';
-import { KEY_USAGE, LICENCE_USAGE, QUOTA } from './migrate/counters';
+import { KEY_USAGE, LICENCE_USAGE, LICENCE_USAGE_REPORTS, QUOTA } from './migrate/counters';
 import type { CopyCount, MovedKind, Progress } from './migrate/kind';
 import { ACTIVATION_CODES, LICENCES } from './migrate/licences';
 import { PERSONS } from './migrate/persons';
@@ -18,7 +18,7 @@ export { personChecksums } from './migrate/persons';
 export { STORE_SCOPE } from './migrate/checksum';
 
 /** In copying order: persons, the bulk, last. */
-export const MOVED_KINDS: readonly MovedKind[] = [ACCOUNTS, API_KEYS, ACTIVATION_CODES, LICENCES, LICENCE_USAGE, QUOTA, KEY_USAGE, PERSONS];
+export const MOVED_KINDS: readonly MovedKind[] = [ACCOUNTS, API_KEYS, ACTIVATION_CODES, LICENCES, LICENCE_USAGE, LICENCE_USAGE_REPORTS, QUOTA, KEY_USAGE, PERSONS];
 
 export interface MigrationReport {
   kinds: Array<{ name: string } & CopyCount>;

@@ -1,5 +1,7 @@
 // Requests a licensed device answered, per licence, UTC day and operation, as the device reports them at
-// each check-in. Keys are [licenceId, day, operation], so one licence's days are one ordered range.
+// each check-in. Keys are [licenceId, day, operation], so one licence's days are one ordered range. A device
+// numbers its reports; the last number added is kept per licence (with the device and the report series),
+// so a report sent again after a lost answer is acknowledged without being added twice.
 import type { Database, RootDatabase } from 'lmdb';
 import type { Grant } from '../domain/grants';
 import { entriesWithPrefix } from './key-prefix';
@@ -25,17 +27,79 @@ export interface LicenceUsageEntry extends UsageRow {
   licenceId: string;
 }
 
+/** A numbered report as a check-in names it: the device that sent it, its store's series and the number. */
+export interface UsageReportMark {
+  fingerprint: string;
+  series: string;
+  number: number;
+}
+
+/** Whether `report` was added already: the last report added for the licence came from the same device and series with a number not below it. */
+export function reportAddedBefore(last: UsageReportMark | undefined, report: UsageReportMark): boolean {
+  return last !== undefined && last.fingerprint === report.fingerprint && last.series === report.series && report.number <= last.number;
+}
+
+/** One licence's last numbered report (moving a store: face-check migrate). */
+export interface LicenceUsageReportEntry extends UsageReportMark {
+  licenceId: string;
+}
+
+/** Whether a moved mark replaces the target's: none there, or the same device and series at a lower number. */
+export function movedReportReplaces(target: UsageReportMark | undefined, moved: UsageReportMark): boolean {
+  return target === undefined || (target.fingerprint === moved.fingerprint && target.series === moved.series && target.number < moved.number);
+}
+
 type UsageKey = [string, string, string];
 
 export const LICENCE_USAGE_DB = 'licence-usage';
+export const LICENCE_USAGE_REPORTS_DB = 'licence-usage-reports';
 
 export class LicenceUsageRepository {
   private readonly root: RootDatabase;
   private readonly db: Database<number, UsageKey>;
+  /** licenceId -> the last numbered report added. */
+  private readonly reports: Database<UsageReportMark, string>;
 
   constructor(root: RootDatabase) {
     this.root = root;
     this.db = root.openDB<number, UsageKey>({ name: LICENCE_USAGE_DB });
+    this.reports = root.openDB<UsageReportMark, string>({ name: LICENCE_USAGE_REPORTS_DB });
+  }
+
+  /**
+   * A check-in's usage inside its write transaction: added, unless `report` names a report added before
+   * (then nothing is). Returns whether the rows were added.
+   */
+  addReportWithin(licenceId: string, rows: readonly UsageRow[], report: UsageReportMark | undefined): boolean {
+    if (report) {
+      if (reportAddedBefore(this.reports.get(licenceId), report)) return false;
+      this.reports.put(licenceId, { fingerprint: report.fingerprint, series: report.series, number: report.number });
+    }
+    this.addWithin(licenceId, rows);
+    return true;
+  }
+
+  /** The last numbered report added for the licence. */
+  lastReport(licenceId: string): UsageReportMark | undefined {
+    return this.reports.get(licenceId);
+  }
+
+  /** Every licence's last numbered report, in licence order. */
+  reportEntries(): LicenceUsageReportEntry[] {
+    return [...this.reports.getRange()].map(({ key, value }) => ({ licenceId: key, fingerprint: value.fingerprint, series: value.series, number: value.number }));
+  }
+
+  /** Writes each moved mark where movedReportReplaces; returns how many were written. */
+  async importReports(entries: readonly LicenceUsageReportEntry[]): Promise<number> {
+    return this.root.transaction(() => {
+      let written = 0;
+      for (const { licenceId, ...mark } of entries) {
+        if (!movedReportReplaces(this.reports.get(licenceId), mark)) continue;
+        this.reports.put(licenceId, mark);
+        written++;
+      }
+      return written;
+    });
   }
 
   /** Adds the rows to the licence's counters in one transaction (each day's stops at MAX_DAY_REQUESTS). */

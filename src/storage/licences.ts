@@ -11,7 +11,7 @@ import type { ActivationCodeRepository, RedeemCheck } from './activation-codes';
 import type { Sealer } from './crypto/sealer';
 import type { DeviceKeyRecord } from './device-keys';
 import { entriesWithPrefix } from './key-prefix';
-import type { LicenceUsageRepository, UsageRow } from './licence-usage';
+import type { LicenceUsageRepository, UsageReportMark, UsageRow } from './licence-usage';
 
 export type LicenceStatus = 'active' | 'revoked';
 
@@ -175,15 +175,15 @@ export class LicenceRepository {
 
   /**
    * A device's check-in: the licence of the key, `decide`d (refuse, or accept with the binding and last check
-   * recorded), and on acceptance the reported usage added, all in one transaction — of two devices checking
-   * in first at once, exactly one binds.
+   * recorded), and on acceptance the reported usage added (unless `report` names one added before), all in
+   * one transaction — of two devices checking in first at once, exactly one binds.
    */
   async checkIn<R>(keySha256: string, decide: (current: LicenceRecord) => Decision<R>,
-    usage: readonly UsageRow[]): Promise<ChangeOutcome<R>> {
+    usage: readonly UsageRow[], report?: UsageReportMark): Promise<ChangeOutcome<R>> {
     return this.root.transaction(() => {
       const id = this.byKeyDb.get(keySha256);
       const outcome = this.decideWithin(id === undefined ? undefined : this.db.get(id), decide);
-      if (outcome.outcome === 'written') this.usage.addWithin(outcome.record.licenceId, usage);
+      if (outcome.outcome === 'written') this.usage.addReportWithin(outcome.record.licenceId, usage, report);
       return outcome;
     });
   }

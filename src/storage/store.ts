@@ -14,6 +14,7 @@ import { SessionRepository } from './sessions';
 import { ActivationCodeRepository } from './activation-codes';
 import { LicenceRepository } from './licences';
 import { LicenceUsageRepository } from './licence-usage';
+import { DeviceUsageRepository } from './device-usage';
 import { KnownAddressRepository } from './known-addresses';
 import { KeyUsageRepository } from './key-usage';
 import { QuotaRepository } from './quota';
@@ -68,6 +69,8 @@ export interface Store {
   /** The client addresses each account signed in from (the sign-in throttle spares them). */
   readonly knownAddresses: KnownAddressRepository;
   readonly licenceUsage: LicenceUsageRepository;
+  /** A licensed device's answered requests until the cloud acknowledged them (device mode). */
+  readonly deviceUsage: DeviceUsageRepository;
   /** Requests per API key and UTC day (statistics, written every few seconds: ./key-usage.ts). */
   readonly keyUsage: KeyUsageRepository;
   /** Signed requests accepted within the timestamp window (a replay is refused, also after a restart). */
@@ -108,7 +111,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
   // lmdb-js opens at most 12 named databases by default; persons, keys, accounts, sessions and licences
   // need more. The bound is per open, not stored: raising it later needs no migration. noReadAhead: the
   // map is advised random, scans excepted (./lmdb/map-advice.ts).
-  const root: RootDatabase = lmdb.open({ path: dir, compression: false, maxDbs: 32, noReadAhead: !options.bulkReads } as RootDatabaseOptionsWithPath);
+  const root: RootDatabase = lmdb.open({ path: dir, compression: false, maxDbs: 64, noReadAhead: !options.bulkReads } as RootDatabaseOptionsWithPath);
   const mapAdvice = new MapAdvice(lmdbDataFile(dir), !options.bulkReads);
   let closed = false;
   try {
@@ -165,6 +168,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       activationCodes,
       knownAddresses: new KnownAddressRepository(root),
       licenceUsage,
+      deviceUsage: new DeviceUsageRepository(root),
       keyUsage,
       requestSignatures: new RequestSignatureRepository(root),
       exclusive: (accountId, fn) => locks.run(accountId, fn),

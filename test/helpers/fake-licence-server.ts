@@ -164,8 +164,15 @@ export class FakeLicenceServer extends EventEmitter {
 export function contractProblem(body: unknown): string | undefined {
   if (typeof body !== 'object' || body === null) return 'body';
   const b = body as Record<string, unknown>;
-  const keys = Object.keys(b).sort().join(',');
+  const keys = Object.keys(b).filter((k) => k !== 'usageReport').sort().join(',');
   if (keys !== 'fingerprint,licenceKey,nonce,persons,usage,version') return `fields ${keys}`;
+  if (b.usageReport !== undefined) {
+    const r = b.usageReport as Record<string, unknown> | null;
+    if (typeof r !== 'object' || r === null || Object.keys(r).sort().join(',') !== 'number,series') return 'usageReport';
+    if (typeof r.series !== 'string' || !/^[A-Za-z0-9_-]{16,64}$/.test(r.series) || !Number.isSafeInteger(r.number) || (r.number as number) < 1) {
+      return 'usageReport fields';
+    }
+  }
   if (typeof b.licenceKey !== 'string' || !/^fcl_[A-Za-z0-9_-]{32}$/.test(b.licenceKey)) return 'licenceKey';
   if (typeof b.fingerprint !== 'string' || !/^[0-9a-f]{64}$/.test(b.fingerprint)) return 'fingerprint';
   if (typeof b.nonce !== 'string' || !/^[A-Za-z0-9_-]{16,64}$/.test(b.nonce)) return 'nonce';

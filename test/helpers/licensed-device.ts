@@ -6,6 +6,9 @@ import { defaultConfig } from '../../src/config/load';
 import type { Config } from '../../src/config/types';
 import type { DeviceLicence } from '../../src/licensing/device-licence';
 import { deviceLicenceFromConfig } from '../../src/licensing/device-licence-setup';
+import type { UsageStore } from '../../src/licensing/licence-usage';
+import { DeviceUsageRepository } from '../../src/storage/device-usage';
+import { lmdb } from '../../src/storage/lmdb/load';
 import { BOOTSTRAP_KEY } from './app';
 import type { FakeLicenceServer } from './fake-licence-server';
 
@@ -26,9 +29,18 @@ export function licensedConfig(dir: string, server: FakeLicenceServer, machineId
   return config;
 }
 
+/**
+ * The device's usage records in an LMDB environment of their own beside the config's store folder (the
+ * licence is made before the test's app opens the store); the same folder each time for one config.
+ */
+export function usageStoreFor(config: Config): DeviceUsageRepository {
+  return new DeviceUsageRepository(lmdb.open({ path: `${config.storage.path}-usage`, maxDbs: 4 }));
+}
+
 /** A DeviceLicence for the config (not started); its log lines are collected into `lines`. */
-export function deviceLicence(config: Config, opts: { persons?: () => number; now?: () => Date; lines?: string[] } = {}): DeviceLicence {
+export function deviceLicence(config: Config,
+  opts: { persons?: () => number; now?: () => Date; lines?: string[]; usage?: UsageStore } = {}): DeviceLicence {
   return deviceLicenceFromConfig(config, {
-    persons: opts.persons ?? (() => 0), now: opts.now, print: (line) => opts.lines?.push(line),
+    persons: opts.persons ?? (() => 0), usage: opts.usage ?? usageStoreFor(config), now: opts.now, print: (line) => opts.lines?.push(line),
   });
 }

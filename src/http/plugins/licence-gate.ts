@@ -1,7 +1,8 @@
 // Device mode's licence gate: every person-API request needs its grant (src/domain/grants.ts) in the
 // ruling licence. Registered after the Api-Key hook, so a caller without a key still learns only 401;
 // a refused request gets 403 with what is missing (the grant, or why the licence does not rule now).
-// Requests the gate let through and the operation answered are counted for the licence's usage report.
+// Requests the gate let through and the operation answered are counted for the licence's usage report,
+// before the answer is sent: the answer waits for the count to be in the device's store.
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { grantOf, type Grant, type LicenceLimits } from '../../domain/grants';
 import type { ErrorCatalog } from '../../errors';
@@ -10,7 +11,7 @@ import { globalPlugin } from './global-plugin';
 /** What the gate needs of a licence (src/licensing/device-licence.ts). */
 export interface LicenceGateSource {
   allows(grant: Grant): { ok: true } | { ok: false; reason: string };
-  record(grant: Grant): void;
+  record(grant: Grant): void | Promise<void>;
   limits(): LicenceLimits | undefined;
 }
 
@@ -25,9 +26,13 @@ const licenceGate: FastifyPluginAsync<{ licence: LicenceGateSource; errors: Erro
     admitted.set(request, grant);
   });
   // Answered, not failed: a 5xx (overload, internal error) served nothing.
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     const grant = admitted.get(request);
-    if (grant && reply.statusCode < 500) licence.record(grant);
+    if (grant && reply.statusCode < 500) {
+      admitted.delete(request);
+      await licence.record(grant);
+    }
+    return payload;
   });
 };
 

@@ -8,7 +8,7 @@ import { GRANTS } from '../../domain/grants';
 import type { ErrorCatalog } from '../../errors';
 import {
   DAY_PATTERN, FINGERPRINT_PATTERN, LICENCE_KEY_PATTERN, MAX_ROW_REQUESTS, MAX_USAGE_ROWS, MAX_VERSION_LENGTH,
-  NONCE_PATTERN, type LicenceServer,
+  NONCE_PATTERN, REPORT_SERIES_PATTERN, type LicenceServer,
 } from '../../licensing/licence-server';
 import { MAX_LABEL_LENGTH, MAX_USAGE_DAYS, type LicenceInput, type LicencePatch, type LicenceService } from '../../licensing/licences';
 import { bodyErrors, commonErrors, errorResponses } from '../schemas';
@@ -228,7 +228,8 @@ const licenceApi: FastifyPluginAsync<LicenceApiOptions> = async (app, { errors, 
     schema: {
       summary: 'A device\'s licence check',
       description: 'The device sends its licence key, fingerprint, a fresh nonce, its version and person count and the ' +
-        'requests it answered since its last good check; it gets the licence document signed with the service key ' +
+        'requests it answered not yet acknowledged (a numbered usageReport: a number added before is acknowledged, not added ' +
+        'again); it gets the licence document signed with the service key ' +
         '(GET /licence/v1/public-key). The first check binds the licence to the fingerprint. Refused: LC_005 unknown key, ' +
         'LC_006 revoked, LC_007 expired, LC_008 bound to another device.',
       tags,
@@ -251,6 +252,14 @@ const licenceApi: FastifyPluginAsync<LicenceApiOptions> = async (app, { errors, 
                 operation: { type: 'string', enum: [...GRANTS] },
                 requests: { type: 'integer', minimum: 0, maximum: MAX_ROW_REQUESTS },
               },
+            },
+          },
+          usageReport: {
+            type: 'object', required: ['series', 'number'], additionalProperties: false,
+            description: 'Names the usage rows: the device store\'s report series and the report\'s number in it. Optional (older devices).',
+            properties: {
+              series: { type: 'string', pattern: REPORT_SERIES_PATTERN },
+              number: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
             },
           },
         },

@@ -32,6 +32,20 @@ export const LICENCE_USAGE: MovedKind = {
   },
 };
 
+/** The last numbered usage report per licence: moved so that a device resending it to the new store is not added twice. */
+export const LICENCE_USAGE_REPORTS: MovedKind = {
+  name: 'licence usage reports',
+  async copy(from, to) {
+    return importInBatches(await from.licenceUsage.reportEntries(), (batch) => to.licenceUsage.importReports(batch));
+  },
+  async checksums(store): Promise<Checksums> {
+    const owner = new Map((await store.licences.list()).map((l) => [l.licenceId, l.accountId]));
+    return checksumsOf((await store.licenceUsage.reportEntries()).map(({ licenceId, ...mark }) => ({
+      scope: owner.get(licenceId) ?? UNKNOWN_OWNER, key: licenceId, content: canonical(mark),
+    })));
+  },
+};
+
 export const QUOTA: MovedKind = {
   name: 'quota counters',
   async copy(from, to) {

@@ -140,7 +140,7 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       listByAccount: async (accountId) => lic.listByAccount(accountId),
       list: async () => lic.list(),
       update: (licenceId, decide) => lic.update(licenceId, decide),
-      checkIn: (keySha256, decide, rows) => lic.checkIn(keySha256, decide, rows),
+      checkIn: (keySha256, decide, rows, report) => lic.checkIn(keySha256, decide, rows, report),
       importRecord: (record, licenceKey) => lic.importRecord(record, licenceKey),
     },
     activationCodes: {
@@ -157,6 +157,8 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       day: async (licenceId, day) => usage.day(licenceId, day),
       entries: async () => usage.entries(),
       importCounts: (entries) => usage.importCounts(entries),
+      reportEntries: async () => usage.reportEntries(),
+      importReports: (entries) => usage.importReports(entries),
     },
     keyUsage: {
       record: (keyId, at) => keyUsage.record(keyId, at),

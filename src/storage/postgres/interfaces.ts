@@ -15,7 +15,7 @@ import type { Change } from '../change-log';
 import type { OwnChanges } from './change-log';
 import type { KeyUsageDay, KeyUsageEntry } from '../key-usage';
 import type { Grant } from '../../domain/grants';
-import type { LicenceUsageEntry, UsageRow } from '../licence-usage';
+import type { LicenceUsageEntry, LicenceUsageReportEntry, UsageReportMark, UsageRow } from '../licence-usage';
 import type { ChangeOutcome, CreateOutcome, CreateRules, Decision, LicenceRecord, NewLicence } from '../licences';
 import type { AccountPersonMeta, CreateResult, PersonMeta, PersonRecord, TemplateBlock, TemplateInput } from '../persons';
 import type { Role } from '../../domain/roles';
@@ -172,9 +172,9 @@ export interface AsyncLicenceRepository {
   listByAccount(accountId: string): Promise<LicenceRecord[]>;
   list(): Promise<LicenceRecord[]>;
   update<R>(licenceId: string, decide: (current: LicenceRecord) => Decision<R>): Promise<ChangeOutcome<R>>;
-  /** A device's check-in: decide, record, and add the usage, in one transaction. */
-  checkIn<R>(keySha256: string, decide: (current: LicenceRecord) => Decision<R>, usage: readonly UsageRow[]):
-    Promise<ChangeOutcome<R>>;
+  /** A device's check-in: decide, record, and add the usage (unless `report` was added before), in one transaction. */
+  checkIn<R>(keySha256: string, decide: (current: LicenceRecord) => Decision<R>, usage: readonly UsageRow[],
+    report?: UsageReportMark): Promise<ChangeOutcome<R>>;
   /**
    * Stores a licence moved from another store as it was there, `licenceKey` sealed under this store's data key
    * (face-check migrate); nothing is written when its id or key hash is present. True when written.
@@ -202,6 +202,10 @@ export interface AsyncLicenceUsageRepository {
   entries(): Promise<LicenceUsageEntry[]>;
   /** Raises each counter to the moved count where it is lower, never lowers one; returns how many were written. */
   importCounts(entries: readonly LicenceUsageEntry[]): Promise<number>;
+  /** Every licence's last numbered report (moving a store). */
+  reportEntries(): Promise<LicenceUsageReportEntry[]>;
+  /** Writes each moved mark where the target has none or the same device and series at a lower number; returns how many. */
+  importReports(entries: readonly LicenceUsageReportEntry[]): Promise<number>;
 }
 
 export interface AsyncKeyUsageRepository {

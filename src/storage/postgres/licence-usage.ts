@@ -2,7 +2,9 @@
 // one upsert; rows are summed per key and sorted first, since one statement may not touch a row twice and
 // two transactions adding the same keys in the same order cannot deadlock.
 import type { Grant } from '../../domain/grants';
-import { MAX_DAY_REQUESTS, type LicenceUsageEntry, type UsageRow } from '../licence-usage';
+import {
+  MAX_DAY_REQUESTS, reportAddedBefore, type LicenceUsageEntry, type LicenceUsageReportEntry, type UsageReportMark, type UsageRow,
+} from '../licence-usage';
 import type { AsyncLicenceUsageRepository } from './interfaces';
 import { allRowsByKey } from './keyset';
 import type { Db, Queryable } from './pool';
@@ -37,6 +39,23 @@ export class PgLicenceUsageRepository implements AsyncLicenceUsageRepository {
     return rowCount ?? 0;
   }
 
+  async reportEntries(): Promise<LicenceUsageReportEntry[]> {
+    const { rows } = await this.db.query<{ licence_id: string; fingerprint: string; series: string; number: string }>(
+      'SELECT licence_id, fingerprint, series, number FROM licence_usage_reports ORDER BY licence_id COLLATE "C"');
+    return rows.map((r) => ({ licenceId: r.licence_id, fingerprint: r.fingerprint, series: r.series, number: Number(r.number) }));
+  }
+
+  /** Writes each moved mark where the target has none, or the same device and series at a lower number (movedReportReplaces). */
+  async importReports(entries: readonly LicenceUsageReportEntry[]): Promise<number> {
+    if (entries.length === 0) return 0;
+    const { rowCount } = await this.db.query(`INSERT INTO licence_usage_reports AS r (licence_id, fingerprint, series, number, added_at)
+      SELECT l, f, s, n, now() FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS x(l, f, s, n)
+      ON CONFLICT (licence_id) DO UPDATE SET number = EXCLUDED.number, added_at = EXCLUDED.added_at
+      WHERE r.fingerprint = EXCLUDED.fingerprint AND r.series = EXCLUDED.series AND r.number < EXCLUDED.number`,
+    [entries.map((e) => e.licenceId), entries.map((e) => e.fingerprint), entries.map((e) => e.series), entries.map((e) => e.number)]);
+    return rowCount ?? 0;
+  }
+
   async day(licenceId: string, day: string): Promise<Partial<Record<Grant, number>>> {
     const { rows } = await this.db.query<{ operation: Grant; requests: string }>(
       'SELECT operation, requests FROM licence_usage WHERE licence_id = $1 AND day = $2', [licenceId, day]);
@@ -60,4 +79,23 @@ export async function addLicenceUsage(q: Queryable, licenceId: string, rows: rea
     SELECT $1, d, o, n FROM unnest($2::text[], $3::text[], $4::bigint[]) AS x(d, o, n)
     ON CONFLICT (licence_id, day, operation) DO UPDATE SET requests = LEAST($5::bigint, u.requests + EXCLUDED.requests)`,
   [licenceId, keys.map((k) => k.split(' ')[0]), keys.map((k) => k.split(' ')[1]), keys.map((k) => sums.get(k)!), MAX_DAY_REQUESTS]);
+}
+
+/**
+ * A check-in's usage inside its transaction (the licence row locked): added, unless `report` names a report
+ * added before (then nothing is). Returns whether the rows were added.
+ */
+export async function addReportedUsage(q: Queryable, licenceId: string, rows: readonly UsageRow[],
+  report: UsageReportMark | undefined): Promise<boolean> {
+  if (report) {
+    const { rows: last } = await q.query<{ fingerprint: string; series: string; number: string }>(
+      'SELECT fingerprint, series, number FROM licence_usage_reports WHERE licence_id = $1', [licenceId]);
+    const mark = last[0] && { fingerprint: last[0].fingerprint, series: last[0].series, number: Number(last[0].number) };
+    if (reportAddedBefore(mark, report)) return false;
+    await q.query(`INSERT INTO licence_usage_reports (licence_id, fingerprint, series, number, added_at) VALUES ($1, $2, $3, $4, now())
+      ON CONFLICT (licence_id) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, series = EXCLUDED.series, number = EXCLUDED.number,
+      added_at = EXCLUDED.added_at`, [licenceId, report.fingerprint, report.series, report.number]);
+  }
+  await addLicenceUsage(q, licenceId, rows);
+  return true;
 }

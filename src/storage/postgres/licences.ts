@@ -11,10 +11,10 @@ import {
   generateLicenceKey, licenceKeySha256, LICENCES_DB, movedLicence, type ChangeOutcome, type CreateOutcome, type CreateRules,
   type Decision, type LicenceRecord, type LicenceStatus, type NewLicence,
 } from '../licences';
-import type { UsageRow } from '../licence-usage';
+import type { UsageReportMark, UsageRow } from '../licence-usage';
 import { checkCodeForUpdate, markCodeUsed } from './activation-codes';
 import type { AsyncLicenceRepository } from './interfaces';
-import { addLicenceUsage } from './licence-usage';
+import { addReportedUsage } from './licence-usage';
 import { lockKey } from './lock-keys';
 import type { Db, Queryable } from './pool';
 import { iso, isoOrNull } from './rows';
@@ -130,12 +130,13 @@ export class PgLicenceRepository implements AsyncLicenceRepository {
     });
   }
 
-  async checkIn<R>(keySha256: string, decide: (current: LicenceRecord) => Decision<R>, usage: readonly UsageRow[]):
-    Promise<ChangeOutcome<R>> {
+  async checkIn<R>(keySha256: string, decide: (current: LicenceRecord) => Decision<R>, usage: readonly UsageRow[],
+    report?: UsageReportMark): Promise<ChangeOutcome<R>> {
     return this.db.transaction(async (tx) => {
       const { rows } = await tx.query<LicenceRow>(`SELECT ${COLUMNS} FROM licences WHERE key_sha256 = $1 FOR UPDATE`, [keySha256]);
       const outcome = await decideAndWrite(tx, rows[0], decide);
-      if (outcome.outcome === 'written') await addLicenceUsage(tx, outcome.record.licenceId, usage);
+      // Under the licence row's lock: two check-ins of one licence cannot both add one report.
+      if (outcome.outcome === 'written') await addReportedUsage(tx, outcome.record.licenceId, usage, report);
       return outcome;
     });
   }

@@ -11,6 +11,7 @@ import { META_IN_MODEL_INDEX } from './migrations/0004-meta-in-model-index';
 import { ONE_ROUND_TRIP_LOCKS } from './migrations/0005-one-round-trip-locks';
 import { SIGN_IN_ADDRESSES_REGISTRATION_CODES } from './migrations/0006-sign-in-addresses-registration-codes';
 import { LICENCE_DEVICE_KEYS } from './migrations/0007-licence-device-keys';
+import { LICENCE_USAGE_REPORTS } from './migrations/0008-licence-usage-reports';
 import type { Migration } from './migrations/migration';
 import { clientOptions, type PostgresSettings, type Queryable } from './pool';
 import { MIGRATION_LOCK } from './lock-keys';
@@ -19,7 +20,7 @@ export type { Migration };
 
 /** Every migration this program knows, oldest first. */
 export const MIGRATIONS: readonly Migration[] = [INITIAL_SCHEMA, INLINE_TEMPLATES, ACCOUNT_NOTIFY, META_IN_MODEL_INDEX, ONE_ROUND_TRIP_LOCKS,
-  SIGN_IN_ADDRESSES_REGISTRATION_CODES, LICENCE_DEVICE_KEYS];
+  SIGN_IN_ADDRESSES_REGISTRATION_CODES, LICENCE_DEVICE_KEYS, LICENCE_USAGE_REPORTS];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
