@@ -50,3 +50,22 @@ t.test('the reference names no key the program does not accept', async (t) => {
   }
   t.same(extra, [], 'documented keys the program would refuse');
 });
+
+t.test('every camera source\'s section is documented in docs/device.md, option for option, from the registry', async (t) => {
+  const { cameraCatalog } = await import('../src/device/camera-catalog');
+  const tables = new Map<string, Set<string>>();
+  let section: string | undefined;
+  for (const line of read('docs/device.md').split('\n')) {
+    const heading = /^#+ /.exec(line) ? /^#+ \[camera\.([a-z0-9_]+)\]$/.exec(line) : null;
+    if (/^#+ /.test(line)) section = heading?.[1];
+    if (heading) tables.set(heading[1], new Set());
+    const row = /^\| `([a-z_]+)`(?:, `([a-z_]+)`)? \|/.exec(line);
+    if (row && section) for (const key of row.slice(1).filter(Boolean)) tables.get(section)!.add(key);
+  }
+  for (const source of cameraCatalog()) {
+    const documented = tables.get(source.name);
+    t.ok(documented, `### [camera.${source.name}] is in docs/device.md`);
+    const settable = source.options.filter((o) => o.settable).map((o) => o.key).sort();
+    t.same([...(documented ?? [])].sort(), settable, `[camera.${source.name}]: the documented keys are the ones it takes`);
+  }
+});

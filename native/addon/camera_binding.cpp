@@ -265,6 +265,7 @@ Napi::Value CameraCatalog(const Napi::CallbackInfo& info) {
     Napi::Object o = Napi::Object::New(env);
     o.Set("name", e.name);
     o.Set("summary", e.summary);
+    o.Set("hint", e.hint);
     o.Set("library", e.library);
     o.Set("libraryOption", e.libraryOption);
     Napi::Array options = Napi::Array::New(env, e.options.size());

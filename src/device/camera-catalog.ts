@@ -33,6 +33,8 @@ export interface UsbDeviceId {
 export interface CameraSourceDescription {
   name: string;
   summary: string;
+  /** What to check when it does not connect (the start-up warning); empty: nothing specific. */
+  hint: string;
   /** The run-time library it loads (dlopen); empty: built in. */
   library: string;
   /** The option naming that library. */

@@ -1,18 +1,10 @@
 // A device whose camera is missing or failing serves no live face. Soon after the start the log says so, with
 // what to check for that source, rather than leaving it to /health/ready and an R_400 at the first client.
+import { findCameraSource } from './camera-catalog';
 import type { CameraStatus } from './native-camera';
 
 /** How long after the start a camera may take to connect before the log warns. */
 export const CAMERA_START_GRACE_MS = 5_000;
-
-const HINTS: Record<string, string> = {
-  freenect: 'is the Kinect plugged in and powered (lsusb lists 045e:02ae), is its udev rule installed ' +
-    '(face-check device install) and is the service user in the rule\'s group?',
-  openni2: 'is the camera plugged in, is libOpenNI2 installed (Debian: libopenni2-0) with the camera\'s driver in ' +
-    'OpenNI2\'s Drivers folder (Orbbec: its OpenNI2 driver), and does SimpleRead (openni2-utils) see it? ' +
-    'A driver installed while the service runs needs a restart',
-  replay: 'does [camera] replay_path name a recording?',
-};
 
 export interface StartLog {
   warn(fields: Record<string, unknown>, message: string): void;
@@ -24,7 +16,8 @@ export function warnWhenCameraAbsent(camera: { status(): Pick<CameraStatus, 'con
   const timer = setTimeout(() => {
     const s = camera.status();
     if (s.connected || s.ended) return;
-    const hint = HINTS[s.source] ?? 'check [camera] source and its options';
+    // Each source says what to check in its registry row.
+    const hint = findCameraSource(s.source)?.hint || `check [camera] source and [camera.${s.source}]`;
     log.warn({ camera: s.source, lastError: s.lastError },
       `camera ${s.source} not connected ${graceMs / 1000} s after the start${s.lastError ? ` (${s.lastError})` : ''}: ` +
       `${hint}; GET /person/face/ answers R_400 until it connects`);

@@ -47,7 +47,7 @@ export interface DeviceCameraStatus extends CameraStatus {
 export interface DeviceCameraOptions {
   modelDir?: string;
   ortLibrary?: string;
-  /** Photos for the synthetic camera (default: [camera] photos, or the npm demo photos). */
+  /** Photos for the synthetic camera (default: [camera.synthetic] photos, or the npm demo photos). */
   photos?: RgbPhoto[];
   /** Extra per-event listener (tests, benchmarks, logs). */
   onEvent?: (event: CameraEvent) => void;

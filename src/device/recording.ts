@@ -58,8 +58,8 @@ export async function imageFolderRecording(folder: string, fps = 30): Promise<st
   return out;
 }
 
-/** The recording to replay for [camera] replay_path: itself, or its images converted. */
+/** The recording to replay for [camera.replay] path: itself, or its images converted. */
 export async function replayRecording(replayPath: string, fps = 30): Promise<string> {
-  if (!fs.existsSync(replayPath)) throw new Error(`[camera] replay_path: ${replayPath} does not exist`);
+  if (!fs.existsSync(replayPath)) throw new Error(`[camera.replay] path: ${replayPath} does not exist`);
   return isRecording(replayPath) ? replayPath : imageFolderRecording(replayPath, fps);
 }

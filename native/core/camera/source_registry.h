@@ -37,6 +37,7 @@ struct SourceContext {
 struct CameraSourceEntry {
   std::string name;
   std::string summary;                  // one line: what it reads
+  std::string hint;                     // what to check when it does not connect (the start-up warning)
   std::string library;                  // the run-time library it loads (dlopen); empty: built in
   std::string libraryOption;            // the option naming that library (probed with its default)
   std::vector<CameraOptionSpec> options;

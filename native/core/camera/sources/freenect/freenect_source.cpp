@@ -11,6 +11,8 @@ const CameraSourceEntry& freenectSourceEntry() {
     CameraSourceEntry e;
     e.name = "freenect";
     e.summary = "Microsoft Kinect v1 (Xbox 360 and Kinect for Windows) through libfreenect";
+    e.hint = "is the Kinect plugged in and powered (lsusb lists 045e:02ae), is its udev rule installed "
+             "(face-check device install) and is the service user in the rule's group?";
     e.library = "libfreenect";
     e.libraryOption = "library";
     e.options = {

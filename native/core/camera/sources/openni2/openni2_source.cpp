@@ -11,6 +11,9 @@ const CameraSourceEntry& openni2SourceEntry() {
     CameraSourceEntry e;
     e.name = "openni2";
     e.summary = "Orbbec (Astra, Astra Pro/Mini, Persee, Deeyea), Asus Xtion, PrimeSense through OpenNI2; .oni recordings";
+    e.hint = "is the camera plugged in, is libOpenNI2 installed (Debian: libopenni2-0) with the camera's driver in "
+             "OpenNI2's Drivers folder (Orbbec: its OpenNI2 driver), and does SimpleRead (openni2-utils) see it? "
+             "A driver installed while the service runs needs a restart";
     e.library = "libOpenNI2";
     e.libraryOption = "library";
     e.options = {

@@ -11,6 +11,7 @@ const CameraSourceEntry& replaySourceEntry() {
     CameraSourceEntry e;
     e.name = "replay";
     e.summary = "a recording played back (face-check recording folder, colour image folder, or a file another source plays)";
+    e.hint = "does [camera.replay] path name a recording?";
     e.options = {
         {"path", OptionType::Text, "", 0, 0, {}, "recording folder, folder of colour images, or a recording file (.oni)", true},
         {"loop", OptionType::Flag, "true", 0, 0, {}, "repeat the recording at its end"},
