@@ -55,10 +55,14 @@ t.test('every camera source\'s section is documented in docs/device.md, option f
   const { cameraCatalog } = await import('../src/device/camera-catalog');
   const tables = new Map<string, Set<string>>();
   let section: string | undefined;
+  let rows = 0;
   for (const line of read('docs/device.md').split('\n')) {
     const heading = /^#+ /.exec(line) ? /^#+ \[camera\.([a-z0-9_]+)\]$/.exec(line) : null;
     if (/^#+ /.test(line)) section = heading?.[1];
     if (heading) tables.set(heading[1], new Set());
+    // A section's table ends at its first line that is not a table row.
+    if (!line.startsWith('|') && rows > 0) section = undefined;
+    rows = line.startsWith('|') && section ? rows + 1 : 0;
     const row = /^\| `([a-z_]+)`(?:, `([a-z_]+)`)? \|/.exec(line);
     if (row && section) for (const key of row.slice(1).filter(Boolean)) tables.get(section)!.add(key);
   }

@@ -4,6 +4,7 @@
 import { PLANS, isPlan } from '../domain/accounts';
 import { GRANTS } from '../domain/grants';
 import { ErrorCatalog } from '../errors';
+import { parseInstallChoice } from '../licensing/install-choice';
 import { ActivationCodes, DEFAULT_CODE_VALID_DAYS } from '../licensing/activation-codes';
 import { LicenceService, type LicenceView } from '../licensing/licences';
 import { PackageFile } from '../licensing/package-file';
@@ -20,7 +21,8 @@ export const LICENCE_USAGE = `  face-check licence create [--config <file.ini>] 
   face-check licence update [--config <file.ini>] <licenceId> [--grants <g,g,...>] [--label <text>]
                             [--max-persons N|none] [--expires <ISO 8601>|none]
   face-check licence list [--config <file.ini>] [--account <id>]
-  face-check licence revoke|release|install-command [--config <file.ini>] <licenceId>
+  face-check licence revoke|release [--config <file.ini>] <licenceId>
+  face-check licence install-command [--config <file.ini>] <licenceId> [--camera <source>|none] [--port <n>]
   face-check licence activation-code [--config <file.ini>] --plan ${PLANS.join('|')} [--valid-days N]
 ${DEVICE_KEY_USAGE}`;
 
@@ -105,7 +107,13 @@ export async function licenceCommand(args: Args, io: Io): Promise<number> {
         return 0;
       }
       case 'install-command': {
-        const view = await licences.get(ANY_ACCOUNT, oneId());
+        let choice;
+        try {
+          choice = parseInstallChoice(stringFlag(args, 'camera'), stringFlag(args, 'port'));
+        } catch (err) {
+          throw new UsageError(`install-command: ${(err as Error).message}`);
+        }
+        const view = await licences.get(ANY_ACCOUNT, oneId(), choice);
         if (view.installCommand === null) {
           io.err(`no installation command: ${await whyNoCommand(packageFile, view)}`);
           return 1;

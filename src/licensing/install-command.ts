@@ -15,6 +15,7 @@
 // that needs no quoting there nor inside the script's double quotes: no quote, space, $, `, \ or ;.
 
 import { DEVICE_PLATFORMS } from './device-prebuilds';
+import { installChoiceFlags, type InstallChoice } from './install-choice';
 
 export interface InstallCommandParams {
   /** The cloud as the device reaches it: http(s)://host[:port][/path], no trailing slash. */
@@ -27,6 +28,8 @@ export interface InstallCommandParams {
   publicKeySha256: string;
   /** The lowest Node version the package admits, major.minor.patch. */
   nodeMinimum: string;
+  /** The camera and port the device is set up with (default: device install's). */
+  choice?: InstallChoice;
 }
 
 /** What the command and the device ini accept: plain characters only (see above). */
@@ -79,7 +82,7 @@ export function installCommand(p: InstallCommandParams): string {
     `echo "${pkg}  $t/face-check.tgz" | sha256sum -c --quiet - || { echo "face-check: the downloaded package is not the one this command names (sha256 differs); nothing installed" >&2; exit 1; }`,
     'npm install -g --ignore-scripts --no-audit --no-fund --prefix "$root/usr/local" "$t/face-check.tgz"',
     'node "$root/usr/local/lib/node_modules/face-check/scripts/install.js"',
-    `"$root/usr/local/bin/face-check" device install --root "\${root:-/}" --server-url "${url}" --licence-key "${key}" --public-key-sha256 "${pk}"`,
+    `"$root/usr/local/bin/face-check" device install --root "\${root:-/}" --server-url "${url}" --licence-key "${key}" --public-key-sha256 "${pk}"${installChoiceFlags(p.choice)}`,
   ];
   return `sh -c '${steps.join('; ')}'`;
 }

@@ -15,6 +15,7 @@ import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
 import { activationCodeRefusal, activationCodeSha256, normaliseActivationCode } from './activation-codes';
 import { installCommand } from './install-command';
+import type { InstallChoice } from './install-choice';
 import { PackagePrebuildsMissing } from './package-file';
 import { publicKeySha256 } from './licence-document';
 
@@ -136,8 +137,9 @@ export class LicenceService {
     return Promise.all(records.map((r) => this.view(r)));
   }
 
-  async get(scope: LicenceScope, licenceId: string): Promise<LicenceView> {
-    return this.view(await this.record(scope, licenceId));
+  /** The licence line; `choice` sets the camera and port its installation command sets up. */
+  async get(scope: LicenceScope, licenceId: string, choice?: InstallChoice): Promise<LicenceView> {
+    return this.view(await this.record(scope, licenceId), choice);
   }
 
   /** The licence record itself (for lists that show more than the view, e.g. the CLI's account column). */
@@ -200,7 +202,7 @@ export class LicenceService {
   }
 
   /** The licence line: its key (from the sealed copy) and the command that installs it on a device. */
-  async view(record: LicenceRecord): Promise<LicenceView> {
+  async view(record: LicenceRecord, choice?: InstallChoice): Promise<LicenceView> {
     const { store } = this;
     const licenceKey = await store.licences.openKey(record);
     const install = await this.installInputs();
@@ -217,7 +219,7 @@ export class LicenceService {
       licenceKey,
       ...('unavailable' in install
         ? { installCommand: null, installUnavailable: install.unavailable }
-        : { installCommand: installCommand({ serverUrl, licenceKey, ...install }) }),
+        : { installCommand: installCommand({ serverUrl, licenceKey, ...install, choice }) }),
       device: record.device,
       lastCheck: record.lastCheck,
       usageToday: await store.licenceUsage.day(record.licenceId, this.deps.now().toISOString().slice(0, 10)),

@@ -13,7 +13,9 @@ import { refusalOf } from '../problems';
 import { redirectTo, sendPage } from '../respond';
 import { operatorOf, visitorOf } from '../session';
 import { notFoundPage } from '../views/errors';
-import { licencePage, revokeLicencePage } from '../views/licence';
+import { licencePage, revokeLicencePage, type InstallForm } from '../views/licence';
+import { parseInstallChoice, type InstallChoice } from '../../licensing/install-choice';
+import { installCameras } from '../../ops/device-ini';
 import type { DeviceKeyForm } from '../views/licence-keys';
 import { licencesPage } from '../views/licences';
 
@@ -25,18 +27,25 @@ type Params = { Params: { licenceId: string } };
 
 /** One licence's page (with its device keys), or the not-found page for an id the account does not hold. */
 export async function licenceDetail(ctx: BackOfficeContext, reply: FastifyReply, operator: Operator, csrf: string, licenceId: string,
-  extra: { notice?: string; problem?: string; deviceKeyProblem?: string; deviceKeyForm?: DeviceKeyForm } = {}, status = 200) {
+  extra: { notice?: string; problem?: string; deviceKeyProblem?: string; deviceKeyForm?: DeviceKeyForm; install?: InstallForm } = {}, status = 200) {
   const scope = { accountId: operator.accountId };
+  let choice: InstallChoice | undefined;
+  let installProblem: string | undefined;
+  try {
+    choice = extra.install && parseInstallChoice(extra.install.camera, extra.install.port);
+  } catch (err) {
+    installProblem = (err as Error).message;
+  }
   let licence;
   try {
-    licence = await ctx.licences.get(scope, licenceId);
+    licence = await ctx.licences.get(scope, licenceId, choice);
   } catch (err) {
     if (refusalOf(err).status === 404) return sendPage(reply, notFoundPage({ operator, csrf }), 404);
     throw err;
   }
   const usage = await ctx.licences.usage(scope, licenceId, USAGE_DAYS);
   const deviceKeys = await ctx.deviceKeys.list(scope, licenceId);
-  return sendPage(reply, licencePage({ operator, csrf, licence, usage, deviceKeys, ...extra }), status);
+  return sendPage(reply, licencePage({ operator, csrf, licence, usage, deviceKeys, installChoices: installCameras(), installProblem, ...extra }), status);
 }
 
 const licenceRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app, { ctx }) => {
@@ -78,8 +87,13 @@ const licenceRoutes: FastifyPluginAsync<{ ctx: BackOfficeContext }> = async (app
     return redirectTo(reply, withNotice(PATHS.licence(licenceId), 'licence-added'));
   });
 
-  app.get<Params>('/licences/:licenceId', async (request, reply) =>
-    detail(reply, operatorOf(request), visitorOf(request).csrf, request.params.licenceId, { notice: noticeOf(request.query) }));
+  // ?camera=&port=: the camera and port the installation command sets up (a GET form on the page).
+  app.get<Params>('/licences/:licenceId', async (request, reply) => {
+    const query = (request.query ?? {}) as Record<string, unknown>;
+    const text = (v: unknown) => (typeof v === 'string' ? v.slice(0, 32) : '');
+    const install = { camera: text(query.camera), port: text(query.port) };
+    return licenceDetail(ctx, reply, operatorOf(request), visitorOf(request).csrf, request.params.licenceId, { notice: noticeOf(request.query), install });
+  });
 
   app.post<Params>('/licences/:licenceId/grants', async (request, reply) => {
     const operator = operatorOf(request);

@@ -25,6 +25,33 @@ export interface LicenceDetailView {
   /** A refusal of the device key form, and its values. */
   deviceKeyProblem?: string;
   deviceKeyForm?: DeviceKeyForm;
+  /** The cameras the command can set up, the operator's pick and why it was refused. */
+  installChoices?: string[];
+  install?: InstallForm;
+  installProblem?: string;
+}
+
+/** The installation form's fields as given. */
+export interface InstallForm {
+  camera: string;
+  port: string;
+}
+
+/** Picks the camera and port the command below sets up; a GET form, so the page (and its command) can be linked. */
+function installForm(view: LicenceDetailView) {
+  const l = view.licence;
+  const chosen = view.install?.camera ?? '';
+  return html`<form method="get" action="${PATHS.licence(l.licenceId)}" class="inline" aria-label="Camera and port of the installed device">
+  <label for="install-camera">Camera</label>
+  <select id="install-camera" name="camera">
+    <option value=""${chosen === '' ? ' selected' : ''}>default (freenect)</option>
+    ${(view.installChoices ?? []).map((c) => html`<option value="${c}"${c === chosen ? ' selected' : ''}>${c}</option>`)}
+  </select>
+  <label for="install-port">Port</label>
+  <input id="install-port" name="port" inputmode="numeric" size="6" placeholder="8080" value="${view.install?.port ?? ''}">
+  <button type="submit">Show the command</button>
+</form>
+${problem(view.installProblem)}`;
 }
 
 function settingsForm(view: LicenceDetailView) {
@@ -70,6 +97,7 @@ export function licencePage(view: LicenceDetailView) {
 </dl>
 ${active ? html`
 <h2>Installation</h2>
+${l.installCommand !== null ? installForm(view) : ''}
 ${installation(`install-${l.licenceId}`, 'Installation command (run as root on the device)', l.installCommand, l.installUnavailable)}
 ${settingsForm(view)}` : html`<p>This licence is revoked: its device is refused at its next check. Revoking is final.</p>`}
 ${deviceKeysSection({ licenceId: l.licenceId, active, keys: view.deviceKeys, csrf: view.csrf, problem: view.deviceKeyProblem, form: view.deviceKeyForm })}
