@@ -374,7 +374,20 @@ t.test('licence: grants by checkbox, release of the device binding, revoke after
   const licenceId = url.split('/').pop()!;
   const scope = { accountId: a.store.licences.get(licenceId)!.accountId };
 
-  await v.get(url);
+  // The camera and port of the installed device, picked in the GET form beside the command.
+  const plain = await v.get(url);
+  t.match(plain.body, /<select id="install-camera" name="camera">/);
+  t.notMatch(plain.body, /--camera|--port/, 'no choice: the command leaves the defaults to device install');
+  const picked = await v.get(`${url}?camera=openni2&port=9090`);
+  t.match(picked.body, /device install [^<]*--camera openni2 --port 9090&#39;<\/code>/, 'the command sets up the picked camera and port');
+  t.match(picked.body, /<option value="openni2" selected>/, 'the pick stays selected');
+  for (const [query, problem] of [['camera=kinect2', /The camera is one of synthetic, freenect, openni2, none/], ['port=70000', /The port is a number from 1 to 65535/],
+    ['camera=%27%3Bid', /The camera is one of/]] as const) {
+    const refused = await v.get(`${url}?${query}`);
+    t.equal(refused.statusCode, 200, query);
+    t.match(refused.body, problem, query);
+    t.notMatch(refused.body, /--camera|--port/, `${query}: the command without the refused pick`);
+  }
   const saved = await v.post(`${url}/grants`, { label: 'Kiosk 2', grant: ['compare', 'live-face'], maxPersons: '50' });
   t.equal(saved.statusCode, 303);
   let licence = await a.app.licences.get(scope, licenceId);

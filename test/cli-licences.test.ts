@@ -97,6 +97,11 @@ t.test('licence create | list | install-command | release | revoke', async (t) =
 
   const again = await s.run('licence', 'install-command', id!);
   t.same([again.code, again.out], [0, [command]], 'the same command again, from the sealed key');
+  const picked = await s.run('licence', 'install-command', id!, '--camera', 'openni2', '--port', '9090');
+  t.equal(picked.code, 0, picked.err.join('\n'));
+  t.match(picked.out[0], / --camera openni2 --port 9090'$/, 'the camera and port the device is set up with');
+  const badPick = await s.run('licence', 'install-command', id!, '--camera', 'kinect2');
+  t.same([badPick.code, badPick.err[0]], [2, 'face-check: install-command: The camera is one of synthetic, freenect, openni2, none.']);
 
   // Step 3 from the command line: the grants (and the other settings) of a licence line.
   const updated = await s.run('licence', 'update', id!, '--grants', 'get,identify', '--max-persons', 'none');

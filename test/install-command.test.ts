@@ -153,6 +153,11 @@ t.test('the command takes only inputs that need no quoting, and fails closed on 
   for (const nodeMinimum of ['20.9', '20.9.0;id', "20'", '']) {
     t.throws(() => installCommand({ ...good, nodeMinimum }), /Node minimum/, JSON.stringify(nodeMinimum));
   }
+  t.match(installCommand({ ...good, choice: { camera: 'openni2', port: 9090 } }), / --camera openni2 --port 9090'$/);
+  t.notMatch(installCommand({ ...good, choice: { camera: 'openni2', port: 8080 } }), /--port/, 'the default port is left out');
+  for (const choice of [{ camera: "openni2'; id #" }, { camera: 'x' }, { port: 0 }, { port: 65536 }, { port: 1.5 }]) {
+    t.throws(() => installCommand({ ...good, choice }), /The camera is one of|The port is a number/, JSON.stringify(choice));
+  }
   for (const bad of [sha256('p').toUpperCase(), sha256('p').slice(1), `${sha256('p').slice(1)}'`]) {
     t.throws(() => installCommand({ ...good, packageSha256: bad }), /package sha256/);
     t.throws(() => installCommand({ ...good, publicKeySha256: bad }), /public key sha256/);
