@@ -178,3 +178,13 @@ t.test('serve refuses a bad camera section with exit 78 before it creates anythi
 t.test('device install offers every source an installed device can run', async (t) => {
   t.same(installCameras(), [...cameraSourceNames().filter((n) => n !== 'replay'), 'none']);
 });
+
+t.test('the README\'s camera example is an ini the device accepts', async (t) => {
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  const device = readme.slice(readme.indexOf('## Device mode'));
+  const example = /```ini\n([\s\S]*?)```/.exec(device)?.[1];
+  t.ok(example, 'an ini block in the device section');
+  const config = parseConfig(`[server]\nmode = device\n${example}`, '/srv');
+  if (cameraSourceNames().includes('openni2')) t.equal(checkCameraConfig(config)?.source.name, 'openni2');
+  else t.throws(() => checkCameraConfig(config), /not a camera source of this build/);
+});
