@@ -11,11 +11,6 @@ import { cacheDir } from './cache-dir';
 
 const IMAGE_EXT = /\.(jpe?g|png|webp|bmp|tiff?|ppm)$/i;
 
-/** An OpenNI2 recording (.oni), played through OpenNI2's file driver by the openni2 source. */
-export function isOniFile(file: string): boolean {
-  return /\.oni$/i.test(file);
-}
-
 export function isRecording(dir: string): boolean {
   return fs.existsSync(path.join(dir, 'recording.txt'));
 }
