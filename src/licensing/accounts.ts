@@ -8,11 +8,9 @@ import type { AccountRole, Operator, Plan } from '../domain/accounts';
 import type { Role } from '../domain/roles';
 import type { ApiError, ErrorCatalog } from '../errors';
 import { requestsPerDayOf, utcDay } from '../services/quota';
-import { checkedPublicKey } from '../services/request-signing';
 import type { AccountRecord } from '../storage/accounts';
 import type { RegistrationClaim } from '../storage/activation-codes';
 import type { ApiKeyRecord } from '../storage/api-keys';
-import { generateRsaKeyPair } from '../storage/service-key';
 import { hashSessionToken, idleEndMs } from '../storage/sessions';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore, SharedSignInThrottle, ThrottleAttempt } from '../storage/postgres/interfaces';
@@ -21,6 +19,7 @@ import { activationCodeSha256, normaliseActivationCode } from './activation-code
 import { passwordProblem } from './password-policy';
 import { dummyVerify, hashPassword, verifyPassword } from './passwords';
 import { ThrottleRules, type ThrottleLimit } from './sign-in-throttle';
+import { signingKeyOf } from './signing-key-request';
 
 export interface AccountServiceDeps {
   config: Config;
@@ -280,20 +279,7 @@ export class AccountService {
   }
 
   async createKey(accountId: string, request: KeyRequest): Promise<CreatedApiKey> {
-    if (request.signing && request.publicKey !== undefined) {
-      throw this.errors.explain('FieldsValidation', 'give signing: true or a publicKey, not both');
-    }
-    let publicKey: string | undefined;
-    let signingKey: string | undefined;
-    if (request.publicKey !== undefined) {
-      try {
-        publicKey = checkedPublicKey(request.publicKey);
-      } catch (err) {
-        throw this.errors.explain('FieldsValidation', `publicKey: ${(err as Error).message}`);
-      }
-    } else if (request.signing) {
-      ({ publicKey, privateKey: signingKey } = await generateRsaKeyPair());
-    }
+    const { publicKey, signingKey } = await signingKeyOf(request, this.errors);
     const { key, record } = await this.store.apiKeys.create(accountId, request.role, request.label ?? '',
       this.now().toISOString(), publicKey);
     const created: CreatedApiKey = {

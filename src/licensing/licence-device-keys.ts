@@ -6,16 +6,15 @@
 // record inside its own transaction (the key count, a revoked licence), as the licence's other changes are.
 import type { Role } from '../domain/roles';
 import type { ApiError, ErrorCatalog } from '../errors';
-import { checkedPublicKey } from '../services/request-signing';
 import {
   deviceKeysOf, deviceKeySha256, generateDeviceKey, type DeviceKeyRecord,
 } from '../storage/device-keys';
 import type { ChangeOutcome, LicenceRecord } from '../storage/licences';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore } from '../storage/postgres/interfaces';
-import { generateRsaKeyPair } from '../storage/service-key';
 import type { Store } from '../storage/store';
 import type { DocumentDeviceKey } from './licence-document';
+import { signingKeyOf } from './signing-key-request';
 import type { LicenceScope, LicenceService } from './licences';
 
 /** Active keys one licence line may hold: a board serves a handful of clients, and each key rides in every document. */
@@ -80,18 +79,7 @@ export class DeviceKeyService {
     if (label.length > MAX_DEVICE_KEY_LABEL || /[\u0000-\u001f\u007f]/.test(label)) {
       throw errors.explain('FieldsValidation', `label: at most ${MAX_DEVICE_KEY_LABEL} characters, no control characters`);
     }
-    if (request.signing && request.publicKey !== undefined) throw errors.explain('FieldsValidation', 'give signing: true or a publicKey, not both');
-    let publicKey: string | undefined;
-    let signingKey: string | undefined;
-    if (request.publicKey !== undefined) {
-      try {
-        publicKey = checkedPublicKey(request.publicKey);
-      } catch (err) {
-        throw errors.explain('FieldsValidation', `publicKey: ${(err as Error).message}`);
-      }
-    } else if (request.signing) {
-      ({ publicKey, privateKey: signingKey } = await generateRsaKeyPair());
-    }
+    const { publicKey, signingKey } = await signingKeyOf(request, errors);
     const key = generateDeviceKey();
     const keySha256 = deviceKeySha256(key);
     const now = this.deps.now().toISOString();
