@@ -54,6 +54,12 @@ export const flag: Parser<boolean> = (raw) => {
 const percent = decimal(0, 100);
 const MiB = 1024 * 1024;
 
+/** A camera source's name: which names exist is the addon's to say (checked at start). */
+const sourceName: Parser<string> = (raw) => {
+  if (!/^[a-z][a-z0-9_]*$/.test(raw)) throw new Error(`expected a camera source name (lower case, e.g. openni2) or none, got ${JSON.stringify(raw)}`);
+  return raw;
+};
+
 export const configSchema: ConfigSchema = {
   server: {
     mode: { default: 'cloud', parse: oneOf('device', 'cloud') },
@@ -135,7 +141,7 @@ export const configSchema: ConfigSchema = {
   camera: {
     // A source of the addon's registry, or none; checked against it at start (src/device/camera-settings.ts),
     // as are the [camera.<source>] sections.
-    source: { default: 'none', parse: text({ allowEmpty: false }) },
+    source: { default: 'none', parse: sourceName },
     fx: { default: 0, parse: decimal(0, 100_000) },
     fy: { default: 0, parse: decimal(0, 100_000) },
     cx: { default: 0, parse: decimal(0, 100_000) },
