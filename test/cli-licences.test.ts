@@ -97,11 +97,16 @@ t.test('licence create | list | install-command | release | revoke', async (t) =
 
   const again = await s.run('licence', 'install-command', id!);
   t.same([again.code, again.out], [0, [command]], 'the same command again, from the sealed key');
-  const picked = await s.run('licence', 'install-command', id!, '--camera', 'openni2', '--port', '9090');
-  t.equal(picked.code, 0, picked.err.join('\n'));
-  t.match(picked.out[0], / --camera openni2 --port 9090'$/, 'the camera and port the device is set up with');
-  const badPick = await s.run('licence', 'install-command', id!, '--camera', 'kinect2');
-  t.same([badPick.code, badPick.err[0]], [2, 'face-check: install-command: The camera is one of synthetic, freenect, openni2, none.']);
+  // The camera and port of the device (the README's example: 8080 is the default, so only the camera is added).
+  const picked = await s.run('licence', 'install-command', id!, '--camera', 'openni2', '--port', '8080');
+  t.same([picked.code, picked.out], [0, [command.replace(/'$/, ' --camera openni2\'')]], 'the camera picked');
+  const otherPort = await s.run('licence', 'install-command', id!, '--camera', 'none', '--port', '9090');
+  t.same(otherPort.out, [command.replace(/'$/, ' --camera none --port 9090\'')], 'and another port');
+  for (const bad of [['--camera', 'replay'], ['--port', '0'], ['--port', '8o80']]) {
+    const refused = await s.run('licence', 'install-command', id!, ...bad);
+    t.same([refused.code, refused.out], [2, []], `${bad.join(' ')} is refused`);
+    t.match(refused.err.join('\n'), /install-command: The (camera|port) is/, 'saying what is allowed');
+  }
 
   // Step 3 from the command line: the grants (and the other settings) of a licence line.
   const updated = await s.run('licence', 'update', id!, '--grants', 'get,identify', '--max-persons', 'none');

@@ -5,14 +5,13 @@
 // tried). A board of another architecture, with too old a Node or without curl is refused before anything
 // is downloaded or written, every finding named. And the package's install step itself: on an installed
 // package it never builds (it fails naming the platform instead), in a source checkout it still does.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { defaultConfig } from '../src/config/load';
 import { missingPlatforms, programPrebuilds } from '../src/licensing/device-prebuilds';
@@ -20,51 +19,12 @@ import { installCommand } from '../src/licensing/install-command';
 import { publicKeySha256 } from '../src/licensing/licence-document';
 import { PackageFile } from '../src/licensing/package-file';
 import { packageRoot } from '../src/package-root';
+import { packageWithThisAddon } from './helpers/served-package';
+import { board, runOnBoard, type Board } from './helpers/toolchain-free-board';
 
-const execFileAsync = promisify(execFile);
 const repoRoot = packageRoot();
 const KEY = `fcl_${'Bd4_-y'.repeat(5)}Qq`;
 const NODE_MINIMUM = '20.9.0';
-
-/** What builds native code: none may run while a package installs on a board. */
-const TOOLCHAIN = ['cc', 'gcc', 'g++', 'c++', 'cpp', 'clang', 'clang++', 'ld', 'make', 'gmake', 'cmake', 'ninja', 'python',
-  'python3', 'node-gyp', 'aarch64-linux-gnu-gcc', 'aarch64-linux-gnu-g++', 'aarch64-linux-gnu-ld', 'aarch64-linux-gnu-strip',
-  'x86_64-linux-gnu-gcc', 'x86_64-linux-gnu-g++'];
-/** What the command and npm run: the board's whole PATH. */
-const BOARD_TOOLS = ['sh', 'curl', 'sha256sum', 'npm', 'node', 'uname', 'id', 'mktemp', 'rm', 'tar', 'gzip', 'env'];
-
-function which(tool: string): string {
-  return execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim();
-}
-
-interface Board {
-  bin: string;
-  /** One line per toolchain program called. */
-  calls: () => string[];
-}
-
-/**
- * A PATH of symlinks to the board's tools, stand-ins for the toolchain, and optionally a fake `uname -m`
- * and `node -v` (the board's, not the SDK's): tiny scripts earlier on PATH.
- */
-function board(dir: string, opts: { machine?: string; nodeVersion?: string; omit?: string[] } = {}): Board {
-  const bin = path.join(dir, 'board-bin');
-  const log = path.join(dir, 'toolchain-calls.log');
-  fs.mkdirSync(bin, { recursive: true });
-  for (const tool of BOARD_TOOLS.filter((x) => !opts.omit?.includes(x))) fs.symlinkSync(which(tool), path.join(bin, tool));
-  for (const tool of TOOLCHAIN) {
-    fs.writeFileSync(path.join(bin, tool), `#!/bin/sh\necho "${tool} $*" >> "${log}"\nexit 1\n`, { mode: 0o755 });
-  }
-  if (opts.machine) {
-    fs.rmSync(path.join(bin, 'uname'));
-    fs.writeFileSync(path.join(bin, 'uname'), `#!/bin/sh\n[ "$1" = -m ] && { echo ${opts.machine}; exit 0; }\nexec ${which('uname')} "$@"\n`, { mode: 0o755 });
-  }
-  if (opts.nodeVersion) {
-    fs.rmSync(path.join(bin, 'node'));
-    fs.writeFileSync(path.join(bin, 'node'), `#!/bin/sh\n[ "$1" = -v ] && { echo v${opts.nodeVersion}; exit 0; }\nexec ${process.execPath} "$@"\n`, { mode: 0o755 });
-  }
-  return { bin, calls: () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter(Boolean) : []) };
-}
 
 /** The cloud's two routes the command and device install use, and what it was asked. */
 async function cloud(t: Test, packageBytes: Buffer) {
@@ -103,33 +63,7 @@ async function servedPackage(t: Test, dir: string): Promise<Buffer> {
     return fs.readFileSync((await new PackageFile(config).get()).path);
   }
   t.comment('no prebuilds in this checkout (npm run prebuild): serving its local build as this platform\'s prebuild');
-  const work = path.join(dir, 'package-with-addon');
-  fs.mkdirSync(work);
-  const { stdout } = await execFileAsync('npm', ['pack', '--silent', '--pack-destination', work], { cwd: repoRoot });
-  const tarball = path.join(work, stdout.trim().split('\n').pop()!);
-  await execFileAsync('tar', ['-xzf', tarball, '-C', work]);
-  const target = path.join(work, 'package', 'prebuilds', `${process.platform}-${process.arch}`);
-  fs.mkdirSync(target, { recursive: true });
-  fs.copyFileSync(path.join(repoRoot, 'build', 'Release', 'face_check.node'), path.join(target, 'face-check.node'));
-  await execFileAsync('tar', ['-czf', tarball, '-C', work, 'package']);
-  return fs.readFileSync(tarball);
-}
-
-/** The command as an operator runs it: sh, the board's PATH only, nothing of this environment's build settings. */
-async function run(command: string, b: Board, dir: string, root: string) {
-  const tmp = path.join(dir, 'tmp');
-  fs.mkdirSync(tmp, { recursive: true });
-  const env: Record<string, string> = {
-    PATH: b.bin, HOME: os.homedir(), TMPDIR: tmp, FACE_CHECK_PREFIX: root,
-    // Dependencies from npm's cache (the registry only when a package is not there), as the e2e test does.
-    npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false',
-  };
-  for (const name of ['npm_config_cache', 'FACE_CHECK_CACHE']) if (process.env[name]) env[name] = process.env[name]!;
-  const started = Date.now();
-  const r = await execFileAsync('/bin/sh', ['-c', command], { env, maxBuffer: 64 * 1024 * 1024, timeout: 600_000 }).then(
-    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }));
-  return { ...r, seconds: (Date.now() - started) / 1000, tmp };
+  return fs.readFileSync((await packageWithThisAddon(dir))!);
 }
 
 const x64 = process.platform === 'linux' && process.arch === 'x64';
@@ -144,7 +78,7 @@ t.test('the command installs on a board without compilers: the prebuilt addon lo
   const root = path.join(dir, 'root');
   fs.mkdirSync(root);
 
-  const r = await run(command, b, dir, root);
+  const r = await runOnBoard(command, b, dir, root);
   t.equal(r.code, 0, r.code === 0 ? 'the command succeeds' : `the command failed:\n${r.stderr.slice(-3000)}`);
   t.same(b.calls(), [], 'no compiler, make, cmake or python was called');
   t.same(seen, ['/licence/v1/package', '/licence/v1/public-key']);
@@ -183,7 +117,7 @@ t.test('a board of another architecture, too old a Node or without curl is refus
   const b = board(dir, { machine: 'armv7l', nodeVersion: '18.19.0', omit: ['curl'] });
   const root = path.join(dir, 'root');
   fs.mkdirSync(root);
-  const r = await run(command, b, dir, root);
+  const r = await runOnBoard(command, b, dir, root);
   t.equal(r.code, 1);
   const lines = r.stderr.trim().split('\n');
   t.same(lines, [
@@ -199,7 +133,7 @@ t.test('a board of another architecture, too old a Node or without curl is refus
 
   const noNode = board(path.join(dir, 'no-node'), { omit: ['node'] });
   fs.mkdirSync(path.join(dir, 'no-node', 'root'));
-  const without = await run(command, noNode, path.join(dir, 'no-node'), path.join(dir, 'no-node', 'root'));
+  const without = await runOnBoard(command, noNode, path.join(dir, 'no-node'), path.join(dir, 'no-node', 'root'));
   t.equal(without.code, 1);
   t.match(without.stderr, `face-check: Node.js ${NODE_MINIMUM} or later is missing`);
 });
@@ -218,7 +152,7 @@ t.test('the Node check compares versions field by field with the package\'s engi
   for (const [version, accepted] of cases) {
     const caseDir = path.join(dir, version);
     fs.mkdirSync(path.join(caseDir, 'root'), { recursive: true });
-    const r = await run(command, board(caseDir, { nodeVersion: version }), caseDir, path.join(caseDir, 'root'));
+    const r = await runOnBoard(command, board(caseDir, { nodeVersion: version }), caseDir, path.join(caseDir, 'root'));
     t.equal(r.code, 1, version);
     if (accepted) t.match(r.stderr, /sha256 differs/, `${version} passes the check`);
     else t.match(r.stderr, `Node.js ${version} is too old`, `${version} is refused`);
@@ -227,7 +161,7 @@ t.test('the Node check compares versions field by field with the package\'s engi
   for (const [machine, accepted] of machines) {
     const caseDir = path.join(dir, machine);
     fs.mkdirSync(path.join(caseDir, 'root'), { recursive: true });
-    const r = await run(command, board(caseDir, { machine }), caseDir, path.join(caseDir, 'root'));
+    const r = await runOnBoard(command, board(caseDir, { machine }), caseDir, path.join(caseDir, 'root'));
     if (accepted) t.match(r.stderr, /sha256 differs/, `${machine} passes the check`);
     else t.match(r.stderr, `this board is Linux ${machine}`, `${machine} is refused`);
   }

@@ -5,41 +5,18 @@
 // started from that root: it checks in, serves a granted operation, refuses an ungranted one, and the cloud
 // shows its usage; a revocation reaches the running device at its next check. Needs curl and sha256sum, as the
 // installation command does.
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { main } from '../src/cli';
-import { missingPlatforms, programPrebuilds } from '../src/licensing/device-prebuilds';
+import { installSkipReason, packageWithThisAddon } from './helpers/served-package';
 import { startServiceProcess, writeIni, type ServiceProcess } from './helpers/service-process';
 import { spawnListening } from './helpers/spawn-listening';
 
 const execFileAsync = promisify(execFile);
-
-const repoRoot = path.resolve(__dirname, '..');
-
-/**
- * The cloud serves `npm pack` of this checkout, which carries prebuilds/ once `npm run prebuild` has run (CI
- * runs it); it serves no package without both board platforms' prebuilds. A checkout with only the arm64
- * prebuild beside its local build (cmake-js) gets that pack with the local build added as this platform's
- * prebuild, so the device runs the addon just tested. Undefined when the checkout has both prebuilds.
- */
-async function packageWithThisAddon(dir: string): Promise<string | undefined> {
-  const platform = `${process.platform}-${process.arch}`;
-  if (missingPlatforms(programPrebuilds(repoRoot)).length === 0) return undefined;
-  const work = path.join(dir, 'package-with-addon');
-  fs.mkdirSync(work);
-  const { stdout } = await execFileAsync('npm', ['pack', '--silent', '--pack-destination', work], { cwd: repoRoot });
-  const tarball = path.join(work, stdout.trim().split('\n').pop()!);
-  await execFileAsync('tar', ['-xzf', tarball, '-C', work]);
-  const target = path.join(work, 'package', 'prebuilds', platform);
-  fs.mkdirSync(target, { recursive: true });
-  fs.copyFileSync(path.join(repoRoot, 'build', 'Release', 'face_check.node'), path.join(target, 'face-check.node'));
-  await execFileAsync('tar', ['-czf', tarball, '-C', work, 'package']);
-  return tarball;
-}
 
 async function json(base: string, method: string, url: string, opts: { body?: unknown; headers?: Record<string, string> } = {}) {
   const res = await fetch(`${base}${url}`, {
@@ -61,13 +38,8 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
   }
 }
 
-const missingTools = ['curl', 'sha256sum'].filter((c) => spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0);
-// The arm64 prebuild is cross-compiled by `npm run prebuild` (minutes); CI requires it.
-const noArm64 = !fs.existsSync(path.join(repoRoot, 'prebuilds', 'linux-arm64')) && process.env.FACE_CHECK_REQUIRE_ARM64 !== '1';
-
 t.test('register, add a licence with an activation code, install on a device, serve by the grants, revoke',
-  { skip: (missingTools.length > 0 && `the installation command needs ${missingTools.join(' and ')} (apt-get install curl coreutils)`)
-      || (noArm64 && 'the cloud serves only a package with the arm64 prebuild too: run npm run prebuild first') },
+  { skip: installSkipReason() },
   async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-e2e-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
