@@ -45,7 +45,8 @@ function recordOf(r: LicenceRow): LicenceRecord {
     licenceId: r.licence_id, accountId: r.account_id, label: r.label, status: r.status, grants: r.grants, limits: r.limits,
     expires: isoOrNull(r.expires), created: iso(r.created), updated: iso(r.updated), revoked: isoOrNull(r.revoked),
     keySha256: r.key_sha256, sealedKey: r.sealed_key, device: r.device, lastCheck: r.last_check,
-    deviceKeys: r.device_keys,
+    // Absent when there are none, as LMDB keeps a record without keys: both backends read back the same.
+    ...(r.device_keys?.length ? { deviceKeys: r.device_keys } : {}),
   };
 }
 
