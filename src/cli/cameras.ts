@@ -1,5 +1,5 @@
 // `face-check cameras [--config <file.ini>] [--format text|json]`: the camera sources this build has, whether each can
-// open on this machine (its SDK library loads), the options its [camera.<source>] section takes and the
+// open where it runs (its SDK library loads), the options its [camera.<source>] section takes and the
 // USB devices it drives. With --config, a source's library is probed as that ini names it, and the ini's
 // camera sections are checked.
 import { cameraCatalog, cameraSourceStatus, type CameraOptionSpec } from '../device/camera-catalog';
