@@ -8,7 +8,7 @@
 //   face-check reindex [--config <file.ini>] [--all]
 //   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
 //   face-check migrate --from <file.ini> --to <file.ini>
-//   face-check record  [--config <file.ini>] --out <dir | file.oni> [--frames N | --seconds S] [--format face-check|fakenect|oni]
+//   face-check record  [--config <file.ini>] --out <dir | file.oni | file.bag> [--frames N | --seconds S] [--format face-check|fakenect|oni|bag]
 //   face-check record --out <folder> --label <kind> ... | liveness-eval <folder> (src/cli/liveness.ts)
 //   face-check cameras [--config <file.ini>] [--format text|json] (src/cli/cameras.ts)
 //   face-check licence create|list|revoke|release|install-command|activation-code|device-key (src/cli/licences.ts)
@@ -59,7 +59,7 @@ ${ACCOUNT_USAGE}
   face-check reindex [--config <file.ini>] [--all]
   face-check rotate-key [--config <file.ini>] [--new-key-file <file>]
 ${MIGRATE_USAGE}
-  face-check record  [--config <file.ini>] --out <dir | file.oni> [--frames N | --seconds S] [--format face-check|fakenect|oni]
+  face-check record  [--config <file.ini>] --out <dir | file.oni | file.bag> [--frames N | --seconds S] [--format face-check|fakenect|oni|bag]
 ${LIVENESS_USAGE}
 ${CAMERAS_USAGE}
 ${LICENCE_USAGE}

@@ -9,6 +9,7 @@ import path from 'node:path';
 
 import { evaluateFolder } from '../device/liveness-eval';
 import { livenessReportHtml } from '../device/liveness-report';
+import { sdkRecordingFormats } from '../device/record';
 import { recordSession } from '../device/record-session';
 import { KNOWN_LABELS, SessionError } from '../device/session';
 import { cameraFps, checkCameraConfig } from '../device/camera-settings';
@@ -37,7 +38,8 @@ export async function recordSessionCommand(args: Args, io: Io): Promise<number> 
   if (!folder) throw new UsageError('record: --out <folder> is required');
   if (!label) throw new UsageError('record: --label is required for a session');
   const format = stringFlag(args, 'format');
-  if (format !== undefined && format !== 'face-check') throw new UsageError('record: sessions (--label) are recorded in the face-check format');
+  const formats = ['face-check', ...sdkRecordingFormats()];
+  if (format !== undefined && !formats.includes(format)) throw new UsageError(`record: sessions (--label) are recorded in ${formats.join(', ')}`);
   const distance = stringFlag(args, 'distance-cm');
   if (distance !== undefined && !/^\d+(\.\d+)?$/.test(distance)) throw new UsageError('record: --distance-cm must be a number of centimetres (e.g. 70)');
   let result;
@@ -48,6 +50,7 @@ export async function recordSessionCommand(args: Args, io: Io): Promise<number> 
       distanceCm: distance === undefined ? undefined : Number(distance),
       note: stringFlag(args, 'note'),
       id: stringFlag(args, 'session'),
+      format,
       frames: frameCount(args, cameraFps(checkCameraConfig(config))),
     });
   } catch (err) {

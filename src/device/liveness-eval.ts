@@ -8,6 +8,7 @@ import path from 'node:path';
 
 import type { Config } from '../config/types';
 import { nativeCameraOptions } from './camera';
+import { cameraCatalog } from './camera-catalog';
 import { cameraAddon, type CameraStatus, type FrameEvent } from './native-camera';
 import { padMetrics, type PadMetrics, type SessionDecision } from './pad-metrics';
 import { listSessions, SessionError, type SessionInfo } from './session';
@@ -15,19 +16,36 @@ import { listSessions, SessionError, type SessionInfo } from './session';
 /** How this build replays a recording format: the [camera] settings that play it, once, losslessly. */
 type Replayer = (recording: string, config: Config) => Config['camera'];
 
-const REPLAYERS: Record<string, Replayer> = {
-  'face-check': (recording, config) => ({
-    ...config.camera, source: 'replay',
-    sources: { ...config.camera.sources, replay: { path: recording, loop: false, realtime: false } },
-  }),
-};
+/**
+ * The face-check format through the replay source, and each camera SDK's own format (".bag") through the
+ * source that plays it, when that source can play every frame (its `realtime` option off): the
+ * evaluation must see every frame the session holds.
+ */
+function replayers(): Record<string, Replayer> {
+  const out: Record<string, Replayer> = {
+    'face-check': (recording, config) => ({
+      ...config.camera, source: 'replay',
+      sources: { ...config.camera.sources, replay: { path: recording, loop: false, realtime: false } },
+    }),
+  };
+  for (const source of cameraCatalog()) {
+    if (source.name === 'replay' || !source.options.some((o) => o.key === 'realtime')) continue;
+    for (const ext of source.recordingExtensions) {
+      out[ext.replace(/^\./, '').toLowerCase()] = (recording, config) => ({
+        ...config.camera, source: source.name,
+        sources: { ...config.camera.sources, [source.name]: { ...config.camera.sources?.[source.name], [source.recordingOption]: recording, loop: false, realtime: false } },
+      });
+    }
+  }
+  return out;
+}
 
 export function supportedFormats(): string[] {
-  return Object.keys(REPLAYERS);
+  return Object.keys(replayers());
 }
 
 function replayerFor(info: SessionInfo): Replayer {
-  const replayer = REPLAYERS[info.recording.format];
+  const replayer = replayers()[info.recording.format];
   if (!replayer) throw new SessionError(`session ${info.id}: format ${info.recording.format} not supported by this build (supported: ${supportedFormats().join(', ')})`);
   return replayer;
 }

@@ -1,5 +1,6 @@
 // `face-check record --label ...`: one labelled liveness session, <folder>/<session-id>/ holding the
-// recording (face-check format, in recording/) and session.json (what was presented, by whom, how far).
+// recording (face-check format in recording/, or the camera SDK's own file, recording.bag or
+// recording.oni) and session.json (what was presented, by whom, how far).
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -14,7 +15,7 @@ import {
   SessionError, writeSessionInfo, type SessionInfo,
 } from './session';
 
-/** The recording's folder inside a session: the format decides what it is (a folder, or one file later). */
+/** The recording inside a session: a folder (face-check), or the SDK's file (recording.<format>). */
 const RECORDING = 'recording';
 
 export interface SessionRecordOptions {
@@ -28,6 +29,8 @@ export interface SessionRecordOptions {
   id?: string;
   frames: number;
   timeoutMs?: number;
+  /** face-check (default), or the configured camera SDK's own format (bag, oni): what the camera itself gave. */
+  format?: string;
 }
 
 /**
@@ -65,10 +68,12 @@ export async function recordSession(config: Config, options: SessionRecordOption
     throw err;
   }
   try {
-    const status = await recordCamera(config, { dir: path.join(dir, RECORDING), frames: options.frames, format: 'face-check', timeoutMs: options.timeoutMs }, deviceOptions);
+    const format = options.format ?? 'face-check';
+    const recording = format === 'face-check' ? RECORDING : `${RECORDING}.${format}`;
+    const status = await recordCamera(config, { dir: path.join(dir, recording), frames: options.frames, format, timeoutMs: options.timeoutMs }, deviceOptions);
     const info: SessionInfo = {
       faceCheckSession: SESSION_VERSION, id, label, subject, distanceCm, note,
-      recording: { format: 'face-check', path: RECORDING, frames: status.framesRecorded },
+      recording: { format, path: recording, frames: status.framesRecorded },
       camera: cameraOf(config),
       recordedAt: new Date().toISOString(),
     };

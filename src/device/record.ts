@@ -1,20 +1,22 @@
-// `face-check record`: writes a recording from any configured camera source (synthetic, replay,
-// freenect, openni2), in the face-check format the replay source plays, in libfreenect's fakenect format,
-// or (openni2 only) as an OpenNI2 .oni file written by OpenNI2's own recorder.
+// `face-check record`: writes a recording from any configured camera source, in the face-check format the
+// replay source plays, in libfreenect's fakenect format, or in a camera SDK's own format written by the SDK's
+// recorder (OpenNI2's .oni, RealSense's .bag: any source with a record_path option and that extension).
 import fs from 'node:fs';
 import path from 'node:path';
 
 import type { Config } from '../config/types';
 import { cameraAddon, type CameraStatus } from './native-camera';
 import { nativeCameraOptions, type DeviceCameraOptions } from './camera';
-import { sourceForRecording } from './camera-catalog';
+import { cameraCatalog, sourceForRecording } from './camera-catalog';
+import { checkCameraConfig } from './camera-settings';
 
 export interface RecordOptions {
-  /** Output folder (created; must not hold a recording yet), or the .oni file (format oni). */
+  /** Output folder (created; must not hold a recording yet), or the SDK recording's file (.oni, .bag). */
   dir: string;
   /** Frames to write. */
   frames: number;
-  format?: 'face-check' | 'fakenect' | 'oni';
+  /** face-check, fakenect, or an SDK format named by its file extension (oni, bag). */
+  format?: string;
   /** Give up after this long without finishing (default: frames / 5 fps + 60 s). */
   timeoutMs?: number;
 }
@@ -27,18 +29,25 @@ export async function recordCamera(config: Config, options: RecordOptions, devic
   const nativeOptions = await nativeCameraOptions(config, deviceOptions);
   nativeOptions.process = false;
   const format = options.format ?? 'face-check';
-  const oni = format === 'oni';
-  if (format === 'oni') {
+  const sdk = sdkRecordingFormats().includes(format);
+  if (sdk) {
     // The SDK's own recorder writes the device's own streams: only the source that plays such files has them.
     const writer = sourceForRecording(options.dir);
     if (!writer || nativeOptions.source !== writer.name || !writer.options.some((o) => o.key === 'record_path')) {
-      throw new Error(`record: a ${path.extname(options.dir)} recording needs [camera] source = ${writer?.name ?? 'openni2'}`);
+      throw new Error(`record: a ${path.extname(options.dir)} recording needs [camera] source = ${writer?.name ?? 'the camera that writes it'}`);
+    }
+    // The SDK's recorder records a camera: a source already playing one of its own files has nothing to add.
+    const playing = checkCameraConfig(config)?.options[writer.recordingOption];
+    if (typeof playing === 'string' && writer.recordingExtensions.some((ext) => playing.toLowerCase().endsWith(ext))) {
+      throw new Error(`record: [camera.${writer.name}] ${writer.recordingOption} already plays the recording ${playing}: copy that file instead`);
     }
     if (fs.existsSync(options.dir)) throw new Error(`record: ${path.resolve(options.dir)} already exists`);
     nativeOptions.programOptions = { record_path: path.resolve(options.dir) };
     nativeOptions.maxFrames = options.frames;
-  } else {
+  } else if (format === 'face-check' || format === 'fakenect') {
     nativeOptions.record = { dir: path.resolve(options.dir), format, frames: options.frames, stopAfter: true };
+  } else {
+    throw new Error(`record: unknown format ${format}`);
   }
   const handle = await cameraAddon.openCamera(nativeOptions);
   handle.start();
@@ -47,7 +56,7 @@ export async function recordCamera(config: Config, options: RecordOptions, devic
     for (;;) {
       const s = handle.status();
       if (s.ended) {
-        if (oni) {
+        if (sdk) {
           if (s.framesCaptured < options.frames) throw new Error(`record: stopped after ${s.framesCaptured} frames: ${s.lastError || 'source ended'}`);
           return { ...s, framesRecorded: s.framesCaptured };
         }
@@ -62,7 +71,14 @@ export async function recordCamera(config: Config, options: RecordOptions, devic
   }
 }
 
-/** Arguments of `face-check record --config <ini> --out <dir | file.oni> [--frames N | --seconds S] [--format face-check|fakenect|oni]`. */
+/** Formats a camera SDK's own recorder writes (the extension, without its dot): oni, bag. */
+export function sdkRecordingFormats(): string[] {
+  return cameraCatalog()
+    .filter((s) => s.options.some((o) => o.key === 'record_path'))
+    .flatMap((s) => s.recordingExtensions.map((ext) => ext.replace(/^\./, '').toLowerCase()));
+}
+
+/** Arguments of `face-check record --config <ini> --out <dir | file.oni | file.bag> [--frames N | --seconds S] [--format face-check|fakenect|oni|bag]`. */
 export function parseRecordArgs(argv: string[], fps: number): RecordOptions & { config?: string } {
   const get = (name: string) => {
     const i = argv.indexOf(`--${name}`);
@@ -72,8 +88,15 @@ export function parseRecordArgs(argv: string[], fps: number): RecordOptions & { 
   if (!dir) throw new Error('record: --out <dir> is required');
   const seconds = get('seconds');
   const frames = get('frames') ? Number(get('frames')) : seconds ? Math.round(Number(seconds) * fps) : 90;
-  const format = (get('format') ?? (/\.oni$/i.test(dir) ? 'oni' : 'face-check')) as RecordOptions['format'];
-  if (format !== 'face-check' && format !== 'fakenect' && format !== 'oni') throw new Error('record: --format must be face-check, fakenect or oni');
-  if ((format === 'oni') !== /\.oni$/i.test(dir)) throw new Error('record: a .oni output and --format oni go together');
+  const sdk = sdkRecordingFormats();
+  const ext = path.extname(dir).replace(/^\./, '').toLowerCase();
+  const format = get('format') ?? (sdk.includes(ext) ? ext : 'face-check');
+  const formats = ['face-check', 'fakenect', ...sdk];
+  if (!formats.includes(format)) throw new Error(`record: --format must be ${formats.join(', ')}`);
+  // An SDK's file and its format go together: its recorder writes only its own file.
+  if ((sdk.includes(format) || sdk.includes(ext)) && format !== ext) {
+    const named = sdk.includes(ext) ? ext : format;
+    throw new Error(`record: a .${named} output and --format ${named} go together`);
+  }
   return { dir, frames, format, config: get('config') };
 }

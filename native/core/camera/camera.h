@@ -31,6 +31,9 @@ struct CameraFrame {
   int width = 0, height = 0;
   std::vector<uint8_t> rgb;    // width*height*3, interleaved RGB
   std::vector<uint16_t> depth; // width*height millimetres registered to rgb, 0 = invalid; empty: no depth
+  // width*height active-infrared levels registered to rgb (the projector-lit image a stereo camera computes
+  // depth from), 0 = none there; empty: the source has no infrared.
+  std::vector<uint8_t> ir;
   CameraIntrinsics intrinsics;
   FrameTruth truth;
   bool hasDepth() const { return !depth.empty(); }

@@ -11,6 +11,9 @@ const CameraSourceEntry& freenectSourceEntry();
 #ifdef FACE_CHECK_HAVE_OPENNI2
 const CameraSourceEntry& openni2SourceEntry();
 #endif
+#ifdef FACE_CHECK_HAVE_REALSENSE
+const CameraSourceEntry& realsenseSourceEntry();
+#endif
 
 const std::vector<const CameraSourceEntry*>& cameraSourceRegistry() {
   // One row per source; a source whose headers were not found at build time is not compiled in.
@@ -22,6 +25,9 @@ const std::vector<const CameraSourceEntry*>& cameraSourceRegistry() {
 #endif
 #ifdef FACE_CHECK_HAVE_OPENNI2
       &openni2SourceEntry(),
+#endif
+#ifdef FACE_CHECK_HAVE_REALSENSE
+      &realsenseSourceEntry(),
 #endif
   };
   return rows;
