@@ -21,6 +21,7 @@ Napi::Object DepthToJs(Napi::Env env, const DepthFeatures& d) {
   o.Set("noseOffset", d.noseOffset);
   o.Set("yawDeg", d.yawDeg);
   o.Set("pitchDeg", d.pitchDeg);
+  o.Set("infraredPattern", d.infraredPattern);
   o.Set("samples", d.samples);
   o.Set("failed", checkNames(d.failed));
   return o;

@@ -24,6 +24,7 @@ LivenessConfig ReadLiveness(const Napi::Object& o) {
   c.maxNoseOffset = FloatOption(o, "maxNoseOffset", c.maxNoseOffset);
   c.maxYawDeg = FloatOption(o, "maxYawDeg", c.maxYawDeg);
   c.maxPitchDeg = FloatOption(o, "maxPitchDeg", c.maxPitchDeg);
+  c.minInfraredPattern = FloatOption(o, "minInfraredPattern", c.minInfraredPattern);
   c.windowFrames = IntOption(o, "windowFrames", c.windowFrames);
   c.minPassFrames = IntOption(o, "minPassFrames", c.minPassFrames);
   c.maxGapMs = IntOption(o, "maxGapMs", c.maxGapMs);

@@ -164,6 +164,7 @@ export const configSchema: ConfigSchema = {
     max_nose_offset: { default: 0.8, parse: decimal(0, 100) },
     max_yaw: { default: 35, parse: decimal(0, 90) },
     max_pitch: { default: 30, parse: decimal(0, 90) },
+    min_infrared_pattern: { default: 0.04, parse: decimal(0, 10) },
     window_frames: { default: 5, parse: integer(1, 300) },
     min_pass_frames: { default: 4, parse: integer(1, 300) },
     max_gap_ms: { default: 250, parse: integer(1, 60_000) },

@@ -140,6 +140,7 @@ export interface LivenessConfig {
   max_nose_offset: number;
   max_yaw: number;
   max_pitch: number;
+  min_infrared_pattern: number;
   window_frames: number;
   min_pass_frames: number;
   max_gap_ms: number;

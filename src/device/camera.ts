@@ -73,6 +73,7 @@ export function livenessOptions(l: Config['liveness']): NativeLivenessOptions {
     maxNoseOffset: l.max_nose_offset,
     maxYawDeg: l.max_yaw,
     maxPitchDeg: l.max_pitch,
+    minInfraredPattern: l.min_infrared_pattern,
     windowFrames: l.window_frames,
     minPassFrames: l.min_pass_frames,
     maxGapMs: l.max_gap_ms,

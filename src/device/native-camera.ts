@@ -18,6 +18,7 @@ export interface NativeLivenessOptions {
   maxNoseOffset?: number;
   maxYawDeg?: number;
   maxPitchDeg?: number;
+  minInfraredPattern?: number;
   windowFrames?: number;
   minPassFrames?: number;
   maxGapMs?: number;
@@ -91,6 +92,8 @@ export interface DepthReport {
   noseOffset: number;
   yawDeg: number;
   pitchDeg: number;
+  /** The projector's dot pattern on the face (-1: the camera gives no infrared image). */
+  infraredPattern: number;
   samples: number;
   /** Failed depth checks, comma separated ("flat,nose-relief"); empty when all passed. */
   failed: string;

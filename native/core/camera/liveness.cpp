@@ -94,7 +94,7 @@ std::string checkNames(uint32_t bits) {
       {kNoDepth, "no-depth"},     {kTooSmall, "too-small"},      {kCoverage, "coverage"},
       {kPose, "pose"},            {kFaceWidth, "face-width"},    {kFlat, "flat"},
       {kNoseRelief, "nose-relief"}, {kEyeRecess, "eye-recess"},  {kDepthStep, "depth-step"},
-      {kNoseOffset, "nose-offset"}, {kDistance, "distance"},     {kWindow, "window"},
+      {kNoseOffset, "nose-offset"}, {kDistance, "distance"},     {kInfrared, "infrared"}, {kWindow, "window"},
       {kColour, "colour"},
       {kBlink, "blink"},          {kMotion, "micro-motion"},     {kColourOnly, "colour-only"}};
   std::string out;
@@ -383,6 +383,32 @@ float noseOffset(const DepthContext& c, const std::vector<Sample>& pts) {
   return static_cast<float>(std::hypot(nu - c.lm[30].x, nv - c.lm[30].y) / c.iod);
 }
 
+// The projector's dot pattern on the face: at each face sample (a pixel with depth on the face), how far
+// the infrared level departs from its 3x3 neighbourhood's mean, relative to that mean; averaged. A sample
+// the infrared image has nothing around counts as patternless.
+float infraredPattern(const CameraFrame& frame, const std::vector<Sample>& pts) {
+  const int W = frame.width, H = frame.height;
+  double sum = 0;
+  size_t n = 0;
+  for (const Sample& s : pts) {
+    const int x = static_cast<int>(s.u + 0.5f), y = static_cast<int>(s.v + 0.5f);
+    if (x < 1 || y < 1 || x >= W - 1 || y >= H - 1) continue;
+    ++n;
+    double local = 0;
+    int count = 0;
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx) {
+        const uint8_t v = frame.ir[static_cast<size_t>(y + dy) * W + x + dx];
+        if (v) { local += v; ++count; }
+      }
+    const uint8_t centre = frame.ir[static_cast<size_t>(y) * W + x];
+    if (!centre || count < 5) continue;
+    local /= count;
+    sum += std::fabs(centre - local) / std::max(1.0, local);
+  }
+  return n ? static_cast<float>(sum / n) : 0.0f;
+}
+
 uint32_t failedChecks(const DepthFeatures& f, const LivenessConfig& cfg) {
   uint32_t failed = 0;
   if (f.depthMm > cfg.maxDistanceMm) failed |= kDistance;
@@ -393,6 +419,7 @@ uint32_t failedChecks(const DepthFeatures& f, const LivenessConfig& cfg) {
   if (f.eyeRecessMm > cfg.maxEyeRecessMm) failed |= kEyeRecess;
   if (f.depthStepShare > cfg.maxDepthStepShare) failed |= kDepthStep;
   if (f.noseOffset > cfg.maxNoseOffset) failed |= kNoseOffset;
+  if (f.infraredPattern >= 0 && f.infraredPattern < cfg.minInfraredPattern) failed |= kInfrared;
   return failed;
 }
 
@@ -439,6 +466,7 @@ DepthFeatures measureDepth(const CameraFrame& frame, const FaceResult& face, con
   f.eyeRecessMm = eyeRecess(c, quad, ff, zMed);
   f.depthStepShare = depthStepShare(grid);
   f.noseOffset = noseOffset(c, pts);
+  if (!frame.ir.empty()) f.infraredPattern = infraredPattern(frame, pts);
   f.failed |= failedChecks(f, cfg);
   return f;
 }

@@ -29,6 +29,12 @@ struct LivenessConfig {
   float maxNoseOffset = 0.8f;       // closest part of the face: distance from the nose tip / eye distance
   float maxYawDeg = 35;             // face surface orientation from depth; beyond it no decision
   float maxPitchDeg = 30;
+  // With an active-infrared image (a stereo camera's projector-lit view): how strongly the projector's dot
+  // pattern shows on the face (mean local contrast, relative to the local level, so the imager's exposure
+  // does not matter). Skin scatters the dots back to the imager; a screen's glass reflects them away like
+  // a mirror and its display emits no infrared, so a phone or tablet shows no pattern whatever it
+  // displays. 0 = off.
+  float minInfraredPattern = 0.04f;
   // ---- over time (one face track)
   int windowFrames = 5;             // frames of the track considered
   int minPassFrames = 4;            // of which at least this many must pass every depth check
@@ -57,6 +63,7 @@ enum DepthCheck : uint32_t {
   kDepthStep = 1u << 8,
   kNoseOffset = 1u << 9,
   kDistance = 1u << 10,
+  kInfrared = 1u << 11,
   // temporal / colour (FrameDecision only)
   kWindow = 1u << 16,
   kColour = 1u << 17,
@@ -72,6 +79,7 @@ struct DepthFeatures {
   float coverage = 0, depthMm = 0, faceWidthMm = 0, eyeDistanceMm = 0;
   float planeRmsMm = 0, curvedRmsMm = 0, noseReliefMm = 0, eyeRecessMm = 0, depthStepShare = 0;
   float noseOffset = 0, yawDeg = 0, pitchDeg = 0;
+  float infraredPattern = -1;  // the projector's pattern on the face (-1: the frame has no infrared)
   int samples = 0;
   uint32_t failed = 0;
 };

@@ -134,6 +134,29 @@ Result readPgm16(const std::string& path, std::vector<uint16_t>* values, int* wi
   return {};
 }
 
+Result writePgm8(const std::string& path, const uint8_t* values, int width, int height) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return ioError("cannot write", path);
+  std::fprintf(f, "P5 %d %d 255\n", width, height);
+  size_t n = static_cast<size_t>(width) * height;
+  bool ok = std::fwrite(values, 1, n, f) == n;
+  ok = std::fclose(f) == 0 && ok;
+  return ok ? Result{} : ioError("cannot write", path);
+}
+
+Result readPgm8(const std::string& path, std::vector<uint8_t>* values, int* width, int* height) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ioError("cannot read", path);
+  std::string magic;
+  int maxval = 0;
+  if (!readPnmHeader(in, &magic, width, height, &maxval) || magic != "P5" || maxval != 255)
+    return Result::fail(Status::Internal, path + ": not a binary 8-bit PGM (P5, maxval 255)");
+  values->resize(static_cast<size_t>(*width) * *height);
+  in.read(reinterpret_cast<char*>(values->data()), static_cast<std::streamsize>(values->size()));
+  if (static_cast<size_t>(in.gcount()) != values->size()) return Result::fail(Status::Internal, path + ": truncated PGM");
+  return {};
+}
+
 // ---- Writer -------------------------------------------------------------------------------------------
 
 RecordingWriter::~RecordingWriter() { close(); }
@@ -168,8 +191,12 @@ Result RecordingWriter::write(const CameraFrame& frame) {
     std::string colour = std::string(name) + ".ppm", depth = frame.hasDepth() ? std::string(name) + ".pgm" : "-";
     Result r = writePpm(dir_ + "/" + colour, frame.rgb.data(), frame.width, frame.height);
     if (r.ok() && frame.hasDepth()) r = writePgm16(dir_ + "/" + depth, frame.depth.data(), frame.width, frame.height, true);
+    const bool infrared = frame.ir.size() == static_cast<size_t>(frame.width) * frame.height;
+    std::string ir = infrared ? std::string(name) + "-ir.pgm" : "";
+    if (r.ok() && infrared) r = writePgm8(dir_ + "/" + ir, frame.ir.data(), frame.width, frame.height);
     if (!r.ok()) return r;
-    std::fprintf(index_, "frame %lld %s %s\n", static_cast<long long>(frame.timestampUs), colour.c_str(), depth.c_str());
+    std::fprintf(index_, "frame %lld %s %s%s%s\n", static_cast<long long>(frame.timestampUs), colour.c_str(), depth.c_str(),
+                 infrared ? " " : "", ir.c_str());
   } else {
     // fakenect replays 640x480 only; the wall-clock column is seconds since the first frame (+1, since
     // fakenect treats a time of 0 as "no previous frame").
@@ -229,10 +256,12 @@ Result readRecordingIndex(const std::string& dir, RecordingIndex* out) {
       ls >> out->intrinsics.fx >> out->intrinsics.fy >> out->intrinsics.cx >> out->intrinsics.cy;
     } else if (key == "frame") {
       RecordingIndex::Entry e;
-      std::string colour, depth;
+      std::string colour, depth, infrared;
       ls >> e.timestampUs >> colour >> depth;
       if (colour.empty() || depth.empty())
         return Result::fail(Status::FieldsValidation, dir + "/recording.txt line " + std::to_string(lineNo) + ": bad frame line");
+      if (!ls.fail() && (ls >> infrared)) e.infrared = dir + "/" + infrared;
+      ls.clear();
       e.colour = dir + "/" + colour;
       if (depth != "-") {
         e.depth = dir + "/" + depth;
@@ -265,6 +294,13 @@ Result readFrameFiles(const RecordingIndex& index, size_t i, CameraFrame* frame)
     r = readPgm16(e.depth, &frame->depth, &dw, &dh);
     if (!r.ok()) return r;
     if (dw != w || dh != h) return Result::fail(Status::Internal, e.depth + ": depth is not registered to colour (size differs)");
+  }
+  frame->ir.clear();
+  if (!e.infrared.empty()) {
+    int iw = 0, ih = 0;
+    r = readPgm8(e.infrared, &frame->ir, &iw, &ih);
+    if (!r.ok()) return r;
+    if (iw != w || ih != h) return Result::fail(Status::Internal, e.infrared + ": infrared is not registered to colour (size differs)");
   }
   frame->intrinsics = index.intrinsics;
   return {};

@@ -7,9 +7,11 @@
 //       face-check-recording 1
 //       size <width> <height>
 //       intrinsics <fx> <fy> <cx> <cy>
-//       frame <timestamp_us> <colour file> <depth file | ->
+//       frame <timestamp_us> <colour file> <depth file | -> [<infrared file>]
 //   colour: binary PPM (P6, maxval 255); depth: binary PGM (P5, maxval 65535, big-endian as PGM
 //   specifies), millimetres registered to the colour pixel grid, 0 = no measurement. "-": colour only.
+//   infrared (when the camera gave it): binary PGM (P5, maxval 255), active-infrared levels registered to
+//   the colour grid, 0 = none there.
 //
 // fakenect (libfreenect/fakenect/record.c): <dir>/INDEX.txt lists r-<time>-<timestamp>.ppm (640x480 RGB,
 // one-line header) and d-<time>-<timestamp>.pgm (640x480 11-bit Kinect disparity, native byte order,
@@ -50,6 +52,7 @@ struct RecordingIndex {
   struct Entry {
     int64_t timestampUs;
     std::string colour, depth;  // paths; depth empty: colour only
+    std::string infrared;       // path; empty: none
   };
   std::vector<Entry> frames;
   bool hasDepth = false;
@@ -67,5 +70,7 @@ Result writePpm(const std::string& path, const uint8_t* rgb, int width, int heig
 Result writePgm16(const std::string& path, const uint16_t* values, int width, int height, bool bigEndian);
 Result readPpm(const std::string& path, std::vector<uint8_t>* rgb, int* width, int* height);
 Result readPgm16(const std::string& path, std::vector<uint16_t>* values, int* width, int* height);
+Result writePgm8(const std::string& path, const uint8_t* values, int width, int height);
+Result readPgm8(const std::string& path, std::vector<uint8_t>* values, int* width, int* height);
 
 }  // namespace facecheck

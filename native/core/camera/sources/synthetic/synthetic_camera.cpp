@@ -818,6 +818,7 @@ void SceneRenderer::render(double t, uint64_t frameSeed, CameraFrame* frame) {
     }
   }
 
+  sensor.infrared = infrared_;
   Rng rng(frameSeed);
   synth::applySensor(buffers_, k, sensor, rng, frame);
 }
@@ -834,6 +835,7 @@ SyntheticCamera::SyntheticCamera(SyntheticOptions options) : options_(std::move(
   }
   cycleFrames_ = f;
   renderer_ = std::make_unique<SceneRenderer>(std::move(options_.faces), options_.width, options_.height, options_.intrinsics);
+  renderer_->setInfrared(options_.infrared);
   options_.faces.clear();
 }
 

@@ -57,6 +57,7 @@ struct SyntheticOptions {
   uint64_t seed = 1;
   double fps = 30;
   bool realtime = true;
+  bool infrared = false;  // also render the active-infrared image a stereo camera gives
   int width = 640, height = 480;
   CameraIntrinsics intrinsics;
   std::vector<std::shared_ptr<const FaceTexture>> faces;  // at least one; the camera lets go of them once prepared
@@ -79,6 +80,8 @@ class SceneRenderer {
   // Renders the current presentation at t seconds after its start.
   void render(double t, uint64_t frameSeed, CameraFrame* frame);
   size_t faceCount() const { return faces_.size(); }
+  // Also render the active-infrared image (CameraFrame::ir).
+  void setInfrared(bool on) { infrared_ = on; }
 
  private:
   std::vector<std::unique_ptr<synth::PreparedFace>> faces_;
@@ -89,6 +92,7 @@ class SceneRenderer {
   synth::RenderBuffers buffers_;
   synth::RenderBuffers wallCache_;  // the background of the current presentation (it never moves)
   uint64_t wallSeed_ = 0;
+  bool infrared_ = false;
 };
 
 class SyntheticCamera : public CameraSource {

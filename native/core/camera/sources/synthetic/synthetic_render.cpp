@@ -214,6 +214,69 @@ void rasterise(const Mesh& mesh, const CameraIntrinsics& k, RenderBuffers* buf) 
   }
 }
 
+namespace {
+
+// Share of the projector's near-infrared light a surface sends back to the imager beside it. Skin and
+// paper are diffuse and bright in the near infrared (printed ink darkens paper less than in visible
+// light); a screen's glass reflects the projector away like a mirror and its display emits no infrared,
+// so a phone or tablet looks dark whatever it shows.
+float infraredReflectance(Material m, float luminance) {
+  switch (m) {
+    case Material::Skin: return 0.45f + 0.25f * luminance;
+    case Material::Paper: return 0.35f + 0.4f * luminance;
+    case Material::Screen: return 0.03f;
+    case Material::Body: return 0.4f;
+    case Material::Wall: return 0.45f;
+    default: return 0;
+  }
+}
+
+// The active-infrared image of a stereo depth camera's left imager: each surface lit by the projector
+// (irradiance falling with the square of the distance) through its dot pattern, the imager's automatic
+// exposure putting the bright end of the scene near the top of its range, and read noise. Registered to
+// the colour grid like the depth.
+void renderInfrared(const RenderBuffers& buf, Rng& rng, CameraFrame* frame) {
+  const int W = buf.width, H = buf.height;
+  const size_t N = static_cast<size_t>(W) * H;
+  std::vector<float> level(N, 0);
+  std::vector<float> lit;
+  lit.reserve(N / 16 + 1);
+  for (size_t i = 0; i < N; ++i) {
+    const float z = buf.z[i];
+    if (z <= 0) continue;
+    const float* c = &buf.colour[i * 3];
+    const float luminance = (0.299f * c[0] + 0.587f * c[1] + 0.114f * c[2]) / 255.0f;
+    const float metres = z / 1000.0f;
+    level[i] = infraredReflectance(buf.material[i], luminance) / (metres * metres);
+    if (i % 16 == 0) lit.push_back(level[i]);
+  }
+  // Exposure: the brightest surfaces (the nearest, a face in front of the camera) just below saturation
+  // with their dots.
+  float bright = 1;
+  if (!lit.empty()) {
+    auto at = lit.begin() + static_cast<long>(lit.size() * 99 / 100);
+    std::nth_element(lit.begin(), at, lit.end());
+    bright = std::max(1e-6f, *at);
+  }
+  const float gain = 150.0f / bright;
+  const float* table = normalTable();
+  frame->ir.assign(N, 1);  // beyond the projector's reach: the darkest level that still counts as measured
+  for (int y = 0; y < H; ++y)
+    for (int x = 0; x < W; ++x) {
+      const size_t i = static_cast<size_t>(y) * W + x;
+      if (level[i] <= 0) continue;
+      // The projector's fixed pseudo-random dots, about one pixel in eight lit brighter, scattered back by
+      // diffuse surfaces; glass sends them away, so a screen shows only its faint diffuse glow.
+      const uint32_t h = (static_cast<uint32_t>(x) * 73856093u) ^ (static_cast<uint32_t>(y) * 19349663u);
+      const bool mirror = buf.material[i] == Material::Screen;
+      const float dot = mirror ? 1.0f : ((h % 8u) == 0 ? 1.6f : 0.9f);
+      const float noise = table[rng.next() >> 16] * 2.0f;
+      frame->ir[i] = static_cast<uint8_t>(std::max(1.0f, clamp255(level[i] * gain * dot + noise)) + 0.5f);
+    }
+}
+
+}  // namespace
+
 void applySensor(const RenderBuffers& buf, const CameraIntrinsics& k, const SensorParams& sp, Rng& rng,
                  CameraFrame* frame) {
   const int W = buf.width, H = buf.height;
@@ -318,6 +381,8 @@ void applySensor(const RenderBuffers& buf, const CameraIntrinsics& k, const Sens
       frame->depth[idx] = quant[static_cast<int>(noisy + 0.5)];
     }
   }
+  if (sp.infrared) renderInfrared(buf, rng, frame);
+  else frame->ir.clear();
 }
 
 }  // namespace facecheck::synth

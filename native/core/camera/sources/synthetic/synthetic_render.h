@@ -116,9 +116,11 @@ struct SensorParams {
   float screenHoleFraction = 0;   // share of screen pixels without depth (glossy glass)
   double screenHoleCx = 0, screenHoleCy = 0, screenHoleR = 0;  // image-space specular blob
   double glareX = -1, glareY = -1, glareR = 0, glareGain = 0;  // colour specular highlight on screens
+  bool infrared = false;          // also render the active-infrared image (a stereo camera's projector-lit view)
 };
 
-// Turns rendered buffers into a camera frame (rgb + depth in mm) with the sensor model.
+// Turns rendered buffers into a camera frame (rgb + depth in mm, and the infrared image when asked) with
+// the sensor model.
 void applySensor(const RenderBuffers& buffers, const CameraIntrinsics& k, const SensorParams& params, Rng& rng,
                  CameraFrame* frame);
 

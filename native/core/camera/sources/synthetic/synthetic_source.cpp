@@ -17,6 +17,7 @@ const CameraSourceEntry& syntheticSourceEntry() {
         {"seed", OptionType::Integer, "1", 0, 9007199254740991.0, {}, "seed of the rendered presentations"},
         {"fps", OptionType::Number, "30", 1, 120, {}, "frames a second"},
         {"realtime", OptionType::Flag, "true", 0, 0, {}, "paced in real time (false: every frame, as fast as analysed)"},
+        {"infrared", OptionType::Flag, "false", 0, 0, {}, "also render the projector-lit infrared image a stereo camera (RealSense) gives"},
         {"photos", OptionType::Text, "", 0, 0, {}, "face photos, files or folders, comma separated (empty: the npm demo photos)", true},
     };
     e.make = [](const CameraOptionValues& o, SourceContext& c, std::unique_ptr<CameraSource>* out) -> Result {
@@ -27,6 +28,7 @@ const CameraSourceEntry& syntheticSourceEntry() {
       s.seed = static_cast<uint64_t>(o.number("seed"));
       s.fps = o.number("fps");
       s.realtime = o.flag("realtime");
+      s.infrared = o.flag("infrared");
       if (!c.engine) return Result::fail(Status::Internal, "the synthetic camera needs a face engine");
       if (c.photos) {
         for (const PhotoView& photo : *c.photos) findFaceTextures(*c.engine, photo, &s.faces);
