@@ -168,7 +168,7 @@ t.test('command-line usage of record --label and liveness-eval', async (t) => {
   t.equal(await run(['record', '--out', path.join(dir, 's'), '--label', 'print', '--distance-cm', 'far']), 2);
   t.match(lines.join('\n'), /--distance-cm must be a number of centimetres/);
   t.equal(await run(['record', '--out', path.join(dir, 's'), '--label', 'print', '--format', 'fakenect']), 2);
-  t.match(lines.join('\n'), /sessions \(--label\) are recorded in the face-check format/);
+  t.match(lines.join('\n'), new RegExp(`sessions \\(--label\\) are recorded in ${FORMATS.join(' or ')} \\(the formats liveness-eval replays\\)`));
   t.equal(await run(['record', '--out', path.join(dir, 's'), '--subject', 's01']), 2, 'session details without a label');
   t.match(lines.join('\n'), /--subject describes a labelled session: give --label too/);
   t.notOk(fs.existsSync(path.join(dir, 's')), 'nothing recorded');

@@ -7,9 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { evaluateFolder } from '../device/liveness-eval';
+import { evaluateFolder, supportedFormats } from '../device/liveness-eval';
 import { livenessReportHtml } from '../device/liveness-report';
-import { sdkRecordingFormats } from '../device/record';
 import { recordSession } from '../device/record-session';
 import { KNOWN_LABELS, SessionError } from '../device/session';
 import { cameraFps, checkCameraConfig } from '../device/camera-settings';
@@ -38,8 +37,9 @@ export async function recordSessionCommand(args: Args, io: Io): Promise<number> 
   if (!folder) throw new UsageError('record: --out <folder> is required');
   if (!label) throw new UsageError('record: --label is required for a session');
   const format = stringFlag(args, 'format');
-  const formats = ['face-check', ...sdkRecordingFormats()];
-  if (format !== undefined && !formats.includes(format)) throw new UsageError(`record: sessions (--label) are recorded in ${formats.join(', ')}`);
+  // A session is for liveness-eval: only the formats it replays.
+  const formats = supportedFormats();
+  if (format !== undefined && !formats.includes(format)) throw new UsageError(`record: sessions (--label) are recorded in ${formats.join(' or ')} (the formats liveness-eval replays)`);
   const distance = stringFlag(args, 'distance-cm');
   if (distance !== undefined && !/^\d+(\.\d+)?$/.test(distance)) throw new UsageError('record: --distance-cm must be a number of centimetres (e.g. 70)');
   let result;
