@@ -111,6 +111,17 @@ t.test('ready (device): 503 while the camera is disconnected', async (t) => {
   t.equal(up.json().checks.camera, 'ok');
 });
 
+t.test('ready (device): the camera SDK\'s reason is given, without the paths it names', async (t) => {
+  const camera: LiveFaceSource = {
+    connected: () => false, latest: async () => null,
+    lastError: () => 'cannot play /var/lib/face-check/session.bag: rs2_context_add_device: Failed to create ros reader (lib=/opt/rs/librealsense2.so.2)',
+  };
+  const a = await app(t, { tune: device, deps: { camera } });
+  const down = await a.app.inject({ method: 'GET', url: '/health/ready' });
+  t.equal(down.statusCode, 503);
+  t.same(down.json().reasons, ['the camera is not connected: cannot play <path>: rs2_context_add_device: Failed to create ros reader (lib=<path>)']);
+});
+
 t.test('under event-loop overload live still answers, ready is shed with the reason', async (t) => {
   const a = await app(t, { tune: (c) => { c.server.max_event_loop_delay_ms = 1; } });
   // The delay monitor measures between its own ticks: give it a first one, stall, then poll until the

@@ -163,6 +163,11 @@ export class DeviceCamera implements LiveFaceSource {
     return !this.closed && this.handle.status().connected;
   }
 
+  /** The source's last error (the camera SDK's words), for readiness and the log; empty when none. */
+  lastError(): string {
+    return this.closed ? 'the camera is closed' : this.handle.status().lastError;
+  }
+
   /** The face that passed liveness now or less than recency_ms ago, with a new faceKey; null: none. */
   async latest(): Promise<LiveFace | null> {
     if (this.closed) return null;

@@ -17,6 +17,8 @@ export interface LiveCaptureView {
 export interface LiveFaceSource {
   /** False when the camera is disconnected (R_400). */
   connected(): boolean;
+  /** Why it is disconnected, in the camera SDK's words (empty: unknown). */
+  lastError?(): string;
   /** The live face of the last second, or null when none passed the liveness check (R_404). */
   latest(): Promise<LiveFace | null>;
   /** The capture a faceKey stands for while it is valid, else undefined. */

@@ -12,6 +12,13 @@ export interface LicenceStateSource {
 /** What readiness reads of the camera (src/device/live-face-source.ts). */
 export interface CameraStateSource {
   connected(): boolean;
+  /** Why it is not (the camera SDK's own words, as the source reported them); empty when unknown. */
+  lastError?(): string;
+}
+
+/** A camera error without the file paths it may name (a recording, a library): readiness shows no path. */
+export function withoutPaths(message: string): string {
+  return message.replace(/(^|[\s(=])\/[^\s:,;()]+/g, (_m, lead: string) => `${lead}<path>`);
 }
 
 export interface ReadinessSources {
@@ -58,7 +65,8 @@ export async function readiness(s: ReadinessSources): Promise<Readiness> {
   }
   let camera: CheckResult = 'not used';
   if (s.mode === 'device' && (s.cameraExpected || s.camera)) {
-    camera = s.camera?.connected() ? 'ok' : 'the camera is not connected';
+    const why = s.camera?.lastError?.() ?? '';
+    camera = s.camera?.connected() ? 'ok' : `the camera is not connected${why ? `: ${withoutPaths(why)}` : ''}`;
   }
   const checks = { engine, store, licence, camera };
   const ready = Object.values(checks).every((c) => c === 'ok' || c === 'not used');
