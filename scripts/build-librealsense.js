@@ -15,6 +15,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { cacheDir, packTarball, sha256File } = require('./npm-tarball');
+const PATCHES = require('./librealsense-patches');
 
 const PACKAGE = 'node-librealsense@0.2130.0';
 // The tarball as published: a different one (a republished version) is refused, as for the models.
@@ -36,9 +37,9 @@ const CMAKE_OPTIONS = [
   '-DBUILD_WITH_OPENMP=OFF',
 ];
 
-/** The cache folder of this version, machine and set of build options (a change to any is a new build). */
+/** The cache folder of this version, machine, build options and patches (a change to any is a new build). */
 function libraryRoot() {
-  const key = crypto.createHash('sha256').update(JSON.stringify({ PACKAGE_SHA256, CMAKE_OPTIONS })).digest('hex').slice(0, 12);
+  const key = crypto.createHash('sha256').update(JSON.stringify({ PACKAGE_SHA256, CMAKE_OPTIONS, PATCHES })).digest('hex').slice(0, 12);
   return path.join(cacheDir(), `librealsense2-${VERSION}-${process.platform}-${process.arch}-${key}`);
 }
 
@@ -58,6 +59,17 @@ function sourceTarball() {
   return tarball;
 }
 
+/** Applies scripts/librealsense-patches.js to the extracted source; an edit that does not match once fails. */
+function patchSource(source) {
+  for (const p of PATCHES) {
+    const file = path.join(source, p.file);
+    const text = fs.readFileSync(file, 'utf8');
+    const at = text.indexOf(p.find);
+    if (at < 0 || text.indexOf(p.find, at + 1) >= 0) throw new Error(`patch of ${p.file} does not apply (${p.why})`);
+    fs.writeFileSync(file, text.slice(0, at) + p.replace + text.slice(at + p.find.length));
+  }
+}
+
 const jobs = () => String(os.availableParallelism?.() ?? os.cpus().length);
 
 /**
@@ -74,6 +86,7 @@ function buildLibrary({ log = console.log } = {}) {
   try {
     execFileSync('tar', ['-xzf', sourceTarball(), '-C', scratch, SOURCE_DIR], { stdio: 'inherit' });
     const source = path.join(scratch, SOURCE_DIR);
+    patchSource(source);
     const build = path.join(scratch, 'build');
     fs.mkdirSync(build);
     log(`face-check: building librealsense ${VERSION} from ${PACKAGE} with ${jobs()} jobs (once; cached in ${root})`);
@@ -104,6 +117,7 @@ function buildLibrary({ log = console.log } = {}) {
     fs.cpSync(path.join(source, 'include', 'librealsense2'), path.join(out, 'include', 'librealsense2'), { recursive: true });
     fs.writeFileSync(path.join(out, 'build-info.json'), `${JSON.stringify({
       package: PACKAGE, sha256: PACKAGE_SHA256, version: VERSION, arch: process.arch, cmake_options: CMAKE_OPTIONS,
+      patches: PATCHES.map((p) => `${p.file}: ${p.why}`),
       seconds: Math.round((Date.now() - started) / 1000), jobs: Number(jobs()),
     }, null, 2)}\n`);
     try {
