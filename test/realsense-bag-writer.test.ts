@@ -116,6 +116,52 @@ t.test('the stereo profile degrades depth within a D4xx noise, reproducibly', sk
   t.ok(d.max_error_mm > 0, 'depth is noisy');
 });
 
+/**
+ * A small scene with known geometry, as a face-check recording: a background at 1.5 m, a block at 0.5 m
+ * (a foreground edge), a patch at 0.2 m (nearer than a D435 measures) and a black patch (no texture).
+ */
+function writeKnownScene(dirPath: string, frames: number): { near: number; dark: number; bands: number } {
+  const W = 64, H = 48, F = 52.5, BASELINE_MM = 50;
+  fs.mkdirSync(dirPath);
+  const index = ['face-check-recording 1', `size ${W} ${H}`, `intrinsics ${F} ${F} 31.5 23.5`];
+  const inRect = (x: number, y: number, [x0, y0, x1, y1]: number[]) => x >= x0 && x < x1 && y >= y0 && y < y1;
+  const block = [24, 10, 40, 38], near = [4, 4, 10, 10], dark = [44, 30, 54, 40];
+  for (let i = 0; i < frames; i++) {
+    const rgb = Buffer.alloc(W * H * 3, 128);
+    const depth = Buffer.alloc(W * H * 2);
+    for (let y = 0; y < H; y++) {
+      for (let x = 0; x < W; x++) {
+        const z = inRect(x, y, near) ? 200 : inRect(x, y, block) ? 500 : 1500;
+        depth.writeUInt16BE(z, (y * W + x) * 2);
+        if (inRect(x, y, dark)) rgb.fill(5, (y * W + x) * 3, (y * W + x) * 3 + 3);
+      }
+    }
+    fs.writeFileSync(path.join(dirPath, `${i}.ppm`), Buffer.concat([Buffer.from(`P6\n${W} ${H}\n255\n`), rgb]));
+    fs.writeFileSync(path.join(dirPath, `${i}.pgm`), Buffer.concat([Buffer.from(`P5\n${W} ${H}\n65535\n`), depth]));
+    index.push(`frame ${1_000_000 + Math.round(i * 1e6 / 30)} ${i}.ppm ${i}.pgm`);
+  }
+  fs.writeFileSync(path.join(dirPath, 'recording.txt'), `${index.join('\n')}\n`);
+  // The occlusion band left of each foreground edge: f * B * (1/z_near - 1/z_far) pixels, on each row.
+  const band = (zNear: number, zFar: number, rows: number, room: number) => Math.min(room, Math.floor(F * BASELINE_MM * (1 / zNear - 1 / zFar))) * rows;
+  return { near: 36 * frames, dark: 100 * frames, bands: (band(500, 1500, 28, 24) + band(200, 1500, 6, 4)) * frames };
+}
+
+t.test('the stereo profile: no depth nearer than the minimum range, on black, or left of a foreground edge', skip, async (t) => {
+  const scene = path.join(dir, 'known');
+  const expected = writeKnownScene(scene, 3);
+  const bag = path.join(dir, 'known.bag');
+  writeBag(scene, bag);
+  const plain = verifyBag(scene, bag);
+  t.equal(plain.depth_vs_recording.holes, 0, 'without the profile everything is measured');
+  t.equal(plain.depth_vs_recording.below_min_range, expected.near, 'the near patch included');
+  writeBag(scene, bag, { stereoProfile: true, seed: 3 });
+  const stereo = verifyBag(scene, bag, { stereoProfile: true, seed: 3 });
+  t.equal(stereo.depth.exact, 3, 'every frame as written');
+  t.equal(stereo.depth_vs_recording.below_min_range, 0, 'nothing measured nearer than the minimum range');
+  t.equal(stereo.depth_vs_recording.holes, expected.near + expected.dark + expected.bands,
+    `holes: the near patch (${expected.near}), the black patch (${expected.dark}) and the occlusion bands (${expected.bands}), nothing else`);
+});
+
 t.test('a separate depth camera: its own intrinsics and the depth-to-colour extrinsics', skip, async (t) => {
   const report = roundTrip({ separateDepthCamera: true });
   everyFrameBack(t, report, 'depth', recorded.filter((f) => f.depth).length);
