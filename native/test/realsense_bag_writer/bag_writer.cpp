@@ -360,7 +360,7 @@ int writeBag(const Options& o) {
   RecordingIndex index;
   Geometry g = loadRecording(o, &index);
   const bool withDepth = !o.noDepth && index.hasDepth;
-  std::remove(o.bag.c_str());  // the recorder appends to nothing: a stale file would be replaced anyway
+  std::remove(o.bag.c_str());  // a bag left by an earlier run is replaced, never added to
   int pushedDepth = 0, pushedColour = 0;
   std::atomic<int> seenDepth{0}, seenColour{0};
   {
