@@ -5,7 +5,10 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-const INCLUDE_ROOTS = ['/usr/include', '/usr/local/include'];
+// deps/sdk/include first: the headers scripts/fetch-assets.js fetches for SDKs that no Debian package has
+// (the same pinned version in every build, whatever the machine has installed); CMakeLists.txt searches
+// the same folders in the same order.
+const INCLUDE_ROOTS = [path.join(__dirname, '..', 'deps', 'sdk', 'include'), '/usr/include', '/usr/local/include'];
 const { camera_sources: sources } = require('./sources.json');
 
 /** The folder holding the source's header, or undefined. */
@@ -18,9 +21,18 @@ function headerFolder(spec) {
   return undefined;
 }
 
+const root = path.join(__dirname, '..');
+const missingSources = (spec) => spec.sources.filter((f) => !fs.existsSync(path.join(root, f)));
+
 const found = Object.entries(sources)
   .map(([name, spec]) => ({ name, spec, dir: headerFolder(spec) }))
-  .filter((s) => s.dir);
+  .filter((s) => s.dir)
+  .filter((s) => {
+    const missing = missingSources(s.spec);
+    // As CMakeLists.txt does: a header without its sources leaves the source out, loudly.
+    if (missing.length) process.stderr.write(`face-check: ${s.name} camera source disabled: ${s.spec.header} found but its sources are missing: ${missing.join(' ')}\n`);
+    return missing.length === 0;
+  });
 
 const what = process.argv[2];
 const out = {

@@ -1,6 +1,9 @@
 'use strict';
-// Fetches the ONNX Runtime C headers (build-time only) and the models (run-time) named in models/manifest.json.
+// Fetches the ONNX Runtime C headers and librealsense2's headers (build-time only) and the models (run-time)
+// named in models/manifest.json.
+const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 const { cacheDir, packTarball, extractEntries, sha256, sha256File } = require('./npm-tarball');
 const { rewriteModel } = require('./onnx-rewrites');
@@ -9,6 +12,13 @@ const { tfliteToOnnx } = require('./tflite-to-onnx');
 const root = path.resolve(__dirname, '..');
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'models', 'manifest.json'), 'utf8'));
 const headerDir = path.join(root, 'deps', 'onnxruntime', 'include');
+// Camera SDK headers that no Debian package ships, fetched from npm tarballs: one of the include folders
+// native/camera-sources.js and CMakeLists.txt search for native/sources.json's camera_sources headers.
+const sdkIncludeDir = path.join(root, 'deps', 'sdk', 'include');
+// librealsense2's C and C++ headers: from the librealsense 2.13 source that node-librealsense ships (the
+// same tarball scripts/build-librealsense.js builds the tests' library from). The realsense source only
+// compiles against them; it opens librealsense2.so.2 at run time.
+const REALSENSE_HEADERS = { source: 'node-librealsense@0.2130.0', dir: 'package/librealsense/include/librealsense2' };
 
 /** The sha256 of the file the engine loads: the published model's, or that of its converted and rewritten form. */
 const installedSha256 = (m) => m.rewritten_sha256 ?? m.sha256;
@@ -88,10 +98,35 @@ function fetchOrtHeaders() {
   return headerDir;
 }
 
-module.exports = { fetchModels, fetchOrtHeaders, modelsPresent, extractPublishedModels, headerDir };
+function fetchRealsenseHeaders() {
+  const dest = path.join(sdkIncludeDir, 'librealsense2');
+  if (fs.existsSync(path.join(dest, 'rs.h'))) return sdkIncludeDir;
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-rs-'));
+  try {
+    execFileSync('tar', ['-xzf', packTarball(REALSENSE_HEADERS.source), '-C', scratch, REALSENSE_HEADERS.dir], { stdio: 'inherit' });
+    // Copied whole into a scratch name, then renamed: a half-copied folder never passes for the headers.
+    const partial = `${dest}.partial-${process.pid}`;
+    fs.rmSync(partial, { recursive: true, force: true });
+    fs.cpSync(path.join(scratch, REALSENSE_HEADERS.dir), partial, { recursive: true });
+    fs.rmSync(dest, { recursive: true, force: true });
+    fs.renameSync(partial, dest);
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+  console.log(`face-check: librealsense2 headers from ${REALSENSE_HEADERS.source}`);
+  return sdkIncludeDir;
+}
+
+/** Every header the native build needs: ONNX Runtime's and the camera SDKs' that no Debian package has. */
+function fetchHeaders() {
+  fetchOrtHeaders();
+  fetchRealsenseHeaders();
+}
+
+module.exports = { fetchModels, fetchOrtHeaders, fetchRealsenseHeaders, fetchHeaders, modelsPresent, extractPublishedModels, headerDir, sdkIncludeDir };
 
 if (require.main === module) {
   const what = process.argv[2] || 'all';
   if (what === 'models' || what === 'all') fetchModels();
-  if (what === 'headers' || what === 'all') fetchOrtHeaders();
+  if (what === 'headers' || what === 'all') fetchHeaders();
 }

@@ -11,7 +11,7 @@
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { fetchModels, fetchOrtHeaders } = require('./fetch-assets');
+const { fetchModels, fetchHeaders } = require('./fetch-assets');
 
 const root = path.resolve(__dirname, '..');
 const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: 'inherit' });
@@ -36,7 +36,7 @@ function hasModule(name) {
 }
 
 function buildAddon() {
-  fetchOrtHeaders();
+  fetchHeaders();
   // cmake-js is the primary build (a dev dependency); node-gyp, which npm carries, is the fallback.
   if (hasModule('cmake-js')) run(process.execPath, [require.resolve('cmake-js/bin/cmake-js', { paths: [root] }), 'compile']);
   // npm names the node-gyp it carries in npm_config_node_gyp while it runs install scripts; npx is the

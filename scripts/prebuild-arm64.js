@@ -9,7 +9,7 @@ const { execFileSync, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { fetchOrtHeaders } = require('./fetch-assets');
+const { fetchHeaders } = require('./fetch-assets');
 
 const root = path.resolve(__dirname, '..');
 const TRIPLET = 'aarch64-linux-gnu';
@@ -58,7 +58,7 @@ function nodeHeadersDir() {
 }
 
 function crossBuild() {
-  fetchOrtHeaders();
+  fetchHeaders();
   const staging = stagingFolder();
   const started = Date.now();
   try {
