@@ -383,17 +383,19 @@ float noseOffset(const DepthContext& c, const std::vector<Sample>& pts) {
   return static_cast<float>(std::hypot(nu - c.lm[30].x, nv - c.lm[30].y) / c.iod);
 }
 
-// The projector's dot pattern on the face: at each face sample (a pixel with depth on the face), how far
-// the infrared level departs from its 3x3 neighbourhood's mean, relative to that mean; averaged. A sample
-// the infrared image has nothing around counts as patternless.
+// The projector's dot pattern on the face: at each face sample (a pixel with depth on the face) whose
+// infrared level and most of its 3x3 neighbours are known, how far the level departs from the
+// neighbourhood's mean, relative to that mean; averaged. A face whose infrared image is mostly unknown (a
+// source that maps it through a sparse depth) shows no pattern.
 float infraredPattern(const CameraFrame& frame, const std::vector<Sample>& pts) {
   const int W = frame.width, H = frame.height;
   double sum = 0;
-  size_t n = 0;
+  size_t known = 0;
   for (const Sample& s : pts) {
     const int x = static_cast<int>(s.u + 0.5f), y = static_cast<int>(s.v + 0.5f);
     if (x < 1 || y < 1 || x >= W - 1 || y >= H - 1) continue;
-    ++n;
+    const uint8_t centre = frame.ir[static_cast<size_t>(y) * W + x];
+    if (!centre) continue;
     double local = 0;
     int count = 0;
     for (int dy = -1; dy <= 1; ++dy)
@@ -401,12 +403,13 @@ float infraredPattern(const CameraFrame& frame, const std::vector<Sample>& pts) 
         const uint8_t v = frame.ir[static_cast<size_t>(y + dy) * W + x + dx];
         if (v) { local += v; ++count; }
       }
-    const uint8_t centre = frame.ir[static_cast<size_t>(y) * W + x];
-    if (!centre || count < 5) continue;
+    if (count < 5) continue;
     local /= count;
     sum += std::fabs(centre - local) / std::max(1.0, local);
+    ++known;
   }
-  return n ? static_cast<float>(sum / n) : 0.0f;
+  if (known < 20 || known * 10 < pts.size() * 3) return 0.0f;
+  return static_cast<float>(sum / known);
 }
 
 uint32_t failedChecks(const DepthFeatures& f, const LivenessConfig& cfg) {

@@ -12,6 +12,8 @@
 //   --separate-depth-camera      depth in the depth imager's own frame and intrinsics, not registered to
 //                                colour (what a D435 streams: the reader must align it with rs2::align)
 //   --no-depth                   a device without a depth sensor (colour only)
+// A recording that holds infrared images (the synthetic source with infrared = true) gets the stereo
+// module's left infrared stream too (Y8, index 1, on depth's pixel grid and intrinsics, as a D4xx gives it).
 //   --seed <n>                   the stereo profile's noise seed (default 1)
 //   --realtime                   push each frame at its recorded time: the bag's message times (which
 //                                librealsense paces real-time playback by) then follow the recording; by
@@ -107,7 +109,7 @@ constexpr int kMaxInFlight = 8;
 constexpr auto kDrainTimeout = std::chrono::seconds(60);
 constexpr int kDefaultFps = 30;
 // The streams' unique ids within the device (any two distinct values).
-constexpr int kDepthUid = 0, kColourUid = 1;
+constexpr int kDepthUid = 0, kColourUid = 1, kInfraredUid = 2;
 
 struct Options {
   std::string recording, bag;
@@ -271,8 +273,11 @@ void applyStereoProfile(std::vector<double>& z, const std::vector<uint8_t>& rgb,
  * the colour intrinsics, moved by the colour-to-depth extrinsics, projected with the depth intrinsics; the
  * nearest surface wins where several land on one depth pixel (a z-buffer), as the imager would see it.
  */
-std::vector<double> toDepthCamera(const std::vector<double>& z, const Geometry& g) {
+std::vector<double> toDepthCamera(const std::vector<double>& z, const Geometry& g,
+                                  const std::vector<uint8_t>* infrared = nullptr, std::vector<uint8_t>* infraredOut = nullptr) {
   std::vector<double> out(z.size(), 0.0);
+  std::vector<double> irDepth(infraredOut ? z.size() : 0, 0.0);
+  if (infraredOut) infraredOut->assign(z.size(), 0);
   const rs2_intrinsics& c = g.colour;
   const rs2_intrinsics& d = g.depth;
   const double tx = g.depthToColour.translation[0] * 1000.0, ty = g.depthToColour.translation[1] * 1000.0,
@@ -290,6 +295,27 @@ std::vector<double> toDepthCamera(const std::vector<double>& z, const Geometry& 
       if (ud < 0 || vd < 0 || ud >= g.width || vd >= g.height) continue;
       double& cell = out[static_cast<size_t>(vd) * g.width + ud];
       if (cell == 0 || zd < cell) cell = zd;
+      // The infrared image is whole on the left imager (it is an image, holes or not in depth): each colour
+      // pixel's level fills the depth pixels its footprint covers, nearest surface kept.
+      if (infrared && infraredOut) {
+        const uint8_t level = (*infrared)[static_cast<size_t>(v) * g.width + u];
+        auto px = [&](double du, double dv, int* x, int* y) {
+          double xc2 = (u + du - c.ppx) / c.fx * zc, yc2 = (v + dv - c.ppy) / c.fy * zc;
+          *x = static_cast<int>(std::lround(d.fx * (xc2 - tx) / zd + d.ppx));
+          *y = static_cast<int>(std::lround(d.fy * (yc2 - ty) / zd + d.ppy));
+        };
+        int xa, ya, xb, yb;
+        px(-0.5, -0.5, &xa, &ya);
+        px(0.5, 0.5, &xb, &yb);
+        for (int y = std::max(0, std::min(ya, yb)); y <= std::min(g.height - 1, std::max(ya, yb)); ++y)
+          for (int x = std::max(0, std::min(xa, xb)); x <= std::min(g.width - 1, std::max(xa, xb)); ++x) {
+            const size_t at = static_cast<size_t>(y) * g.width + x;
+            if (irDepth[at] == 0 || zd < irDepth[at]) {
+              irDepth[at] = zd;
+              (*infraredOut)[at] = level;
+            }
+          }
+      }
     }
   }
   return out;
@@ -337,7 +363,11 @@ CameraFrame loadFrame(const RecordingIndex& index, size_t i) {
 // ---- Writing ----------------------------------------------------------------------------------------------
 
 // Frames pushed and not yet released by librealsense, per stream; the deleters are plain functions.
-std::atomic<int> gDepthInFlight{0}, gColourInFlight{0};
+std::atomic<int> gDepthInFlight{0}, gColourInFlight{0}, gInfraredInFlight{0};
+void releaseInfrared(void* p) {
+  delete[] static_cast<uint8_t*>(p);
+  --gInfraredInFlight;
+}
 void releaseDepth(void* p) {
   delete[] static_cast<uint8_t*>(p);
   --gDepthInFlight;
@@ -360,22 +390,27 @@ int writeBag(const Options& o) {
   RecordingIndex index;
   Geometry g = loadRecording(o, &index);
   const bool withDepth = !o.noDepth && index.hasDepth;
+  const bool withInfrared = withDepth && !index.frames.front().infrared.empty();
   std::remove(o.bag.c_str());  // a bag left by an earlier run is replaced, never added to
-  int pushedDepth = 0, pushedColour = 0;
-  std::atomic<int> seenDepth{0}, seenColour{0};
+  int pushedDepth = 0, pushedColour = 0, pushedInfrared = 0;
+  std::atomic<int> seenDepth{0}, seenColour{0}, seenInfrared{0};
   {
     rs2::software_device dev;
     // A D435's sensors, in its order: the stereo module first, then the RGB camera.
     std::optional<rs2::software_sensor> depthSensor;
     if (withDepth) depthSensor = dev.add_sensor("Stereo Module");
     rs2::software_sensor colourSensor = dev.add_sensor("RGB Camera");
-    rs2::stream_profile depthStream, colourStream;
+    rs2::stream_profile depthStream, colourStream, infraredStream;
     colourStream = colourSensor.add_video_stream({RS2_STREAM_COLOR, 0, kColourUid, g.width, g.height, g.fps, 3, RS2_FORMAT_RGB8, g.colour});
     if (withDepth) {
       depthStream = depthSensor->add_video_stream({RS2_STREAM_DEPTH, 0, kDepthUid, g.width, g.height, g.fps, 2, RS2_FORMAT_Z16, g.depth});
       depthSensor->add_read_only_option(RS2_OPTION_DEPTH_UNITS, o.depthUnits);
       depthSensor->add_read_only_option(RS2_OPTION_STEREO_BASELINE, static_cast<float>(kBaselineMm));
       depthStream.register_extrinsics_to(colourStream, g.depthToColour);
+      if (withInfrared) {
+        infraredStream = depthSensor->add_video_stream({RS2_STREAM_INFRARED, 1, kInfraredUid, g.width, g.height, g.fps, 1, RS2_FORMAT_Y8, g.depth});
+        infraredStream.register_extrinsics_to(depthStream, {{1, 0, 0, 0, 1, 0, 0, 0, 1}, {0, 0, 0}});
+      }
     }
 
     rs2::recorder rec(o.bag, dev);
@@ -386,9 +421,10 @@ int writeBag(const Options& o) {
       if (name == "Stereo Module") recDepth = s;
       if (name == "RGB Camera") recColour = s;
     }
-    if (withDepth) recDepth.open(depthStream);
+    if (withInfrared) recDepth.open(std::vector<rs2::stream_profile>{depthStream, infraredStream});
+    else if (withDepth) recDepth.open(depthStream);
     recColour.open(colourStream);
-    if (withDepth) recDepth.start([&](rs2::frame) { ++seenDepth; });
+    if (withDepth) recDepth.start([&](rs2::frame f) { ++(f.get_profile().stream_type() == RS2_STREAM_INFRARED ? seenInfrared : seenDepth); });
     recColour.start([&](rs2::frame) { ++seenColour; });
 
     const auto wallStart = Clock::now();
@@ -396,13 +432,26 @@ int writeBag(const Options& o) {
     for (size_t i = 0; i < index.frames.size(); ++i) {
       CameraFrame f = loadFrame(index, i);
       if (o.realtime) std::this_thread::sleep_until(wallStart + std::chrono::microseconds(index.frames[i].timestampUs - firstUs));
-      bool room = waitUntil([] { return gDepthInFlight < kMaxInFlight && gColourInFlight < kMaxInFlight; }, kDrainTimeout);
+      bool room = waitUntil([] { return gDepthInFlight < kMaxInFlight && gColourInFlight < kMaxInFlight && gInfraredInFlight < kMaxInFlight; }, kDrainTimeout);
       if (!room) {
         std::fprintf(stderr, "bag_writer: the recorder stopped releasing frames (frame %zu)\n", i);
         return 1;
       }
       const double timestampMs = static_cast<double>(index.frames[i].timestampUs) / 1000.0;
       const int frameNumber = static_cast<int>(i) + 1;
+      if (withInfrared && f.ir.size() == f.rgb.size() / 3) {
+        std::vector<uint8_t> ir = f.ir;
+        if (o.separate) {
+          std::vector<double> z(f.depth.begin(), f.depth.end());
+          toDepthCamera(z, g, &f.ir, &ir);
+        }
+        auto* irPixels = new uint8_t[ir.size()];
+        std::memcpy(irPixels, ir.data(), ir.size());
+        ++gInfraredInFlight;
+        ++pushedInfrared;
+        depthSensor->on_video_frame({irPixels, releaseInfrared, g.width, 1, timestampMs, RS2_TIMESTAMP_DOMAIN_HARDWARE_CLOCK,
+                                    frameNumber, infraredStream});
+      }
       if (withDepth && !f.depth.empty()) {
         std::vector<uint16_t> depth = streamedDepth(f, i, o, g);
         auto* pixels = new uint8_t[depth.size() * 2];
@@ -420,8 +469,8 @@ int writeBag(const Options& o) {
                                    frameNumber, colourStream});
     }
     // Every frame written and released before the sensors stop (see the top of this file).
-    bool drained = waitUntil([] { return gDepthInFlight == 0 && gColourInFlight == 0; }, kDrainTimeout);
-    if (!drained || seenDepth != pushedDepth || seenColour != pushedColour) {
+    bool drained = waitUntil([] { return gDepthInFlight == 0 && gColourInFlight == 0 && gInfraredInFlight == 0; }, kDrainTimeout);
+    if (!drained || seenDepth != pushedDepth || seenColour != pushedColour || seenInfrared != pushedInfrared) {
       std::fprintf(stderr, "bag_writer: frames lost while recording: depth %d of %d delivered, colour %d of %d, "
                    "%d + %d never released\n", seenDepth.load(), pushedDepth, seenColour.load(), pushedColour,
                    gDepthInFlight.load(), gColourInFlight.load());
@@ -432,7 +481,8 @@ int writeBag(const Options& o) {
     if (withDepth) recDepth.close();
     recColour.close();
   }  // the recorder flushes its writer and closes the file here
-  std::printf("{\"depth_frames\":%d,\"colour_frames\":%d,\"fps\":%d}\n", pushedDepth, pushedColour, g.fps);
+  std::printf("{\"depth_frames\":%d,\"colour_frames\":%d,\"infrared_frames\":%d,\"fps\":%d}\n", pushedDepth, pushedColour,
+              pushedInfrared, g.fps);
   return 0;
 }
 
@@ -555,6 +605,7 @@ int verifyBag(const Options& o) {
   std::vector<Played> played;
   std::atomic<int> delivered{0};
   auto onFrame = [&](rs2::frame f) {
+    if (f.get_profile().stream_type() == RS2_STREAM_INFRARED) return;  // compared: depth and colour
     auto v = f.as<rs2::video_frame>();
     Played p{f.get_profile().stream_type() == RS2_STREAM_DEPTH, std::llround(f.get_timestamp() * 1000.0),
              f.get_frame_timestamp_domain(), f.get_frame_number(), v ? v.get_stride_in_bytes() : 0, {}};

@@ -29,6 +29,7 @@ struct RealSenseApi {
   X(rs2_get_device_info) X(rs2_supports_device_info) X(rs2_set_devices_changed_callback)                  \
   X(rs2_context_add_device) X(rs2_context_remove_device) X(rs2_create_record_device)                      \
   X(rs2_playback_device_set_real_time) X(rs2_playback_device_get_current_status)                          \
+  X(rs2_playback_device_pause) X(rs2_playback_device_resume) X(rs2_playback_seek)                          \
   X(rs2_query_sensors) X(rs2_get_sensors_count) X(rs2_create_sensor) X(rs2_delete_sensor)                 \
   X(rs2_delete_sensor_list) X(rs2_get_sensor_info) X(rs2_supports_sensor_info)                            \
   X(rs2_supports_option) X(rs2_get_option) X(rs2_set_option) X(rs2_is_option_read_only)                   \
@@ -39,7 +40,7 @@ struct RealSenseApi {
   X(rs2_get_frame_stride_in_bytes) X(rs2_get_frame_timestamp) X(rs2_get_frame_timestamp_domain)           \
   X(rs2_get_frame_number) X(rs2_get_frame_stream_profile) X(rs2_release_frame) X(rs2_frame_add_ref)      \
   X(rs2_is_frame_extendable_to) X(rs2_embedded_frames_count) X(rs2_extract_frame)                         \
-  X(rs2_create_align) X(rs2_create_sync_processing_block) X(rs2_start_processing_fptr)                    \
+  X(rs2_create_align) X(rs2_create_processing_block_fptr) X(rs2_allocate_composite_frame) X(rs2_synthetic_frame_ready)                    \
   X(rs2_start_processing_queue) X(rs2_process_frame) X(rs2_delete_processing_block)                       \
   X(rs2_create_frame_queue) X(rs2_delete_frame_queue) X(rs2_poll_for_frame)
 #define FACE_CHECK_RS2_MEMBER(name) decltype(&::name) name = nullptr;

@@ -18,11 +18,11 @@ namespace facecheck {
 
 namespace {
 
-// How many synced frame sets wait for read(): a live camera keeps only the newest ones (the analysis
-// wants the present moment), a recording played frame by frame holds a few so the SDK's reader can work
-// ahead while one is analysed.
+// How many matched frame sets wait for read(): a live camera keeps only the newest ones (the analysis
+// wants the present moment); a recording played frame by frame holds the SDK's reader once kFileQueue wait.
 constexpr size_t kLiveQueue = 2;
 constexpr size_t kFileQueue = 4;
+constexpr size_t kPendingPerStream = 32;  // frames of one stream waiting for their partners
 constexpr int kWaitStepMs = 50;
 
 struct StreamInfo {
@@ -48,61 +48,102 @@ RealSenseHandle<rs2_frame> RealSenseCamera::hold(rs2_frame* f) const {
   return RealSenseHandle<rs2_frame>(f, [api](rs2_frame* p) { if (p) api->rs2_release_frame(p); });
 }
 
+int RealSenseCamera::streamSlot(rs2_frame* frame) const {
+  rs2_error* e = nullptr;
+  StreamInfo s;
+  api_->rs2_get_stream_profile_data(api_->rs2_get_frame_stream_profile(frame, &e), &s.stream, &s.format, &s.index, &s.uid,
+                                    &s.fps, &e);
+  if (e) {
+    api_->rs2_free_error(e);
+    return -1;
+  }
+  if (s.stream == RS2_STREAM_DEPTH) return kDepth;
+  if (s.stream == RS2_STREAM_COLOR) return kColour;
+  if (s.stream == RS2_STREAM_INFRARED) return kInfrared;
+  return -1;
+}
+
 void RealSenseCamera::onSensorFrame(rs2_frame* frame, void* user) {
   auto* self = static_cast<RealSenseCamera*>(user);
   const RealSenseApi& api = *self->api_;
-  {
-    std::lock_guard<std::mutex> lock(self->mutex_);
-    if (self->stopping_ || !self->syncer_) {
-      api.rs2_release_frame(frame);
-      return;
-    }
-  }
+  const int slot = self->streamSlot(frame);
   rs2_error* e = nullptr;
-  api.rs2_process_frame(self->syncer_.get(), frame, &e);  // takes the frame
+  const double ts = api.rs2_get_frame_timestamp(frame, &e);
   if (e) api.rs2_free_error(e);
+  std::unique_lock<std::mutex> lock(self->mutex_);
+  // Playing a recording frame by frame: the SDK's reader (in its real-time mode) waits for this callback,
+  // so holding it here while sets wait loses none.
+  if (self->lossless())
+    self->changed_.wait(lock, [&] { return self->stopping_ || self->framesets_.size() < kFileQueue; });
+  if (self->stopping_ || slot < 0 || e) {
+    api.rs2_release_frame(frame);
+    return;
+  }
+  auto& pending = self->pending_[slot];
+  pending.push_back(Pending{frame, ts});
+  while (pending.size() > kPendingPerStream) {
+    api.rs2_release_frame(pending.front().frame);
+    pending.pop_front();
+  }
+  self->matchPending();
 }
 
-void RealSenseCamera::onSynced(rs2_frame* frameset, void* user) {
+void RealSenseCamera::matchPending() {
+  // A set is one frame of each stream from the same moment: the fronts of the per-stream queues within half
+  // a frame period of each other. A front that is older than that has no partner left: it is dropped.
+  const int slots = infraredProfile_ ? 3 : 2;
+  for (;;) {
+    for (int i = 0; i < slots; ++i)
+      if (pending_[i].empty()) return;
+    int oldest = 0, newest = 0;
+    for (int i = 1; i < slots; ++i) {
+      if (pending_[i].front().ts < pending_[oldest].front().ts) oldest = i;
+      if (pending_[i].front().ts > pending_[newest].front().ts) newest = i;
+    }
+    if (pending_[newest].front().ts - pending_[oldest].front().ts > halfPeriodMs_) {
+      api_->rs2_release_frame(pending_[oldest].front().frame);
+      pending_[oldest].pop_front();
+      continue;
+    }
+    FrameSet set{};
+    for (int i = 0; i < slots; ++i) {
+      set[i] = pending_[i].front().frame;
+      pending_[i].pop_front();
+    }
+    if (!lossless()) {
+      while (framesets_.size() >= kLiveQueue) {
+        releaseSet(framesets_.front());
+        framesets_.pop_front();
+      }
+    }
+    framesets_.push_back(set);
+    changed_.notify_all();
+  }
+}
+
+void RealSenseCamera::releaseSet(const FrameSet& set) const {
+  for (rs2_frame* f : set)
+    if (f) api_->rs2_release_frame(f);
+}
+
+void RealSenseCamera::onCompose(rs2_frame* trigger, rs2_source* source, void* user) {
   auto* self = static_cast<RealSenseCamera*>(user);
   const RealSenseApi& api = *self->api_;
   rs2_error* e = nullptr;
-  // The syncer also hands on frames it could not match: only a set with depth and colour is a frame.
-  bool depth = false, colour = false;
-  if (api.rs2_is_frame_extendable_to(frameset, RS2_EXTENSION_COMPOSITE_FRAME, &e) && !e) {
-    int n = api.rs2_embedded_frames_count(frameset, &e);
-    for (int i = 0; !e && i < n; ++i) {
-      rs2_frame* f = api.rs2_extract_frame(frameset, i, &e);
-      if (e || !f) break;
-      StreamInfo s;
-      api.rs2_get_stream_profile_data(api.rs2_get_frame_stream_profile(f, &e), &s.stream, &s.format, &s.index, &s.uid,
-                                      &s.fps, &e);
-      depth |= s.stream == RS2_STREAM_DEPTH;
-      colour |= s.stream == RS2_STREAM_COLOR;
-      api.rs2_release_frame(f);
-    }
+  // The set read() is composing: one composite frame of it, references of its own.
+  std::vector<rs2_frame*> frames;
+  for (rs2_frame* f : self->composing_) {
+    if (!f) continue;
+    api.rs2_frame_add_ref(f, &e);
+    if (e) break;
+    frames.push_back(f);
+  }
+  if (!e) {
+    rs2_frame* composite = api.rs2_allocate_composite_frame(source, frames.data(), static_cast<int>(frames.size()), &e);
+    if (!e) api.rs2_synthetic_frame_ready(source, composite, &e);
   }
   if (e) api.rs2_free_error(e);
-  if (!depth || !colour) {
-    api.rs2_release_frame(frameset);
-    return;
-  }
-  std::unique_lock<std::mutex> lock(self->mutex_);
-  if (self->lossless()) {
-    // The SDK's reader waits for this callback: no frame of the recording is dropped.
-    self->changed_.wait(lock, [&] { return self->stopping_ || self->framesets_.size() < kFileQueue; });
-  } else {
-    while (self->framesets_.size() >= kLiveQueue) {
-      api.rs2_release_frame(self->framesets_.front());
-      self->framesets_.pop_front();
-    }
-  }
-  if (self->stopping_) {
-    api.rs2_release_frame(frameset);
-    return;
-  }
-  self->framesets_.push_back(frameset);
-  self->changed_.notify_all();
+  api.rs2_release_frame(trigger);
 }
 
 void RealSenseCamera::onDevicesChanged(rs2_device_list* removed, rs2_device_list* added, void* user) {
@@ -125,6 +166,7 @@ Result RealSenseCamera::open() {
   close();
   interrupted_ = false;
   disconnected_ = false;
+  lastRawTs_ = -1;
   if (ended_) return Result::fail(Status::CameraNotConnected, "the recording has ended");
   if (!api_) {
     Result r = loadRealSense(options_.library, &api_);
@@ -156,7 +198,10 @@ Result RealSenseCamera::openDevice() {
       api->rs2_context_remove_device(ctx, path.c_str(), &err);
       if (err) api->rs2_free_error(err);
     });
-    api->rs2_playback_device_set_real_time(dev, options_.realtime ? 1 : 0, &e);
+    // Always the SDK's real-time mode: the mode in which its reader waits for each frame callback (its
+    // other mode keeps a few frames per stream and drops the oldest); realtime = false then holds the reader
+    // in the callback until read() takes the sets waiting.
+    api->rs2_playback_device_set_real_time(dev, 1, &e);
     if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(*api, e));
     label_ = "RealSense recording " + options_.bag;
   } else {
@@ -248,6 +293,7 @@ Result RealSenseCamera::chooseStreams() {
   if (!colour.profile) return Result::fail(Status::CameraNotConnected, label_ + " offers no RGB8 colour stream");
   depthProfile_ = depth.profile;
   colourProfile_ = colour.profile;
+  halfPeriodMs_ = 500.0 / std::max(1, std::max(depth.info.fps, colour.info.fps));
   depthSensor_ = depth.sensor;
   colourSensor_ = colour.sensor;
   // The infrared image lies on depth's pixel grid only when it is the left imager's, at depth's size.
@@ -285,14 +331,17 @@ Result RealSenseCamera::chooseStreams() {
 Result RealSenseCamera::startStreams() {
   auto api = api_;
   rs2_error* e = nullptr;
-  rs2_processing_block* syncer = api->rs2_create_sync_processing_block(&e);
-  if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(*api, e));
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    syncer_ = RealSenseHandle<rs2_processing_block>(syncer, [api](rs2_processing_block* b) { api->rs2_delete_processing_block(b); });
     stopping_ = false;
   }
-  api->rs2_start_processing_fptr(syncer, &RealSenseCamera::onSynced, this, &e);
+  rs2_processing_block* composer = api->rs2_create_processing_block_fptr(&RealSenseCamera::onCompose, this, &e);
+  if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(*api, e));
+  composer_ = RealSenseHandle<rs2_processing_block>(composer, [api](rs2_processing_block* b) { api->rs2_delete_processing_block(b); });
+  rs2_frame_queue* composed = api->rs2_create_frame_queue(1, &e);
+  if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(*api, e));
+  composed_ = RealSenseHandle<rs2_frame_queue>(composed, [api](rs2_frame_queue* q) { api->rs2_delete_frame_queue(q); });
+  api->rs2_start_processing_queue(composer, composed, &e);
   if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(*api, e));
   rs2_processing_block* align = api->rs2_create_align(RS2_STREAM_COLOR, &e);
   if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(*api, e));
@@ -303,6 +352,9 @@ Result RealSenseCamera::startStreams() {
   api->rs2_start_processing_queue(align, queue, &e);
   if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(*api, e));
 
+  // A recording waits, paused, until every sensor runs: its reader would otherwise drop the first frames of
+  // the streams not started yet.
+  if (!options_.bag.empty()) setPaused(true);
   // Each sensor opens all its chosen streams at once (depth and infrared share the stereo module).
   std::vector<int> order = {depthSensor_};
   if (colourSensor_ != depthSensor_) order.push_back(colourSensor_);
@@ -320,13 +372,33 @@ Result RealSenseCamera::startStreams() {
     if (e) return Result::fail(Status::CameraNotConnected, "cannot start " + label_ + ": " + takeRealSenseError(*api, e));
     started_.back() = si;
   }
+  if (!options_.bag.empty()) {
+    // From its start: what was read before the pause is delivered again and skipped by its timestamp.
+    api->rs2_playback_seek(device_.get(), 0, &e);
+    if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(*api, e));
+    setPaused(false);
+  }
   return {};
+}
+
+void RealSenseCamera::setPaused(bool paused) {
+  if (options_.bag.empty() || !device_ || paused_ == paused) return;
+  rs2_error* e = nullptr;
+  // Both wait for the SDK's reader (pause also for the frame callbacks in progress): never called from them.
+  if (paused) api_->rs2_playback_device_pause(device_.get(), &e);
+  else api_->rs2_playback_device_resume(device_.get(), &e);
+  if (e) api_->rs2_free_error(e);
+  else paused_ = paused;
 }
 
 void RealSenseCamera::releaseQueued() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (rs2_frame* f : framesets_) api_->rs2_release_frame(f);
+  for (const FrameSet& set : framesets_) releaseSet(set);
   framesets_.clear();
+  for (auto& pending : pending_) {
+    for (const Pending& p : pending) api_->rs2_release_frame(p.frame);
+    pending.clear();
+  }
 }
 
 void RealSenseCamera::close() {
@@ -336,6 +408,9 @@ void RealSenseCamera::close() {
     stopping_ = true;
     changed_.notify_all();
   }
+  // A recording is paused first (its callbacks released above): its reader stops the sensors itself at the
+  // end of the file, and a stop from here at that moment crashes inside the SDK; paused, it reads no more.
+  if (!started_.empty()) setPaused(true);
   rs2_error* e = nullptr;
   for (auto it = started_.rbegin(); it != started_.rend(); ++it) {
     int si = *it >= 0 ? *it : -1 - *it;
@@ -345,13 +420,12 @@ void RealSenseCamera::close() {
     if (e) api_->rs2_free_error(e), e = nullptr;
   }
   started_.clear();
+  paused_ = false;
   releaseQueued();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    syncer_.reset();
-  }
   aligned_.reset();
   align_.reset();
+  composed_.reset();
+  composer_.reset();
   depthProfile_ = colourProfile_ = infraredProfile_ = nullptr;
   profileLists_.clear();
   sensors_.clear();
@@ -376,44 +450,63 @@ bool RealSenseCamera::playbackStopped() const {
 }
 
 Result RealSenseCamera::read(CameraFrame* frame) {
-  if (!device_) return Result::fail(Status::CameraNotConnected, "RealSense camera not open");
-  const auto start = std::chrono::steady_clock::now();
-  rs2_frame* frameset = nullptr;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      if (!framesets_.empty()) {
-        frameset = framesets_.front();
-        framesets_.pop_front();
-        changed_.notify_all();
-        break;
-      }
-      if (interrupted_) return Result::fail(Status::CameraNotConnected, "capture interrupted");
-      if (disconnected_) return Result::fail(Status::CameraNotConnected, label_ + " disconnected");
-      lock.unlock();
-      // A recording that reached its end: played again from the start, or over.
-      if (playbackStopped()) {
-        if (!options_.loop) {
-          ended_ = true;
-          return Result::fail(Status::CameraNotConnected, "the recording has ended");
+  for (;;) {
+    if (!device_) return Result::fail(Status::CameraNotConnected, "RealSense camera not open");
+    const auto start = std::chrono::steady_clock::now();
+    FrameSet set{};
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      for (;;) {
+        if (!framesets_.empty()) {
+          set = framesets_.front();
+          framesets_.pop_front();
+          changed_.notify_all();
+          break;
         }
-        Result r = open();
-        if (!r.ok()) return r;
+        if (interrupted_) return Result::fail(Status::CameraNotConnected, "capture interrupted");
+        if (disconnected_) return Result::fail(Status::CameraNotConnected, label_ + " disconnected");
+        lock.unlock();
+        // A recording that reached its end: played again from the start, or over.
+        if (playbackStopped()) {
+          if (!options_.loop) {
+            ended_ = true;
+            return Result::fail(Status::CameraNotConnected, "the recording has ended");
+          }
+          Result r = open();
+          if (!r.ok()) return r;
+        }
+        lock.lock();
+        if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(options_.stallMs))
+          return Result::fail(Status::CameraNotConnected, label_ + " stopped sending frames");
+        changed_.wait_for(lock, std::chrono::milliseconds(kWaitStepMs));
       }
-      lock.lock();
-      if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(options_.stallMs))
-        return Result::fail(Status::CameraNotConnected, label_ + " stopped sending frames");
-      changed_.wait_for(lock, std::chrono::milliseconds(kWaitStepMs));
     }
+    sawFrame_ = true;
+    // The set becomes one composite frame (our composer block), the form the SDK's align block takes.
+    rs2_error* e = nullptr;
+    composing_ = set;
+    rs2_frame* trigger = set[kColour];
+    api_->rs2_frame_add_ref(trigger, &e);
+    if (!e) api_->rs2_process_frame(composer_.get(), trigger, &e);
+    composing_ = FrameSet{};
+    releaseSet(set);
+    if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(*api_, e));
+    rs2_frame* composite = nullptr;
+    if (!api_->rs2_poll_for_frame(composed_.get(), &composite, &e) || !composite) {
+      if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(*api_, e));
+      return Result::fail(Status::CameraNotConnected, "could not bundle a frame set");
+    }
+    bool skipped = false;
+    Result r = takeFrameset(composite, frame, &skipped);
+    if (!r.ok() || !skipped) return r;
   }
-  sawFrame_ = true;
-  return takeFrameset(frameset, frame);
 }
 
-Result RealSenseCamera::takeFrameset(rs2_frame* frameset, CameraFrame* frame) {
+Result RealSenseCamera::takeFrameset(rs2_frame* frameset, CameraFrame* frame, bool* skipped) {
   const RealSenseApi& api = *api_;
   auto original = hold(frameset);
   rs2_error* e = nullptr;
+  *skipped = false;
   // The align block takes a reference of its own; the original set is still needed for the infrared image.
   api.rs2_frame_add_ref(frameset, &e);
   if (!e) api.rs2_process_frame(align_.get(), frameset, &e);
@@ -451,6 +544,12 @@ Result RealSenseCamera::takeFrameset(rs2_frame* frameset, CameraFrame* frame) {
   const double tsMs = api.rs2_get_frame_timestamp(colour.get(), &e);
   if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(api, e));
   if (dw != w || dh != h) return Result::fail(Status::CameraNotConnected, "aligned depth is not the colour frame's size");
+  const int64_t raw = static_cast<int64_t>(std::llround(tsMs * 1000.0));
+  if (!options_.bag.empty() && lastRawTs_ >= 0 && raw <= lastRawTs_) {
+    *skipped = true;
+    return {};
+  }
+  lastRawTs_ = raw;
 
   frame->width = w;
   frame->height = h;
@@ -482,7 +581,7 @@ Result RealSenseCamera::takeFrameset(rs2_frame* frameset, CameraFrame* frame) {
     frame->intrinsics.cy = colourIntrinsics_.ppy;
   }
   // The camera's clock, kept increasing across a replayed recording's restarts.
-  int64_t ts = static_cast<int64_t>(std::llround(tsMs * 1000.0)) + tsOffset_;
+  int64_t ts = raw + tsOffset_;
   if (lastTs_ >= 0 && ts <= lastTs_) {
     tsOffset_ += lastTs_ - ts + 33333;
     ts = lastTs_ + 33333;
@@ -510,26 +609,37 @@ void RealSenseCamera::mapInfrared(rs2_frame* depth, rs2_frame* infrared, CameraF
   frame->ir.assign(static_cast<size_t>(w) * h, 0);
   std::vector<float> nearest(static_cast<size_t>(w) * h, 0);
   // Each infrared pixel shares its depth pixel's ray (the left imager is depth's reference): carried to
-  // the colour image through the camera's calibration, nearest surface kept, as the align block does for
-  // depth. Infrared level 0 means "no measurement" here, so a measured 0 is kept as 1.
+  // the colour image through the camera's calibration like the SDK's align block carries depth, the pixel's
+  // two corners projected and the colour pixels between them filled, nearest surface kept. Infrared level
+  // 0 means "none there", so a measured 0 is kept as 1.
+  auto project = [&](float u, float v, float metres, float out[2], float* z) {
+    const float pixel[2] = {u, v};
+    float p[3], q[3];
+    rs2_deproject_pixel_to_point(p, &depthIntrinsics_, pixel, metres);
+    rs2_transform_point_to_point(q, &depthToColour_, p);
+    rs2_project_point_to_pixel(out, &colourIntrinsics_, q);
+    *z = q[2];
+  };
   for (int v = 0; v < dh; ++v) {
     const auto* zrow = reinterpret_cast<const uint16_t*>(z + static_cast<size_t>(v) * dstride);
     const uint8_t* irow = ir + static_cast<size_t>(v) * istride;
     for (int u = 0; u < dw; ++u) {
       if (!zrow[u]) continue;
       const float metres = zrow[u] * depthUnits_;
-      const float pixel[2] = {static_cast<float>(u), static_cast<float>(v)};
-      float p[3], q[3], out[2];
-      rs2_deproject_pixel_to_point(p, &depthIntrinsics_, pixel, metres);
-      rs2_transform_point_to_point(q, &depthToColour_, p);
-      rs2_project_point_to_pixel(out, &colourIntrinsics_, q);
-      const int x = static_cast<int>(std::lround(out[0])), y = static_cast<int>(std::lround(out[1]));
-      if (x < 0 || y < 0 || x >= w || y >= h) continue;
-      const size_t i = static_cast<size_t>(y) * w + x;
-      if (nearest[i] == 0 || q[2] < nearest[i]) {
-        nearest[i] = q[2];
-        frame->ir[i] = std::max<uint8_t>(1, irow[u]);
-      }
+      float a[2], b[2], za, zb;
+      project(u - 0.5f, v - 0.5f, metres, a, &za);
+      project(u + 0.5f, v + 0.5f, metres, b, &zb);
+      const int x0 = std::max(0, static_cast<int>(std::lround(std::min(a[0], b[0])))), x1 = std::min(w - 1, static_cast<int>(std::lround(std::max(a[0], b[0]))));
+      const int y0 = std::max(0, static_cast<int>(std::lround(std::min(a[1], b[1])))), y1 = std::min(h - 1, static_cast<int>(std::lround(std::max(a[1], b[1]))));
+      const uint8_t level = std::max<uint8_t>(1, irow[u]);
+      for (int y = y0; y <= y1; ++y)
+        for (int x = x0; x <= x1; ++x) {
+          const size_t i = static_cast<size_t>(y) * w + x;
+          if (nearest[i] == 0 || za < nearest[i]) {
+            nearest[i] = za;
+            frame->ir[i] = level;
+          }
+        }
     }
   }
 }

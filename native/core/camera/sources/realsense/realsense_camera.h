@@ -3,18 +3,22 @@
 //
 // It opens the camera with the serial asked for (or the first one), starts its Z16 depth stream, its RGB8
 // colour stream and, when asked, its left infrared stream (Y8, the imager depth is computed from) at the
-// nearest mode the camera offers; groups the streams' frames with the SDK's syncer and aligns depth to
-// colour with the SDK's align block, using the camera's own calibration (colour intrinsics, depth to colour
+// nearest mode the camera offers; groups the streams' frames by timestamp into sets (one frame of each
+// stream, within half a frame period), bundles each set into a composite frame through a processing block
+// of its own and aligns depth to colour with the SDK's align block, using the camera's own calibration (colour intrinsics, depth to colour
 // extrinsics) and depth scale (RS2_OPTION_DEPTH_UNITS), never assumed ones. The infrared image is mapped
 // onto the colour grid through the same calibration. Frames carry the camera's own timestamps.
 //
-// Threads: the SDK calls onSensorFrame and onSynced on its own threads; open/read/close run on the capture
-// thread. A live camera drops the oldest frame set when the analysis falls behind; a recording played with
-// realtime = false makes the SDK wait instead (no frame is lost). An unplugged camera (the SDK's devices
-// changed callback) or one that stops sending for stallMs answers CameraNotConnected; the pipeline then
-// reopens it.
+// Threads: the SDK calls onSensorFrame on its own threads; open/read/close (and onCompose) run on the
+// capture thread. A live camera drops the oldest frame set when the analysis falls behind; a recording
+// played with realtime = false loses none: the SDK's reader, in its real-time mode, waits for each frame
+// callback, and the callback waits while frame sets wait for read() (so it plays every frame, at most at
+// its recorded pace). A recording starts paused until every sensor runs and is then played from its start,
+// so no stream misses its first frames. An unplugged camera (the SDK's devices changed callback) or one
+// that stops sending for stallMs answers CameraNotConnected; the pipeline then reopens it.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -62,13 +66,15 @@ class RealSenseCamera : public CameraSource {
 
  private:
   static void onSensorFrame(rs2_frame* frame, void* self);
-  static void onSynced(rs2_frame* frameset, void* self);
+  static void onCompose(rs2_frame* trigger, rs2_source* source, void* self);
   static void onDevicesChanged(rs2_device_list* removed, rs2_device_list* added, void* self);
 
   Result openDevice();
   Result chooseStreams();
   Result startStreams();
-  Result takeFrameset(rs2_frame* frameset, CameraFrame* frame);
+  // *skipped: the set repeats one already given (the playback restarted from its start once every sensor ran).
+  Result takeFrameset(rs2_frame* frameset, CameraFrame* frame, bool* skipped);
+  void setPaused(bool paused);
   void mapInfrared(rs2_frame* depth, rs2_frame* infrared, CameraFrame* frame);
   bool playbackStopped() const;
   void releaseQueued();
@@ -83,7 +89,8 @@ class RealSenseCamera : public CameraSource {
   RealSenseHandle<rs2_sensor_list> sensorList_;
   std::vector<RealSenseHandle<rs2_sensor>> sensors_;
   std::vector<RealSenseHandle<rs2_stream_profile_list>> profileLists_;
-  RealSenseHandle<rs2_processing_block> syncer_;
+  RealSenseHandle<rs2_processing_block> composer_;
+  RealSenseHandle<rs2_frame_queue> composed_;
   RealSenseHandle<rs2_processing_block> align_;
   RealSenseHandle<rs2_frame_queue> aligned_;
 
@@ -100,12 +107,27 @@ class RealSenseCamera : public CameraSource {
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<rs2_frame*> framesets_;  // synced depth + colour (+ infrared) sets waiting for read()
+  enum Slot { kDepth = 0, kColour = 1, kInfrared = 2 };
+  using FrameSet = std::array<rs2_frame*, 3>;  // by Slot; infrared null when not read
+  struct Pending {
+    rs2_frame* frame;
+    double ts;  // ms, the frame's own timestamp
+  };
+  int streamSlot(rs2_frame* frame) const;
+  void matchPending();  // under mutex_
+  void releaseSet(const FrameSet& set) const;
+
+  std::deque<Pending> pending_[3];   // per stream, waiting for their partners
+  std::deque<FrameSet> framesets_;   // matched sets waiting for read()
+  FrameSet composing_{};             // the set read() is bundling (onCompose runs in read())
+  double halfPeriodMs_ = 16.7;
   bool stopping_ = false;
   std::atomic<bool> disconnected_{false};
   std::atomic<bool> interrupted_{false};
   std::atomic<bool> ended_{false};
   bool sawFrame_ = false;
+  bool paused_ = false;       // the playback, paused while its sensors start and at close
+  int64_t lastRawTs_ = -1;    // the recording's own timestamp of the last frame given, this pass
   int64_t lastTs_ = -1, tsOffset_ = 0;
   uint64_t sequence_ = 0;
 };
