@@ -271,3 +271,15 @@ t.test('a service of another API version, or not face-check, is a clear ApiVersi
   t.ok(none instanceof client.ApiVersionError);
   t.match(none.message, /not a face-check service/);
 });
+
+t.test('CP_005: QuotaExceededError once the account\'s daily quota is used up', async (t) => {
+  const quoted = await startClientTestService(t, ['[server]', 'mode = cloud', '[camera]', 'source = none', '[quota]', 'requests_per_day = 1']);
+  const c = new FaceCheckClient({ baseUrl: quoted.baseUrl, apiKey: quoted.apiKey });
+  await c.createPerson('quinn', await photo({ identity: 801 }));
+  t.equal((await c.getPerson('quinn')).personId, 'quinn', 'the one metered request of the day');
+  const err = await rejection(t, c.getPerson('quinn'));
+  t.ok(err instanceof client.QuotaExceededError, String(err));
+  t.equal(err.code, 'CP_005');
+  t.equal(err.status, 400);
+  t.match(err.requestId, /^[0-9a-f-]{36}$/);
+});
