@@ -1,0 +1,82 @@
+// The examples of client/README.md and the client example of README.md ("Example: enrol and identify"), each
+// run as a program against a real service process (cloud; a block starting "// device mode" against a device
+// with the synthetic camera), with the photos and key files they name in their working folder.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { tempDir } from './helpers/app';
+import { FaceCheckClient } from '../client/src/node';
+import { fakePhoto } from './helpers/fake-engine';
+import { startClientTestService, type ClientTestService } from './client/services';
+
+const root = path.join(__dirname, '..');
+const ADDRESS = 'http://127.0.0.1:8080';
+
+/** The ```ts blocks of a markdown file. */
+function tsBlocks(file: string): string[] {
+  return [...fs.readFileSync(path.join(root, file), 'utf8').matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+}
+
+/** A block as a program: imports of the package pointed at client/src, the rest inside an async main. */
+function program(block: string, baseUrl: string): string {
+  const lines = block.replaceAll(ADDRESS, baseUrl)
+    .replaceAll("'@face-check/client/node'", JSON.stringify(path.join(root, 'client', 'src', 'node')))
+    .replaceAll("'@face-check/client'", JSON.stringify(path.join(root, 'client', 'src', 'index')))
+    .split('\n');
+  const imports = lines.filter((l) => l.startsWith('import '));
+  const body = lines.filter((l) => !l.startsWith('import '));
+  return [...imports, 'async function main() {', ...body, '}',
+    'main().catch((err) => { console.error(err); process.exit(1); });', ''].join('\n');
+}
+
+function run(file: string, cwd: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...process.execArgv, file], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => { out += c.toString('utf8'); });
+    child.stderr.on('data', (c: Buffer) => { out += c.toString('utf8'); });
+    child.once('exit', (code) => resolve({ code, out }));
+  });
+}
+
+async function workFolder(service: ClientTestService): Promise<string> {
+  const dir = tempDir();
+  const photos: Record<string, Parameters<typeof fakePhoto>[0]> = {
+    'alice.jpg': { identity: 901 }, 'alice-at-the-gate.jpg': { identity: 901, variant: 1, cosine: 0.99 },
+    'bob.jpg': { identity: 902 }, 'bob-new.jpg': { identity: 902, variant: 1, cosine: 0.99 },
+    'carol.jpg': { identity: 903 }, 'group-photo.jpg': { identity: 904, faces: 3 },
+  };
+  for (const [name, p] of Object.entries(photos)) fs.writeFileSync(path.join(dir, name), await fakePhoto(p));
+  fs.writeFileSync(path.join(dir, 'signing-key.pem'), service.signing.signingKey);
+  fs.writeFileSync(path.join(dir, 'service-public-key.pem'), service.signing.servicePublicKey);
+  return dir;
+}
+
+const examples = [
+  ...tsBlocks('client/README.md').map((code, i) => ({ where: `client/README.md example ${i + 1}`, code })),
+  ...tsBlocks('README.md').map((code, i) => ({ where: `README.md example ${i + 1}`, code })),
+];
+
+t.test('the READMEs\' examples run against a real service', async (t) => {
+  t.ok(examples.filter((e) => e.where.startsWith('client/')).length >= 6, 'client/README.md has its examples');
+  t.equal(examples.filter((e) => e.where.startsWith('README.md')).length, 1, 'README.md has the enrol-and-identify example');
+  const cloud = await startClientTestService(t, ['[server]', 'mode = cloud', '[camera]', 'source = none']);
+  const device = await startClientTestService(t, ['[server]', 'mode = device', '[camera]', 'source = synthetic',
+    '[camera.synthetic]', 'scenario = live:600', '[licence]', 'development = true']);
+  for (const e of examples) {
+    const service = e.code.startsWith('// device mode') ? device : cloud;
+    const dir = await workFolder(service);
+    t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'example.ts');
+    fs.writeFileSync(file, program(e.code, service.baseUrl));
+    const { code, out } = await run(file, dir, { FACE_CHECK_KEY: service.apiKey, FACE_CHECK_ENTERPRISE_KEY: service.signing.apiKey });
+    t.equal(code, 0, `${e.where} runs:\n${out}`);
+    for (const m of e.code.matchAll(/console\.log\([^\n]*\/\/ ([A-Za-z_0-9]+)\b/g)) {
+      t.match(out, m[1], `${e.where} prints ${m[1]}`);
+    }
+    // Each example starts from an empty account, as a reader's would.
+    const cleanup = new FaceCheckClient({ baseUrl: service.baseUrl, apiKey: service.apiKey });
+    for (const [, id] of e.code.matchAll(/createPerson\('([^']+)'/g)) await cleanup.removePerson(id).catch(() => undefined);
+  }
+});
