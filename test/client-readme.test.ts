@@ -6,7 +6,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { tempDir } from './helpers/app';
-import { FaceCheckClient } from '../client/src/node';
 import { fakePhoto } from './helpers/fake-engine';
 import { startClientTestService, type ClientTestService } from './client/services';
 
@@ -18,7 +17,7 @@ function tsBlocks(file: string): string[] {
   return [...fs.readFileSync(path.join(root, file), 'utf8').matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
 }
 
-/** A block as a program: imports of the package pointed at client/src, the rest inside an async main. */
+/** A block as a module: imports of the package pointed at client/src, the rest inside an exported main. */
 function program(block: string, baseUrl: string): string {
   const lines = block.replaceAll(ADDRESS, baseUrl)
     .replaceAll("'@face-check/client/node'", JSON.stringify(path.join(root, 'client', 'src', 'node')))
@@ -26,17 +25,46 @@ function program(block: string, baseUrl: string): string {
     .split('\n');
   const imports = lines.filter((l) => l.startsWith('import '));
   const body = lines.filter((l) => !l.startsWith('import '));
-  return [...imports, 'async function main() {', ...body, '}',
-    'main().catch((err) => { console.error(err); process.exit(1); });', ''].join('\n');
+  return [...imports, 'export async function main() {', ...body, '}', ''].join('\n');
 }
 
-function run(file: string, cwd: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+interface Run { module: string; cwd: string; env: Record<string, string>; baseUrl: string; apiKey: string; personIds: string[] }
+
+/**
+ * One child process runs every example in turn (one TypeScript start-up, not one per example), each in its
+ * own folder and environment, its output between markers; afterwards it removes the persons the example
+ * enrolled, so each example starts from an empty account as a reader's would.
+ */
+const RUNNER = `
+import { FaceCheckClient } from ${JSON.stringify(path.join(root, 'client', 'src', 'node'))};
+const runs = JSON.parse(require('node:fs').readFileSync(process.argv[2], 'utf8'));
+(async () => {
+  for (const [i, r] of runs.entries()) {
+    process.chdir(r.cwd);
+    Object.assign(process.env, r.env);
+    console.log('@@start ' + i);
+    try {
+      await require(r.module).main();
+      console.log('@@ok ' + i);
+    } catch (err) {
+      console.log('@@failed ' + i + ' ' + String(err && err.stack || err));
+    }
+    const cleanup = new FaceCheckClient({ baseUrl: r.baseUrl, apiKey: r.apiKey });
+    for (const id of r.personIds) await cleanup.removePerson(id).catch(() => undefined);
+  }
+})();
+`;
+
+function runAll(dir: string, runs: Run[]): Promise<string> {
+  fs.writeFileSync(path.join(dir, 'runs.json'), JSON.stringify(runs));
+  fs.writeFileSync(path.join(dir, 'runner.ts'), RUNNER);
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...process.execArgv, file], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...process.execArgv, path.join(dir, 'runner.ts'), path.join(dir, 'runs.json')],
+      { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (c: Buffer) => { out += c.toString('utf8'); });
     child.stderr.on('data', (c: Buffer) => { out += c.toString('utf8'); });
-    child.once('exit', (code) => resolve({ code, out }));
+    child.once('exit', () => resolve(out));
   });
 }
 
@@ -61,22 +89,32 @@ const examples = [
 t.test('the READMEs\' examples run against a real service', async (t) => {
   t.ok(examples.filter((e) => e.where.startsWith('client/')).length >= 6, 'client/README.md has its examples');
   t.equal(examples.filter((e) => e.where.startsWith('README.md')).length, 1, 'README.md has the enrol-and-identify example');
-  const cloud = await startClientTestService(t, ['[server]', 'mode = cloud', '[camera]', 'source = none']);
-  const device = await startClientTestService(t, ['[server]', 'mode = device', '[camera]', 'source = synthetic',
-    '[camera.synthetic]', 'scenario = live:600', '[licence]', 'development = true']);
-  for (const e of examples) {
+  const [cloud, device] = await Promise.all([
+    startClientTestService(t, ['[server]', 'mode = cloud', '[camera]', 'source = none']),
+    startClientTestService(t, ['[server]', 'mode = device', '[camera]', 'source = synthetic',
+      '[camera.synthetic]', 'scenario = live:600', '[licence]', 'development = true']),
+  ]);
+  const dir = tempDir();
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const runs: Run[] = [];
+  for (const [i, e] of examples.entries()) {
     const service = e.code.startsWith('// device mode') ? device : cloud;
-    const dir = await workFolder(service);
-    t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const file = path.join(dir, 'example.ts');
-    fs.writeFileSync(file, program(e.code, service.baseUrl));
-    const { code, out } = await run(file, dir, { FACE_CHECK_KEY: service.apiKey, FACE_CHECK_ENTERPRISE_KEY: service.signing.apiKey });
-    t.equal(code, 0, `${e.where} runs:\n${out}`);
+    const cwd = await workFolder(service);
+    t.teardown(() => fs.rmSync(cwd, { recursive: true, force: true }));
+    const module = path.join(dir, `example-${i}.ts`);
+    fs.writeFileSync(module, program(e.code, service.baseUrl));
+    runs.push({
+      module, cwd, baseUrl: service.baseUrl, apiKey: service.apiKey,
+      env: { FACE_CHECK_KEY: service.apiKey, FACE_CHECK_ENTERPRISE_KEY: service.signing.apiKey },
+      personIds: [...e.code.matchAll(/createPerson\('([^']+)'/g)].map((m) => m[1]),
+    });
+  }
+  const out = await runAll(dir, runs);
+  for (const [i, e] of examples.entries()) {
+    const own = new RegExp(`@@start ${i}\\n([\\s\\S]*?)(?=@@start ${i + 1}\\n|$)`).exec(out)?.[1] ?? '';
+    t.match(own, new RegExp(`@@ok ${i}\\n`), `${e.where} runs:\n${own || out}`);
     for (const m of e.code.matchAll(/console\.log\([^\n]*\/\/ ([A-Za-z_0-9]+)\b/g)) {
-      t.match(out, m[1], `${e.where} prints ${m[1]}`);
+      t.match(own, m[1], `${e.where} prints ${m[1]}`);
     }
-    // Each example starts from an empty account, as a reader's would.
-    const cleanup = new FaceCheckClient({ baseUrl: service.baseUrl, apiKey: service.apiKey });
-    for (const [, id] of e.code.matchAll(/createPerson\('([^']+)'/g)) await cleanup.removePerson(id).catch(() => undefined);
   }
 });
