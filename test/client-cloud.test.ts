@@ -250,6 +250,26 @@ t.test('signing keys: requests signed, every answer verified, repeated requests 
   t.throws(() => clientFor({ signingKey: s.signingKey }), /servicePublicKey/, 'no signing without verification');
 });
 
+t.test('NetworkError: a refused connection; reads are tried again, a create is not', async (t) => {
+  const server = http.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await new Promise<void>((r) => server.close(() => r()));  // nothing listens there now
+  let attempts = 0;
+  const counting: typeof fetch = (input, init) => { attempts++; return fetch(input, init); };
+  const c = new FaceCheckClient({ baseUrl, apiKey: 'k', checkVersion: false, fetch: counting });
+  const read = await rejection(t, c.getPerson('alice'));
+  t.ok(read instanceof client.NetworkError, String(read));
+  t.match(read.message, /ECONNREFUSED/);
+  t.equal(attempts, 3, 'getPerson: the first attempt and two retries');
+  attempts = 0;
+  t.ok(await rejection(t, c.createPerson('alice', await photo({ identity: 1 }))) instanceof client.NetworkError);
+  t.equal(attempts, 1, 'createPerson: once');
+  attempts = 0;
+  t.ok(await rejection(t, c.removePerson('alice')) instanceof client.NetworkError);
+  t.equal(attempts, 1, 'removePerson: once (a lost answer may mean it was done)');
+});
+
 t.test('a service of another API version, or not face-check, is a clear ApiVersionError', async (t) => {
   let doc: unknown = { openapi: '3.0.3', info: { title: 'face-check person API (cloud mode)', version: '7.1.0' }, paths: {} };
   let hits = 0;
