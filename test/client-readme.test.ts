@@ -1,12 +1,16 @@
 // The examples of client/README.md and the client example of README.md ("Example: enrol and identify"), each
-// run as a program against a real service process (cloud; a block starting "// device mode" against a device
-// with the synthetic camera), with the photos and key files they name in their working folder.
+// run as a program against a real service process, with the photos and key files they name in their working
+// folder: cloud examples against `face-check serve` with the real engine and real photos (crops of the face-api
+// demo photos; the fake engine and marker photos when those cannot be fetched), a block starting
+// "// device mode" against a device with the synthetic camera (its live face is real, its engine the fake).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Sharp } from 'sharp';
 import t from 'tap';
 import { tempDir } from './helpers/app';
 import { fakePhoto } from './helpers/fake-engine';
+import { faceCrop, groupPhoto, photosSkip } from './helpers/photos';
 import { startClientTestService, type ClientTestService } from './client/services';
 
 const root = path.join(__dirname, '..');
@@ -68,14 +72,22 @@ function runAll(dir: string, runs: Run[]): Promise<string> {
   });
 }
 
-async function workFolder(service: ClientTestService): Promise<string> {
+const same = (s: Sharp) => s.flop().resize(400); // another photo of the same face: mirrored, smaller
+
+async function workFolder(service: ClientTestService, real: boolean): Promise<string> {
   const dir = tempDir();
-  const photos: Record<string, Parameters<typeof fakePhoto>[0]> = {
-    'alice.jpg': { identity: 901 }, 'alice-at-the-gate.jpg': { identity: 901, variant: 1, cosine: 0.99 },
-    'bob.jpg': { identity: 902 }, 'bob-new.jpg': { identity: 902, variant: 1, cosine: 0.99 },
-    'carol.jpg': { identity: 903 }, 'group-photo.jpg': { identity: 904, faces: 3 },
-  };
-  for (const [name, p] of Object.entries(photos)) fs.writeFileSync(path.join(dir, name), await fakePhoto(p));
+  const photos: Record<string, () => Promise<Buffer>> = real
+    ? {
+        'alice.jpg': () => faceCrop('A'), 'alice-at-the-gate.jpg': () => faceCrop('A', same),
+        'bob.jpg': () => faceCrop('B'), 'bob-new.jpg': () => faceCrop('B', same),
+        'carol.jpg': () => faceCrop('E'), 'group-photo.jpg': async () => groupPhoto(3),
+      }
+    : {
+        'alice.jpg': () => fakePhoto({ identity: 901 }), 'alice-at-the-gate.jpg': () => fakePhoto({ identity: 901, variant: 1, cosine: 0.99 }),
+        'bob.jpg': () => fakePhoto({ identity: 902 }), 'bob-new.jpg': () => fakePhoto({ identity: 902, variant: 1, cosine: 0.99 }),
+        'carol.jpg': () => fakePhoto({ identity: 903 }), 'group-photo.jpg': () => fakePhoto({ identity: 904, faces: 3 }),
+      };
+  for (const [name, make] of Object.entries(photos)) fs.writeFileSync(path.join(dir, name), await make());
   fs.writeFileSync(path.join(dir, 'signing-key.pem'), service.signing.signingKey);
   fs.writeFileSync(path.join(dir, 'service-public-key.pem'), service.signing.servicePublicKey);
   return dir;
@@ -89,8 +101,10 @@ const examples = [
 t.test('the READMEs\' examples run against a real service', async (t) => {
   t.ok(examples.filter((e) => e.where.startsWith('client/')).length >= 6, 'client/README.md has its examples');
   t.equal(examples.filter((e) => e.where.startsWith('README.md')).length, 1, 'README.md has the enrol-and-identify example');
+  const real = !photosSkip();
+  if (!real) t.comment(`cloud examples with the fake engine: ${photosSkip()}`);
   const [cloud, device] = await Promise.all([
-    startClientTestService(t, ['[server]', 'mode = cloud', '[camera]', 'source = none']),
+    startClientTestService(t, ['[server]', 'mode = cloud', '[camera]', 'source = none'], real ? 'real' : 'fake'),
     startClientTestService(t, ['[server]', 'mode = device', '[camera]', 'source = synthetic',
       '[camera.synthetic]', 'scenario = live:600', '[licence]', 'development = true']),
   ]);
@@ -99,7 +113,7 @@ t.test('the READMEs\' examples run against a real service', async (t) => {
   const runs: Run[] = [];
   for (const [i, e] of examples.entries()) {
     const service = e.code.startsWith('// device mode') ? device : cloud;
-    const cwd = await workFolder(service);
+    const cwd = await workFolder(service, real && service === cloud);
     t.teardown(() => fs.rmSync(cwd, { recursive: true, force: true }));
     const module = path.join(dir, `example-${i}.ts`);
     fs.writeFileSync(module, program(e.code, service.baseUrl));

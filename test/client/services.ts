@@ -23,8 +23,11 @@ export interface ClientTestService {
   output(): string;
 }
 
-/** Starts a service with these ini lines (a [server] section with its mode, any other section but [storage] and [auth]); stopped at the test's end. */
-export async function startClientTestService(t: Test, iniLines: string[]): Promise<ClientTestService> {
+/**
+ * Starts a service with these ini lines (a [server] section with its mode, any other section but [storage]
+ * and [auth]); stopped at the test's end. Engine 'fake': service-main.ts; 'real': `face-check serve` (dist/).
+ */
+export async function startClientTestService(t: Test, iniLines: string[], engine: 'fake' | 'real' = 'fake'): Promise<ClientTestService> {
   const dir = tempDir();
   const gateFile = path.join(dir, 'gate-open');
   const store = await openStore(path.join(dir, 'store'));
@@ -37,7 +40,10 @@ export async function startClientTestService(t: Test, iniLines: string[]): Promi
   const ini = path.join(dir, 'face-check.ini');
   fs.writeFileSync(ini, iniLines.join('\n').replace('[server]', '[server]\nhost = 127.0.0.1\nport = 0')
     + `\n[storage]\npath = ./store\n[auth]\nbootstrap_key = ${BOOTSTRAP_KEY}\n`);
-  const child = await spawnListening(process.execPath, [...process.execArgv, path.join(__dirname, 'service-main.ts'), ini], {
+  const args = engine === 'real'
+    ? [path.join(repoRoot, 'bin', 'face-check.js'), 'serve', '--config', ini]
+    : [...process.execArgv, path.join(__dirname, 'service-main.ts'), ini];
+  const child = await spawnListening(process.execPath, args, {
     cwd: repoRoot, timeoutMs: 90_000, env: { ...process.env, CLIENT_TEST_GATE: gateFile },
   });
   t.teardown(async () => {
