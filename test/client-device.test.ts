@@ -81,21 +81,27 @@ t.test('device mode: live face, faceKey, compare by similarity, a licence that d
   const strict = await c.compare(same, await fakePhoto({ identity: 11, variant: 1, cosine: 0.99 }), { similarityThreshold: 100 });
   t.equal(strict.matched, result.similarity === 100, 'matched follows the threshold given');
 
-  const forbidden = await c.removePerson('kiosk-user').then(() => undefined, (err: client.ServiceError) => err);
-  t.ok(forbidden instanceof client.ForbiddenError, 'the licence does not grant remove');
-  t.equal(forbidden?.status, 403);
-  t.equal(forbidden?.code, 'FORBIDDEN');
-  t.match(forbidden?.message, /does not grant "remove"/);
-  t.match(forbidden?.requestId, /^[0-9a-f-]{36}$/);
+  await t.test('FORBIDDEN: ForbiddenError, the licence does not grant remove', async (t) => {
+    const forbidden = await c.removePerson('kiosk-user').then(() => undefined, (err: client.ServiceError) => err);
+    t.ok(forbidden instanceof client.ForbiddenError, 'the licence does not grant remove');
+    t.equal(forbidden?.status, 403);
+    t.equal(forbidden?.code, 'FORBIDDEN');
+    t.match(forbidden?.message, /does not grant "remove"/);
+    t.match(forbidden?.requestId, /^[0-9a-f-]{36}$/);
+  });
 
-  const noFace = await pollError(() => c.liveFace(), (err) => err instanceof client.NoLiveFaceError);
-  t.ok(noFace instanceof client.NoLiveFaceError, `R_404 once nobody is in front of the camera: ${String(noFace)}`);
-  t.equal(noFace.code, 'R_404');
-  t.equal(noFace.status, 400);
-  t.match(noFace.requestId, /^[0-9a-f-]{36}$/);
+  await t.test('R_404: NoLiveFaceError once nobody is in front of the camera', async (t) => {
+    const noFace = await pollError(() => c.liveFace(), (err) => err instanceof client.NoLiveFaceError);
+    t.ok(noFace instanceof client.NoLiveFaceError, `R_404 once nobody is in front of the camera: ${String(noFace)}`);
+    t.equal(noFace.code, 'R_404');
+    t.equal(noFace.status, 400);
+    t.match(noFace.requestId, /^[0-9a-f-]{36}$/);
+  });
 
-  const unplugged = await pollError(() => c.liveFace(), (err) => err instanceof client.CameraNotConnectedError);
-  t.ok(unplugged instanceof client.CameraNotConnectedError, `R_400 once the camera is unplugged: ${String(unplugged)}`);
-  t.equal(unplugged.code, 'R_400');
-  t.equal(unplugged.status, 400);
+  await t.test('R_400: CameraNotConnectedError once the camera is unplugged', async (t) => {
+    const unplugged = await pollError(() => c.liveFace(), (err) => err instanceof client.CameraNotConnectedError);
+    t.ok(unplugged instanceof client.CameraNotConnectedError, `R_400 once the camera is unplugged: ${String(unplugged)}`);
+    t.equal(unplugged.code, 'R_400');
+    t.equal(unplugged.status, 400);
+  });
 });
