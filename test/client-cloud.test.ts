@@ -250,6 +250,28 @@ t.test('signing keys: requests signed, every answer verified, repeated requests 
   t.throws(() => clientFor({ signingKey: s.signingKey }), /servicePublicKey/, 'no signing without verification');
 });
 
+t.test('keep-alive: consecutive calls reuse their connections to the service', async (t) => {
+  // The real service does not log connections: a socket count at the TCP level, on its own port, through a
+  // pass-through proxy that opens one upstream connection per client connection.
+  const net = await import('node:net');
+  const target = new URL(service.baseUrl);
+  let connections = 0;
+  const proxy = net.createServer((socket) => {
+    connections++;
+    const upstream = net.connect(Number(target.port), target.hostname);
+    socket.pipe(upstream).pipe(socket);
+    socket.on('error', () => upstream.destroy());
+    upstream.on('error', () => socket.destroy());
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => { proxy.close(() => r()); }));
+  const c = new FaceCheckClient({ baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, apiKey: service.apiKey });
+  for (let i = 0; i < 10; i++) await c.getPerson('nobody').catch(() => undefined);
+  // fetch (undici) may open a second socket for a request sent the moment the previous answer was read, before
+  // that socket is back in its pool; it never opens one per request.
+  t.ok(connections <= 2, `the version probe and ten calls over ${connections} connection(s)`);
+});
+
 t.test('NetworkError: a refused connection; reads are tried again, a create is not', async (t) => {
   const server = http.createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
