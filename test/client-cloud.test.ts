@@ -150,6 +150,10 @@ t.test('SERVICE_UNAVAILABLE: a 503 with Retry-After, thrown once retries are off
     t.equal(err.status, 503);
     t.equal(err.retryAfterSeconds, 1);
     t.match(err.requestId, /^[0-9a-f-]{36}$/);
+    const s = service.signing;
+    const signed = await rejection(t, clientFor({ apiKey: s.apiKey, signingKey: s.signingKey, servicePublicKey: s.servicePublicKey, retries: 0 })
+      .compare(await photo({ identity: 9 }), await photo({ identity: 9 })));
+    t.ok(signed instanceof client.ServiceUnavailableError, `a signing key's 503 is signed too: ${String(signed)}`);
   } finally {
     service.gate.open();
   }
