@@ -271,9 +271,9 @@ t.test('keep-alive: consecutive calls reuse their connections to the service', a
   t.teardown(() => new Promise<void>((r) => { proxy.close(() => r()); }));
   const c = new FaceCheckClient({ baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, apiKey: service.apiKey });
   for (let i = 0; i < 10; i++) await c.getPerson('nobody').catch(() => undefined);
-  // fetch (undici) may open a second socket for a request sent the moment the previous answer was read, before
-  // that socket is back in its pool; it never opens one per request.
-  t.ok(connections <= 2, `the version probe and ten calls over ${connections} connection(s)`);
+  // fetch (undici) may open another socket for a request sent the moment the previous answer was read, before
+  // that socket is back in its pool (usually two in all); without keep-alive it would be one per request (11).
+  t.ok(connections <= 5, `the version probe and ten calls over ${connections} connection(s)`);
 });
 
 t.test('NetworkError: a refused connection; reads are tried again, a create is not', async (t) => {
