@@ -52,7 +52,7 @@ t.test('device mode: live face, faceKey, compare by similarity, a licence that d
   const service = await startClientTestService(t, [
     '[server]', 'mode = device',
     '[camera]', 'source = synthetic',
-    '[camera.synthetic]', 'scenario = live:8, none:5, unplug:600',
+    '[camera.synthetic]', 'scenario = live:10, none:5, unplug:600',
     '[licence]', `server_url = ${licenceServer.url}`, `key = ${licenceServer.licence.key}`,
     `public_key_file = ${licenceServer.writePublicKey(dir)}`, `machine_id_file = ${path.join(dir, 'machine-id')}`,
   ]);
