@@ -8,9 +8,10 @@ const path = require('node:path');
 const { Parser } = require('tap-parser');
 
 const root = path.resolve(__dirname, '..');
-// Type errors fail the run before any test does (the sources, the benchmarks and the tests themselves).
+// Type errors fail the run before any test does (the sources, the benchmarks and the tests themselves), and
+// the client package (client/) is built into client/dist.
 const tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
-for (const project of ['tsconfig.json', 'test/tsconfig.json']) {
+for (const project of ['tsconfig.json', 'test/tsconfig.json', 'client/tsconfig.json']) {
   try {
     execFileSync(process.execPath, [tsc, '-p', project], { cwd: root, stdio: 'inherit' });
   } catch {
