@@ -176,6 +176,36 @@ t.test('a missing recording or camera is reported with the reason; a recording t
   t.match(status.lastError, /no RealSense camera/, `a camera that is not there (${status.lastError})`);
 });
 
+t.test('a camera that stops sending is reported and reopened (stall_ms)', skip, async (t) => {
+  // A recording whose frames stop for 3 s in the middle, played at its pace: the camera falls silent.
+  const scene = await recordScene('live-gap', 'live:2', 4237007);
+  const index = path.join(scene.rec, 'recording.txt');
+  const lines = fs.readFileSync(index, 'utf8').split('\n');
+  const frameLines = lines.filter((l) => l.startsWith('frame '));
+  const half = frameLines[Math.floor(frameLines.length / 2)];
+  let after = false;
+  fs.writeFileSync(index, lines.map((l) => {
+    if (l === half) after = true;
+    if (!after || !l.startsWith('frame ')) return l;
+    const [, ts, ...rest] = l.split(' ');
+    return ['frame', String(Number(ts) + 3_000_000), ...rest].join(' ');
+  }).join('\n'));
+  const bag = bagOf(scene.rec, path.join(dir, 'gap.bag'), { realtime: true });
+  const native = await nativeCameraOptions(realsenseConfig({ bag, stall_ms: 1000 }, { reconnect_ms: 200 }), { queueSize: 1 << 20 });
+  const errors: string[] = [];
+  native.onEvent = (e) => { if (e.type !== 'frame' && e.lastError) errors.push(e.lastError); };
+  const handle = await cameraAddon.openCamera(native);
+  handle.start();
+  try {
+    const end = Date.now() + 30_000;
+    while (!(handle.status().reconnects >= 1 && handle.status().connected) && Date.now() < end) await sleep(25);
+    t.ok(errors.some((m) => /stopped sending frames/.test(m)), `the silence is reported (${[...new Set(errors)].join('; ')})`);
+    t.ok(handle.status().reconnects >= 1 && handle.status().connected, 'and the camera reopened');
+  } finally {
+    await handle.stop();
+  }
+});
+
 t.test('/health/ready and the log carry the SDK\'s reason', skip, async (t) => {
   const config = realsenseConfig({ serial: '99999999' });
   const camera = await DeviceCamera.open(config);
