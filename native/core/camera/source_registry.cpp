@@ -2,6 +2,33 @@
 
 namespace facecheck {
 
+namespace {
+
+// A source whose frames carry [camera] fx/fy/cx/cy instead of the intrinsics it reports (a camera whose
+// calibration the operator measured himself).
+class GivenIntrinsics : public CameraSource {
+ public:
+  GivenIntrinsics(std::unique_ptr<CameraSource> source, CameraIntrinsics intrinsics)
+      : source_(std::move(source)), intrinsics_(intrinsics) {}
+  const char* name() const override { return source_->name(); }
+  Result open() override { return source_->open(); }
+  Result read(CameraFrame* frame) override {
+    Result r = source_->read(frame);
+    if (r.ok()) frame->intrinsics = intrinsics_;
+    return r;
+  }
+  void close() override { source_->close(); }
+  void interrupt() override { source_->interrupt(); }
+  bool lossless() const override { return source_->lossless(); }
+  bool ended() const override { return source_->ended(); }
+
+ private:
+  std::unique_ptr<CameraSource> source_;
+  CameraIntrinsics intrinsics_;
+};
+
+}  // namespace
+
 // Each source's description, defined in its folder under sources/.
 const CameraSourceEntry& syntheticSourceEntry();
 const CameraSourceEntry& replaySourceEntry();
@@ -65,6 +92,7 @@ Result makeCameraSource(CameraSourceOptions& q, FaceEngine* engine, std::unique_
   context.intrinsics = q.intrinsics;
   r = entry->make(values, context, out);
   *textures = context.textures;
+  if (r.ok() && q.intrinsicsGiven && !entry->rendersIntrinsics) *out = std::make_unique<GivenIntrinsics>(std::move(*out), q.intrinsics);
   return r;
 }
 

@@ -29,7 +29,7 @@ struct UsbDeviceId {
 struct SourceContext {
   FaceEngine* engine = nullptr;         // the synthetic source finds the faces of its photos with it
   std::vector<PhotoView>* photos = nullptr;  // the synthetic source's photos (handed over, then cleared)
-  bool intrinsicsGiven = false;         // [camera] fx/fy/cx/cy override the source's own
+  bool intrinsicsGiven = false;         // [camera] fx/fy/cx/cy (for a source that renders through them)
   CameraIntrinsics intrinsics;
   int textures = 0;                     // out: faces the synthetic source found
 };
@@ -49,6 +49,9 @@ struct CameraSourceEntry {
   // Whether the source can open here (its library loads), with what was tried; built-in sources can.
   std::function<bool(const std::string& library, std::string* detail)> probe;
   std::function<Result(const CameraOptionValues& options, SourceContext& context, std::unique_ptr<CameraSource>* out)> make;
+  // True when the source takes [camera] fx/fy/cx/cy itself (the synthetic camera renders through them);
+  // any other source reports its own intrinsics and makeCameraSource puts the given ones on its frames.
+  bool rendersIntrinsics = false;
 };
 
 // Every source compiled into this build, in a fixed order.

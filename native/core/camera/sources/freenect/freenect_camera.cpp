@@ -54,9 +54,7 @@ struct FreenectCamera::Api {
   decltype(&freenect_process_events_timeout) processEventsTimeout = nullptr;
 };
 
-FreenectCamera::FreenectCamera(FreenectOptions options) : options_(std::move(options)) {
-  if (!options_.intrinsicsGiven) options_.intrinsics = CameraIntrinsics{525, 525, 319.5, 239.5};
-}
+FreenectCamera::FreenectCamera(FreenectOptions options) : options_(std::move(options)) {}
 
 FreenectCamera::~FreenectCamera() {
   close();

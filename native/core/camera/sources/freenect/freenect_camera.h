@@ -19,8 +19,7 @@ struct FreenectOptions {
   std::string depthMode = "auto";              // auto | registered | raw
   int deviceIndex = 0;
   int stallMs = 2000;                          // no frame pair for this long: disconnected
-  CameraIntrinsics intrinsics;                 // colour camera (Kinect v1: about 525 px)
-  bool intrinsicsGiven = false;
+  CameraIntrinsics intrinsics{525, 525, 319.5, 239.5};  // the Kinect v1's colour camera
 };
 
 class FreenectCamera : public CameraSource {

@@ -36,16 +36,12 @@ const CameraSourceEntry& freenectSourceEntry() {
       if (h) dlclose(h);
       return h != nullptr;
     };
-    e.make = [](const CameraOptionValues& o, SourceContext& c, std::unique_ptr<CameraSource>* out) -> Result {
+    e.make = [](const CameraOptionValues& o, SourceContext&, std::unique_ptr<CameraSource>* out) -> Result {
       FreenectOptions f;
       f.library = o.text("library");
       f.depthMode = o.text("depth");
       f.deviceIndex = o.integer("device");
       f.stallMs = o.integer("stall_ms");
-      if (c.intrinsicsGiven) {
-        f.intrinsics = c.intrinsics;
-        f.intrinsicsGiven = true;
-      }
       *out = std::make_unique<FreenectCamera>(f);
       return {};
     };

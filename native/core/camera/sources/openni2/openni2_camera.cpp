@@ -304,10 +304,6 @@ Result OpenNI2Camera::setUpRegistration() {
 
 void OpenNI2Camera::readIntrinsics() {
   const int w = colourMode_.resolutionX, h = colourMode_.resolutionY;
-  if (options_.intrinsicsGiven) {
-    intrinsics_ = options_.intrinsics;
-    return;
-  }
   // The colour camera's fields of view; registered depth shares its grid, so the depth stream's are the
   // fallback when the colour stream does not report them.
   float hfov = 0, vfov = 0;

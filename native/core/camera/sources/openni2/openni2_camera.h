@@ -31,8 +31,6 @@ struct OpenNI2Options {
   int stallMs = 2000;                       // no frame pair for this long: disconnected
   bool loop = false;                        // .oni playback: repeat at the end
   std::string recordPath;                   // record the session to this .oni (OpenNI2's recorder)
-  CameraIntrinsics intrinsics;
-  bool intrinsicsGiven = false;
 };
 
 class OpenNI2Camera : public CameraSource {

@@ -34,7 +34,7 @@ const CameraSourceEntry& openni2SourceEntry() {
     e.recordingExtensions = {".oni"};
     e.recordingOption = "uri";
     e.probe = [](const std::string& library, std::string* detail) { return openNI2Loadable(library, detail); };
-    e.make = [](const CameraOptionValues& o, SourceContext& c, std::unique_ptr<CameraSource>* out) -> Result {
+    e.make = [](const CameraOptionValues& o, SourceContext&, std::unique_ptr<CameraSource>* out) -> Result {
       OpenNI2Options n;
       n.library = o.text("library");
       n.uri = o.text("uri");
@@ -45,10 +45,6 @@ const CameraSourceEntry& openni2SourceEntry() {
       n.stallMs = o.integer("stall_ms");
       n.loop = o.flag("loop");
       n.recordPath = o.text("record_path");
-      if (c.intrinsicsGiven) {
-        n.intrinsics = c.intrinsics;
-        n.intrinsicsGiven = true;
-      }
       *out = std::make_unique<OpenNI2Camera>(n);
       return {};
     };

@@ -572,14 +572,10 @@ Result RealSenseCamera::takeFrameset(rs2_frame* frameset, CameraFrame* frame, bo
     if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(api, e));
     if (rawDepth && ir) mapInfrared(rawDepth.get(), ir.get(), frame);
   }
-  if (options_.intrinsicsGiven) {
-    frame->intrinsics = options_.intrinsics;
-  } else {
-    frame->intrinsics.fx = colourIntrinsics_.fx;
-    frame->intrinsics.fy = colourIntrinsics_.fy;
-    frame->intrinsics.cx = colourIntrinsics_.ppx;
-    frame->intrinsics.cy = colourIntrinsics_.ppy;
-  }
+  frame->intrinsics.fx = colourIntrinsics_.fx;
+  frame->intrinsics.fy = colourIntrinsics_.fy;
+  frame->intrinsics.cx = colourIntrinsics_.ppx;
+  frame->intrinsics.cy = colourIntrinsics_.ppy;
   // The camera's clock, kept increasing across a replayed recording's restarts.
   int64_t ts = raw + tsOffset_;
   if (lastTs_ >= 0 && ts <= lastTs_) {

@@ -45,8 +45,6 @@ struct RealSenseOptions {
   std::string emitter = "on";               // on | off | device (leave as the camera has it)
   int stallMs = 2000;
   std::string recordPath;                   // record the session to this .bag (the SDK's recorder)
-  CameraIntrinsics intrinsics;
-  bool intrinsicsGiven = false;
 };
 
 template <typename T>

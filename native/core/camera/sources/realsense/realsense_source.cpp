@@ -48,7 +48,7 @@ const CameraSourceEntry& realsenseSourceEntry() {
     e.recordingExtensions = {".bag"};
     e.recordingOption = "bag";
     e.probe = [](const std::string& library, std::string* detail) { return realSenseLoadable(library, detail); };
-    e.make = [](const CameraOptionValues& o, SourceContext& c, std::unique_ptr<CameraSource>* out) -> Result {
+    e.make = [](const CameraOptionValues& o, SourceContext&, std::unique_ptr<CameraSource>* out) -> Result {
       RealSenseOptions n;
       n.library = o.text("library");
       n.serial = o.text("serial");
@@ -62,10 +62,6 @@ const CameraSourceEntry& realsenseSourceEntry() {
       n.loop = o.flag("loop");
       n.realtime = o.flag("realtime");
       n.recordPath = o.text("record_path");
-      if (c.intrinsicsGiven) {
-        n.intrinsics = c.intrinsics;
-        n.intrinsicsGiven = true;
-      }
       *out = std::make_unique<RealSenseCamera>(n);
       return {};
     };

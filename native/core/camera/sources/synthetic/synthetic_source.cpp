@@ -20,6 +20,7 @@ const CameraSourceEntry& syntheticSourceEntry() {
         {"infrared", OptionType::Flag, "false", 0, 0, {}, "also render the projector-lit infrared image a stereo camera (RealSense) gives"},
         {"photos", OptionType::Text, "", 0, 0, {}, "face photos, files or folders, comma separated (empty: the npm demo photos)", true},
     };
+    e.rendersIntrinsics = true;
     e.make = [](const CameraOptionValues& o, SourceContext& c, std::unique_ptr<CameraSource>* out) -> Result {
       SyntheticOptions s;
       Result r = parseScenario(o.text("scenario"), &s.scenario);
