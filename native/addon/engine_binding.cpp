@@ -142,6 +142,15 @@ class AnalyzeWorker : public Napi::AsyncWorker {
     timings.Set("quality", timings_.quality);
     timings.Set("embed", timings_.embed);
     timings.Set("total", timings_.total);
+    const StageRuns& r = timings_.runs;
+    Napi::Object runs = Napi::Object::New(env);
+    runs.Set("detect", r.detect);
+    runs.Set("landmarks", r.landmarks);
+    runs.Set("eyes", r.eyes);
+    runs.Set("liveness", r.liveness);
+    runs.Set("quality", r.quality);
+    runs.Set("embed", r.embed);
+    timings.Set("runs", runs);
     Napi::Object out = Napi::Object::New(env);
     out.Set("faces", faces);
     out.Set("timings", timings);
@@ -184,6 +193,8 @@ Napi::Value EngineHandle::Analyze(const Napi::CallbackInfo& info) {
     options.crop = BoolOption(o, "crop", options.crop);
     options.eyes = BoolOption(o, "eyes", options.eyes);
     options.liveness = BoolOption(o, "liveness", options.liveness);
+    options.quality = BoolOption(o, "quality", options.quality);
+    options.otherFaceLandmarks = BoolOption(o, "otherFaceLandmarks", options.otherFaceLandmarks);
     options.maxFaces = IntOption(o, "maxFaces", options.maxFaces);
   }
   double w = info[1].As<Napi::Number>().DoubleValue(), h = info[2].As<Napi::Number>().DoubleValue();
