@@ -110,9 +110,9 @@ async function main() {
 
     // Warm-up; the threads that spent CPU on it, but the event loop's, are the ones that analyse.
     const before = threadCpu(pid);
-    await identifyLoop(url, body, 2);
+    await identifyLoop(url, body, 3);
     const after = threadCpu(pid);
-    const workers = [...after].filter(([tid, cpu]) => tid !== pid && cpu - (before.get(tid) ?? 0) >= 0.05).map(([tid]) => tid);
+    const workers = [...after].filter(([tid, cpu]) => tid !== pid && cpu - (before.get(tid) ?? 0) >= 0.02).map(([tid]) => tid);
 
     const phases: Phase[] = [];
     for (let round = 0; round < ROUNDS; round++) {
