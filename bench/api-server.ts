@@ -1,7 +1,9 @@
 // The service under load for bench:api, in its own process: a temporary LMDB store pre-filled with N
 // persons (random unit templates of the engine's model, written straight to the store), then the real
 // service on 127.0.0.1 and, on a second port of the same process, a fastify route returning a constant
-// (the HTTP ceiling). Prints one JSON line with both ports, then serves until killed.
+// (the HTTP ceiling). Prints one JSON line with both ports, then serves until killed. On the second port,
+// POST /stages/every makes every analysis run every engine stage (what each operation ran before it ran only
+// its own, services/operation-stages.ts) and POST /stages/operation returns to each operation's own stages.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,6 +12,8 @@ import Fastify from 'fastify';
 
 import { defaultConfig } from '../src/config/load';
 import { createEngine } from '../src/engine';
+import type { AnalyzeOptions, FaceEngine, RgbImage } from '../src/engine/types';
+import { ALL_STAGES, stageOptions } from '../src/services/operation-stages';
 import { startService } from '../src/server';
 import { generateRsaKeyPair } from '../src/storage/service-key';
 import { openStore } from '../src/storage/store';
@@ -51,9 +55,22 @@ async function main() {
   const { key: signedKey } = await store.apiKeys.create('default', 'full', 'bench signed', now, signing.publicKey);
   await store.close();
 
-  const service = await startService(config, { engine, logger: false, print: () => undefined });
+  const stages = { every: false };
+  const every = stageOptions(ALL_STAGES);
+  const staged = (options?: AnalyzeOptions): AnalyzeOptions => (stages.every ? { ...every, maxFaces: options?.maxFaces } : options ?? {});
+  const switchable: FaceEngine = {
+    get modelId() { return engine.modelId; },
+    get templateSize() { return engine.templateSize; },
+    get pending() { return engine.pending; },
+    analyze: (image: RgbImage, options?: AnalyzeOptions) => engine.analyze(image, staged(options)),
+    profile: (image: RgbImage, options?: AnalyzeOptions) => engine.profile(image, staged(options)),
+    close: () => engine.close(),
+  };
+  const service = await startService(config, { engine: switchable, logger: false, print: () => undefined });
   const ceiling = Fastify({ logger: false });
   ceiling.get('/constant', async () => ({ ok: true }));
+  ceiling.post('/stages/every', async () => { stages.every = true; return stages; });
+  ceiling.post('/stages/operation', async () => { stages.every = false; return stages; });
   const ceilingAddress = await ceiling.listen({ host: '127.0.0.1', port: 0 });
   console.log(JSON.stringify({ service: service.address, ceiling: ceilingAddress, persons, signedKey, signingKey: signing.privateKey }));
   const stop = async () => { await ceiling.close(); await service.close(); process.exit(0); };

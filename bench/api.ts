@@ -1,14 +1,19 @@
 // npm run bench:api — identify and verify over HTTP at 10 concurrent clients against a service holding
 // 10,000 enrolled persons, with a fastify route returning a constant measured in the same run as the
 // ceiling. The service runs in a child process (bench/api-server.ts); autocannon drives it from here.
+// Each operation runs twice side by side: with its own engine stages (services/operation-stages.ts) and with
+// every stage (eye and colour-liveness models, quality measures, every face's landmarks), and the engine's
+// own time per analysis is compared the same way in this process, for the saving per operation.
 // Targets: identify >= 40 requests/s on the 2-core machine, p99 <= 3x p50.
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
 import readline from 'node:readline';
 
+import { createEngine } from '../src/engine';
 import { packageRoot } from '../src/package-root';
-import { printJsonLine } from './common';
+import { ALL_STAGES, OPERATION_STAGES, operationOptions, stageOptions, type Operation } from '../src/services/operation-stages';
+import { percentile, printJsonLine } from './common';
 import { faceCrops } from './face-crops';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -64,8 +69,37 @@ async function loadSigned(service: string, body: string, apiKey: string, signing
   };
 }
 
+const ENGINE_ROUNDS = Number(process.env.BENCH_API_ENGINE_ROUNDS ?? 100);
+
+/** Engine time per analysis (ms p50) of each operation's stages against every stage, interleaved. */
+async function engineStages(jpeg: Buffer): Promise<Record<string, { stages: string; p50: number; everyStageP50: number; saving: number }>> {
+  const sharp = (await import('sharp')).default;
+  const { data, info } = await sharp(jpeg).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  const image = { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height };
+  const engine = await createEngine();
+  const ops: Operation[] = ['identify', 'verify', 'compare', 'create', 'update'];
+  const every = stageOptions(ALL_STAGES);
+  const times = new Map<string, { own: number[]; every: number[] }>(ops.map((op) => [op, { own: [], every: [] }]));
+  const timed = async (options: object) => (await engine.profile(image, options)).timings.total;
+  for (let i = 0; i < 5; i++) await timed(every);
+  for (let i = 0; i < ENGINE_ROUNDS; i++) {
+    for (const op of ops) {
+      times.get(op)!.own.push(await timed(operationOptions(op)));
+      times.get(op)!.every.push(await timed(every));
+    }
+  }
+  await engine.close();
+  return Object.fromEntries(ops.map((op) => {
+    const t = times.get(op)!;
+    const p50 = percentile(t.own, 50), everyStageP50 = percentile(t.every, 50);
+    return [op, { stages: ['detect', 'landmarks', ...OPERATION_STAGES[op]].join('+'), p50: +p50.toFixed(2),
+      everyStageP50: +everyStageP50.toFixed(2), saving: +(1 - p50 / everyStageP50).toFixed(3) }];
+  }));
+}
+
 async function main() {
   const jpeg = await facePhoto();
+  const engineTimes = await engineStages(jpeg);
   const server = spawn(process.execPath, [path.join(packageRoot(), 'dist', 'bench', 'api-server.js'), String(PERSONS)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -82,15 +116,27 @@ async function main() {
     });
     if (enrol.status !== 200) throw new Error(`enrolment failed: ${enrol.status} ${await enrol.text()}`);
     const body = JSON.stringify({ faceImage });
-    const identify = await fetch(`${ready.service}/person/recognize-face`, { method: 'POST', headers: { 'Api-Key': KEY, 'Content-Type': 'application/json' }, body });
-    const who = (await identify.json()) as { personId?: string };
+    const probe = await fetch(`${ready.service}/person/recognize-face`, { method: 'POST', headers: { 'Api-Key': KEY, 'Content-Type': 'application/json' }, body });
+    const who = (await probe.json()) as { personId?: string };
     if (who.personId !== 'gate-user') throw new Error(`identify did not find the enrolled person: ${JSON.stringify(who)}`);
 
     // Interleaved blocks, ceiling first and last, so machine noise falls on all alike.
+    const stages = (mode: 'every' | 'operation') => fetch(`${ready.ceiling}/stages/${mode}`, { method: 'POST' });
+    /** The operation with its own stages, then with every stage. */
+    const both = async (url: string, payload: string): Promise<[Run, Run]> => {
+      const own = await load(url, 'POST', payload);
+      await stages('every');
+      const every = await load(url, 'POST', payload);
+      await stages('operation');
+      return [own, every];
+    };
+    const compareBody = JSON.stringify({ targetImage: faceImage, sourceImage: faceImage });
+    const constant = await load(`${ready.ceiling}/constant`, 'GET');
+    const [identify, identifyEveryStage] = await both(`${ready.service}/person/recognize-face`, body);
+    const [verify, verifyEveryStage] = await both(`${ready.service}/person/verify-face/gate-user`, body);
+    const [compare, compareEveryStage] = await both(`${ready.service}/person/compare-face`, compareBody);
     const runs = {
-      constant: await load(`${ready.ceiling}/constant`, 'GET'),
-      identify: await load(`${ready.service}/person/recognize-face`, 'POST', body),
-      verify: await load(`${ready.service}/person/verify-face/gate-user`, 'POST', body),
+      constant, identify, identifyEveryStage, verify, verifyEveryStage, compare, compareEveryStage,
       identifySigned: await loadSigned(ready.service, body, ready.signedKey, ready.signingKey),
     };
     console.log(`\n${CONNECTIONS} connections, ${SECONDS} s each, ${PERSONS + 1} enrolled persons, ${jpeg.length}-byte JPEG`);
@@ -99,12 +145,24 @@ async function main() {
       console.log(`${name.padEnd(24)} ${String(r.requestsPerSecond).padStart(8)} ${String(r.p50).padStart(9)} ${String(r.p99).padStart(8)} ` +
         `${(r.p99 / Math.max(1, r.p50)).toFixed(2).padStart(8)} ${String(r.non2xx).padStart(8)}`);
     }
+    console.log('\nengine time per analysis (this photo, one at a time), own stages against every stage:');
+    for (const [op, e] of Object.entries(engineTimes)) {
+      console.log(`${op.padEnd(10)} ${e.stages.padEnd(36)} p50 ${e.p50} ms, every stage ${e.everyStageP50} ms: ${(e.saving * 100).toFixed(1)} % saved`);
+    }
+    const rate = (own: Run, every: Run) => +(own.requestsPerSecond / Math.max(0.1, every.requestsPerSecond)).toFixed(2);
+    const savings = {
+      identifyRateOverEveryStage: rate(identify, identifyEveryStage),
+      verifyRateOverEveryStage: rate(verify, verifyEveryStage),
+      compareRateOverEveryStage: rate(compare, compareEveryStage),
+    };
+    console.log(`requests/s with own stages over every stage: identify ${savings.identifyRateOverEveryStage}x, ` +
+      `verify ${savings.verifyRateOverEveryStage}x, compare ${savings.compareRateOverEveryStage}x`);
     const targets = {
       identifyAtLeast40: runs.identify.requestsPerSecond >= 40,
       identifyP99Within3xP50: runs.identify.p99 <= 3 * runs.identify.p50,
     };
     console.log(`targets: identify >= 40 req/s ${targets.identifyAtLeast40 ? 'MET' : 'NOT MET'}, p99 <= 3x p50 ${targets.identifyP99Within3xP50 ? 'MET' : 'NOT MET'}`);
-    printJsonLine({ bench: 'api', persons: PERSONS + 1, connections: CONNECTIONS, seconds: SECONDS, jpegBytes: jpeg.length, runs, targets });
+    printJsonLine({ bench: 'api', persons: PERSONS + 1, connections: CONNECTIONS, seconds: SECONDS, jpegBytes: jpeg.length, runs, engineStages: engineTimes, savings, targets });
   } finally {
     server.kill('SIGTERM');
   }

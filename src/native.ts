@@ -22,6 +22,18 @@ export interface StageTimings {
   quality: number;
   embed: number;
   total: number;
+  /** How many times each stage ran (detect once per image, the others once per face they ran for); a
+   *  stage that did not run reads 0 here and in its time. */
+  runs?: StageRuns;
+}
+
+export interface StageRuns {
+  detect: number;
+  landmarks: number;
+  eyes: number;
+  liveness: number;
+  quality: number;
+  embed: number;
 }
 
 export interface NativeFace {
@@ -46,7 +58,8 @@ export interface NativeFace {
 
 export interface NativeEngineHandle {
   analyze(pixels: Uint8Array, width: number, height: number,
-    options?: { embed?: boolean; crop?: boolean; maxFaces?: number; eyes?: boolean; liveness?: boolean }): Promise<{ faces: NativeFace[]; timings: StageTimings }>;
+    options?: { embed?: boolean; crop?: boolean; maxFaces?: number; eyes?: boolean; liveness?: boolean;
+      quality?: boolean; otherFaceLandmarks?: boolean }): Promise<{ faces: NativeFace[]; timings: StageTimings }>;
   close(): Promise<void>;
   readonly pending: number;
 }

@@ -2,10 +2,6 @@
 // Napi::AsyncWorker on the libuv pool; the event loop only converts arguments and results.
 #include <napi.h>
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <memory>
 
 #include "addon/addon_data.h"
@@ -41,14 +37,10 @@ class EngineHandle : public Napi::ObjectWrap<EngineHandle> {
   friend class AnalyzeWorker;
 };
 
-// Analyses run on libuv's pool threads at a lower scheduling priority than the event loop, so that on a
-// small board with more busy workers than cores the loop still answers requests and timers promptly.
-void LowerThreadPriority() {
-  thread_local bool lowered = false;
-  if (lowered) return;
-  lowered = true;
-  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
-}
+// Analyses run at the process's own scheduling priority, never lowered per thread: a lowered analysis thread
+// (and the image decodes libuv later runs on that thread) gets a tenth of a core or less beside any other
+// busy process on the board, a kiosk's UI included, and the service falls far below its fair share. The
+// process's niceness (the systemd unit's Nice=) is the one knob that ranks the service against the rest.
 
 class LoadWorker : public Napi::AsyncWorker {
  public:
@@ -122,7 +114,6 @@ class AnalyzeWorker : public Napi::AsyncWorker {
   Napi::Promise promise() { return deferred_.Promise(); }
 
   void Execute() override {
-    LowerThreadPriority();
     result_ = engine_->analyze(data_, bytes_, width_, height_, options_, &faces_, &timings_);
   }
   void OnOK() override {
@@ -142,6 +133,15 @@ class AnalyzeWorker : public Napi::AsyncWorker {
     timings.Set("quality", timings_.quality);
     timings.Set("embed", timings_.embed);
     timings.Set("total", timings_.total);
+    const StageRuns& r = timings_.runs;
+    Napi::Object runs = Napi::Object::New(env);
+    runs.Set("detect", r.detect);
+    runs.Set("landmarks", r.landmarks);
+    runs.Set("eyes", r.eyes);
+    runs.Set("liveness", r.liveness);
+    runs.Set("quality", r.quality);
+    runs.Set("embed", r.embed);
+    timings.Set("runs", runs);
     Napi::Object out = Napi::Object::New(env);
     out.Set("faces", faces);
     out.Set("timings", timings);
@@ -184,6 +184,8 @@ Napi::Value EngineHandle::Analyze(const Napi::CallbackInfo& info) {
     options.crop = BoolOption(o, "crop", options.crop);
     options.eyes = BoolOption(o, "eyes", options.eyes);
     options.liveness = BoolOption(o, "liveness", options.liveness);
+    options.quality = BoolOption(o, "quality", options.quality);
+    options.otherFaceLandmarks = BoolOption(o, "otherFaceLandmarks", options.otherFaceLandmarks);
     options.maxFaces = IntOption(o, "maxFaces", options.maxFaces);
   }
   double w = info[1].As<Napi::Number>().DoubleValue(), h = info[2].As<Napi::Number>().DoubleValue();

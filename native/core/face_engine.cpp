@@ -130,11 +130,18 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
   Result resultB;
   auto runLaneB = [&] {
     if (embed) resultB = embedPasses(1, &laneB.embed);
-    Stopwatch watch;
-    if (resultB.ok() && options.liveness) resultB = attributes_->liveness(ws.pyramid, ws.attributes, face);
-    watch.lap(&laneB.liveness);
-    if (resultB.ok() && options.eyes) resultB = attributes_->eyes(ws.pyramid, ws.attributes, face);
-    watch.lap(&laneB.eyes);
+    if (resultB.ok() && options.liveness) {
+      Stopwatch watch;
+      resultB = attributes_->liveness(ws.pyramid, ws.attributes, face);
+      watch.lap(&laneB.liveness);
+      ++laneB.runs.liveness;
+    }
+    if (resultB.ok() && options.eyes) {
+      Stopwatch watch;
+      resultB = attributes_->eyes(ws.pyramid, ws.attributes, face);
+      watch.lap(&laneB.eyes);
+      ++laneB.runs.eyes;
+    }
   };
   // Lane B's exceptions are caught in its own thread (an escaped one would end the process) and turned
   // into a Result after the join.
@@ -159,14 +166,20 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
 
   StageTimings laneA;
   Result r;
-  if (embed) r = embedPasses(0, &laneA.embed);
-  Stopwatch watch;
-  if (r.ok()) {
-    warpToRgb(ws.pyramid, aligned, kAlignedSize, kAlignedSize, ws.aligned.data());
-    measureQuality(ws.aligned.data(), face);
-    if (options.crop) face->alignedCrop = ws.aligned;
+  if (embed) {
+    r = embedPasses(0, &laneA.embed);
+    ++laneA.runs.embed;
   }
-  watch.lap(&laneA.quality);
+  if (r.ok() && (options.quality || options.crop)) {
+    Stopwatch watch;
+    warpToRgb(ws.pyramid, aligned, kAlignedSize, kAlignedSize, ws.aligned.data());
+    if (options.quality) {
+      measureQuality(ws.aligned.data(), face);
+      ++laneA.runs.quality;
+    }
+    if (options.crop) face->alignedCrop = ws.aligned;
+    watch.lap(&laneA.quality);
+  }
 
   if (worker.joinable()) worker.join();
   else runLaneBCaught();
@@ -212,13 +225,18 @@ Result FaceEngine::analyze(const uint8_t* rgb, size_t bytes, int width, int heig
   faces->clear();
   Result r = detector_->detect(ws->pyramid, ws->detector, config_.minDetectionScore, &ws->boxes);
   watch.lap(&timings->detect);
+  timings->runs.detect = 1;
   for (size_t i = 0; r.ok() && i < ws->boxes.size(); ++i) {
     FaceResult face;
     face.box = ws->boxes[i];
-    r = landmarker_->locate(ws->pyramid, ws->landmarker, &face);
-    if (r.ok()) estimatePose(&face);
-    watch.lap(&timings->landmarks);
-    if (r.ok() && static_cast<int>(i) < options.maxFaces) r = analyzeFace(*ws, options, &face, timings);
+    const bool analysed = static_cast<int>(i) < options.maxFaces;
+    if (analysed || options.otherFaceLandmarks) {
+      r = landmarker_->locate(ws->pyramid, ws->landmarker, &face);
+      if (r.ok()) estimatePose(&face);
+      watch.lap(&timings->landmarks);
+      ++timings->runs.landmarks;
+    }
+    if (r.ok() && analysed) r = analyzeFace(*ws, options, &face, timings);
     watch = Stopwatch();
     if (r.ok()) faces->push_back(std::move(face));
   }

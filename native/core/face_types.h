@@ -30,20 +30,37 @@ struct FaceResult {
   std::vector<uint8_t> alignedCrop;  // 112x112x3 when asked for
 };
 
-// Wall time of each stage of one analyze call, milliseconds, summed over faces. With two threads some
-// stages overlap, so the stages may add up to more than the total.
-struct StageTimings {
-  double detect = 0, landmarks = 0, eyes = 0, liveness = 0, quality = 0, embed = 0, total = 0;
-  void add(const StageTimings& o) {
+// How many times each stage ran in one analyze call (detect: once per image; the others once per face they
+// ran for), so a caller can see what an analysis really did, not only what it asked for.
+struct StageRuns {
+  int detect = 0, landmarks = 0, eyes = 0, liveness = 0, quality = 0, embed = 0;
+  void add(const StageRuns& o) {
     detect += o.detect; landmarks += o.landmarks; eyes += o.eyes;
     liveness += o.liveness; quality += o.quality; embed += o.embed;
   }
 };
 
+// Wall time of each stage of one analyze call, milliseconds, summed over faces; a stage that did not run
+// reads exactly 0. With two threads some stages overlap, so the stages may add up to more than the total.
+struct StageTimings {
+  double detect = 0, landmarks = 0, eyes = 0, liveness = 0, quality = 0, embed = 0, total = 0;
+  StageRuns runs;
+  void add(const StageTimings& o) {
+    detect += o.detect; landmarks += o.landmarks; eyes += o.eyes;
+    liveness += o.liveness; quality += o.quality; embed += o.embed;
+    runs.add(o.runs);
+  }
+};
+
+// The stages an analysis runs beyond detection and the analysed faces' landmarks (which every caller
+// needs). The defaults run everything; each service operation asks only for what its answer depends on.
 struct AnalyzeOptions {
   bool embed = true;
   bool eyes = true;      // the eye-state model (enrolment needs it; matching does not)
   bool liveness = true;  // the passive colour liveness model
+  bool quality = true;   // brightness, sharpness, mouth openness, sunglasses (the enrolment checks)
+  // Landmarks (and pose) of the faces beyond maxFaces too; without them those faces carry their box only.
+  bool otherFaceLandmarks = true;
   bool crop = false;
   int maxFaces = 64;
 };

@@ -1,6 +1,7 @@
 // The face engine's TypeScript API: Promise-based, every heavy step runs in the native addon off the
 // event loop. Image decoding lives in src/image; this takes raw RGB.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 import { native, type NativeEngineHandle, type NativeFace, type StageTimings } from '../native';
@@ -53,7 +54,17 @@ function templateModels(modelDir: string, flipAverage: boolean): { modelId: stri
   return { modelId: templateModelId(networks, flipAverage), weights: networks.map((n) => n.weight), size: templateSize(networks) };
 }
 
+/**
+ * Analyses handed to the native engine at once: one per core. Each is CPU-bound on one thread at the
+ * process's own priority (engine_binding.cpp), so more would only time-slice the cores (no more throughput)
+ * while crowding out the event loop and the image decodes that share libuv's pool; the rest wait here.
+ */
+export const ANALYSES_AT_ONCE = Math.max(1, os.availableParallelism());
+
 class NativeFaceEngine implements FaceEngine {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
   constructor(private handle: NativeEngineHandle, readonly modelId: string, readonly templateSize: number) {}
 
   async analyze(image: RgbImage, options: AnalyzeOptions = {}): Promise<FaceAnalysis[]> {
@@ -61,16 +72,26 @@ class NativeFaceEngine implements FaceEngine {
   }
 
   async profile(image: RgbImage, options: AnalyzeOptions = {}): Promise<{ faces: FaceAnalysis[]; timings: StageTimings }> {
-    const { faces, timings } = await this.handle.analyze(image.data, image.width, image.height, options);
-    return { faces: faces.map(toAnalysis), timings };
+    // A finishing analysis hands its slot straight to the next waiting one.
+    if (this.running < ANALYSES_AT_ONCE) this.running++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      const { faces, timings } = await this.handle.analyze(image.data, image.width, image.height, options);
+      return { faces: faces.map(toAnalysis), timings };
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
   }
 
   close(): Promise<void> {
+    // Refused by the native engine while analyses run; a waiting one implies a running one.
     return this.handle.close();
   }
 
   get pending(): number {
-    return this.handle.pending;
+    return this.handle.pending + this.waiting.length;
   }
 }
 

@@ -72,6 +72,11 @@ export interface AnalyzeOptions {
   eyes?: boolean;
   /** Run the passive colour liveness model (default true); without it `liveness` reads 0. */
   liveness?: boolean;
+  /** Measure brightness, sharpness, mouth openness and sunglasses (default true); without it they read 0. */
+  quality?: boolean;
+  /** Locate the landmarks (and pose) of the faces beyond maxFaces too (default true); without it those faces
+   *  carry their box (and so their size) only. */
+  otherFaceLandmarks?: boolean;
   /** Analyse at most this many faces, largest first (default: all, up to 64). Counting still sees all. */
   maxFaces?: number;
 }

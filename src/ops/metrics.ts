@@ -82,6 +82,7 @@ export class ServiceMetrics {
   private readonly requests: Counter<'method' | 'route' | 'status_code'>;
   private readonly requestSeconds: Histogram<'method' | 'route'>;
   private readonly stageSeconds: Histogram<'stage'>;
+  private readonly stageRuns: Counter<'stage'>;
   private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
   private readonly cleanups: (() => void)[] = [];
 
@@ -99,6 +100,11 @@ export class ServiceMetrics {
       name: `${METRICS_PREFIX}engine_stage_seconds`,
       help: 'Face engine time per analysis and stage (stages that ran; "total" is the whole analysis)',
       labelNames: ['stage'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers,
+    });
+    this.stageRuns = new Counter({
+      name: `${METRICS_PREFIX}engine_stage_runs_total`,
+      help: 'Face engine stage runs (detect: one per analysis; the others one per face they ran for)',
+      labelNames: ['stage'], registers,
     });
     this.storeGauges(registers);
     this.eventLoopGauges(registers);
@@ -119,8 +125,11 @@ export class ServiceMetrics {
   /** One engine analysis's stage times (milliseconds, as the engine reports them). */
   observeEngine(timings: StageTimings): void {
     for (const stage of STAGES) {
-      // A stage the analysis did not run (eyes and liveness are asked for per purpose) reads 0.
-      if (stage === 'total' || timings[stage] > 0) this.stageSeconds.observe({ stage }, timings[stage] / 1000);
+      // Each operation runs its own stages (services/operation-stages.ts): only those that ran are observed.
+      const runs = stage === 'total' ? 1 : timings.runs ? timings.runs[stage] : timings[stage] > 0 ? 1 : 0;
+      if (runs === 0) continue;
+      this.stageSeconds.observe({ stage }, timings[stage] / 1000);
+      if (stage !== 'total') this.stageRuns.inc({ stage }, runs);
     }
   }
 

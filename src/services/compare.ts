@@ -25,7 +25,7 @@ export async function comparePersons(ctx: ServiceContext, caller: Caller, input:
   const [targetFaces, sourceFaces] = await releasing(await decodeField(ctx, 'targetImage', input.targetImage), async (target) =>
     releasing(await decodeField(ctx, 'sourceImage', input.sourceImage), async (source) => {
       await consumeQuota(ctx, caller.accountId);
-      return Promise.all([analyse(ctx, target.rgb, 1, 'match'), analyse(ctx, source.rgb, 1, 'match')]);
+      return Promise.all([analyse(ctx, target.rgb, 'compare'), analyse(ctx, source.rgb, 'compare')]);
     }));
   const [a, b] = [sourceFaces[0], targetFaces[0]];
   if (!a || !b) return { similarity: 0, facesMatched: 0 };

@@ -10,6 +10,7 @@ import type { OwnChanges } from '../storage/postgres/change-log';
 import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { LiveFaceSource } from '../device/live-face-source';
 import type { LicenceLimits } from '../domain/grants';
+import { operationOptions, type Operation } from './operation-stages';
 
 export interface ServiceContext {
   config: Config;
@@ -50,12 +51,9 @@ export interface Caller {
 }
 
 /**
- * Every face of an image, largest first (the engine's order). Only the first `maxFaces` are analysed
- * (embedding, pose, ...); the others carry their box and size, enough to count faces. `purpose` picks the
- * models: enrolment needs the eye-state model for its checks, matching needs only the template; the
- * passive colour liveness model serves the device's camera, not photos sent to the API.
+ * Every face of an image, largest first (the engine's order). Only the largest is analysed; the others carry
+ * their box and size, enough to count faces. The operation picks the stages (operation-stages.ts).
  */
-export async function analyse(ctx: ServiceContext, image: RgbImage, maxFaces: number,
-  purpose: 'enrol' | 'match'): Promise<FaceAnalysis[]> {
-  return ctx.engine.analyze(image, { embed: true, maxFaces, eyes: purpose === 'enrol', liveness: false });
+export async function analyse(ctx: ServiceContext, image: RgbImage, operation: Operation): Promise<FaceAnalysis[]> {
+  return ctx.engine.analyze(image, operationOptions(operation));
 }

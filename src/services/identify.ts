@@ -32,7 +32,7 @@ export async function identifyPerson(ctx: ServiceContext, caller: Caller, input:
 
 /** The best match's person_id, or throws F_011 / RF_001. */
 async function search(ctx: ServiceContext, caller: Caller, image: DecodedImage): Promise<string> {
-  const [face] = await releasing(image, () => analyse(ctx, image.rgb, 1, 'match'));
+  const [face] = await releasing(image, () => analyse(ctx, image.rgb, 'identify'));
   if (!face) throw ctx.errors.create('NoPersonMatched', 'no face in the probe image');
   const minSize = ctx.config.quality.min_face_size;
   if (face.faceSize < minSize) throw ctx.errors.create('WrongFaceSize', `face ${face.faceSize} px < ${minSize} px`);

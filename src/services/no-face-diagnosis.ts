@@ -14,6 +14,7 @@ import sharp from 'sharp';
 import type { QualityConfig } from '../config/types';
 import type { FaceAnalysis, FaceEngine, Point, RgbImage } from '../engine/types';
 import type { ErrorName } from '../errors';
+import { operationOptions } from './operation-stages';
 
 export interface NoFaceDiagnosis {
   error: ErrorName;
@@ -143,9 +144,9 @@ export async function rotatedCopies(img: RgbImage): Promise<(angle: number) => P
 
 export type Detect = (img: RgbImage) => Promise<FaceAnalysis[]>;
 
-/** The enrolment detector as the diagnosis uses it: boxes, landmarks and pose only. */
+/** The enrolment detector as the diagnosis uses it: boxes, every face's landmarks and pose, the analysed face's quality. */
 export function detectorOf(engine: Pick<FaceEngine, 'analyze'>): Detect {
-  return (img) => engine.analyze(img, { embed: false, eyes: false, liveness: false, maxFaces: 1 });
+  return (img) => engine.analyze(img, operationOptions('re-detect'));
 }
 
 /**

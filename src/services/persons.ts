@@ -14,9 +14,6 @@ import { consumeQuota } from './quota';
 /** The lock name of device-wide rules; an account id can never be it (it holds a NUL). */
 const DEVICE_WIDE_LOCK = '\u0000device';
 
-/** Only the enrolment face is analysed; the engine still returns every face's size for the count. */
-const ENROL_MAX_FACES = 1;
-
 /** The checks of the photo itself: all but the duplicate search, which needs the gallery and the lock. */
 const PHOTO_CHECKS = ENROLMENT_CHECKS.filter((c) => c.error !== 'FaceExists');
 
@@ -27,7 +24,7 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
   // Cheap pre-check before the engine runs; decided again under the account's lock.
   const face = await releasing(image, async () => {
     if (await ctx.store.persons.meta(caller.accountId, personId)) throw exists();
-    return checkedFace(ctx, personId, image.rgb);
+    return checkedFace(ctx, personId, image.rgb, 'create');
   });
   // The engine and the photo checks run outside the lock; the id check, the duplicate search and both
   // writes run inside it, so of concurrent creates of one id the first wins and the rest get CP_002, and of
@@ -59,7 +56,7 @@ export async function updatePerson(ctx: ServiceContext, caller: Caller, personId
   const notFound = () => ctx.errors.create('FaceNotInCollection', `person ${personId}`);
   const face = await releasing(image, async () => {
     if (!await ctx.store.persons.meta(caller.accountId, personId)) throw notFound();
-    return checkedFace(ctx, personId, image.rgb);
+    return checkedFace(ctx, personId, image.rgb, 'update');
   });
   return exclusiveWrite(ctx, caller.accountId, async (persons) => {
     await refuseDuplicate(ctx, caller, personId, face, true);
@@ -116,8 +113,8 @@ export async function getPerson(ctx: ServiceContext, caller: Caller, personId: s
 }
 
 /** Runs the engine and every enrolment check but the duplicate search; returns the face or throws its F_ code. */
-async function checkedFace(ctx: ServiceContext, personId: string, rgb: RgbImage): Promise<FaceAnalysis> {
-  const faces = await analyse(ctx, rgb, ENROL_MAX_FACES, 'enrol');
+async function checkedFace(ctx: ServiceContext, personId: string, rgb: RgbImage, operation: 'create' | 'update'): Promise<FaceAnalysis> {
+  const faces = await analyse(ctx, rgb, operation);
   // No face: a dark, blurred or rolled photo gets its own code rather than F_002 (no-face-diagnosis.ts).
   // A face failing a later check may be rolled further than its landmarks read: F_008 (roll-recheck.ts).
   const outcome = await runEnrolmentChecks(faces, ctx.config.quality, async () => undefined, {

@@ -7,6 +7,7 @@ import { decodeImageBytes } from '../image/decode';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore } from '../storage/postgres/interfaces';
 import type { Store } from '../storage/store';
+import { operationOptions } from './operation-stages';
 
 export interface ReindexReport {
   done: number;
@@ -33,7 +34,7 @@ export async function reindex(
       const bytes = await store.persons.referenceImage(p.accountId, p.personId);
       if (!bytes) throw new Error('no reference image stored');
       const rgb = await decodeImageBytes('referenceImage', bytes, limits);
-      const faces = await engine.analyze(rgb, { embed: true, maxFaces: 1, eyes: false, liveness: false });
+      const faces = await engine.analyze(rgb, operationOptions('reindex'));
       if (faces.length === 0) throw new Error('the engine finds no face in the reference image');
       await store.persons.setTemplate(p.accountId, p.personId, engine.modelId, faces[0].embedding);
       report.done++;

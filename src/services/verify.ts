@@ -19,7 +19,7 @@ export async function verifyPerson(ctx: ServiceContext, caller: Caller, personId
       // Templates of another model are not comparable; `face-check reindex` recomputes them.
       throw ctx.errors.create('ServiceUnavailable', `person ${personId} has a ${stored.modelId} template: run reindex`);
     }
-    return { person: stored, face: (await analyse(ctx, image.rgb, 1, 'match'))[0] };
+    return { person: stored, face: (await analyse(ctx, image.rgb, 'verify'))[0] };
   });
   if (!face) throw ctx.errors.create('NoPersonMatched', 'no face in the probe image');
   const threshold = ctx.config.matching.verify_threshold;
