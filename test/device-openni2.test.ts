@@ -14,14 +14,14 @@ import path from 'node:path';
 import t from 'tap';
 
 import type { Config } from '../src/config/types';
-import { DeviceCamera, nativeCameraOptions } from '../src/device/camera';
+import { DeviceCamera } from '../src/device/camera';
 import { resolveOrtLibrary } from '../src/engine/ort-library';
-import { cameraAddon, type CameraStatus, type FrameEvent } from '../src/device/native-camera';
+import type { FrameEvent } from '../src/device/native-camera';
 import { cameraSourceStatus } from '../src/device/camera-catalog';
 import { parseRecordArgs, recordCamera } from '../src/device/record';
 import { packageRoot } from '../src/package-root';
 import { startTestApp, tempDir } from './helpers/app';
-import { demoPhotos, deviceConfig, presentations, runToEnd } from './helpers/device';
+import { collectFrames, demoPhotos, deviceConfig, presentations, runToEnd } from './helpers/device';
 import { openni2Bench, openni2Missing, virtualUri, type OpenNI2Bench } from './helpers/openni2';
 
 const ATTACKS = ['print', 'print-tilted', 'print-bent', 'screen-phone', 'screen-tablet', 'cutout-eyes', 'photo-small', 'photo-large'];
@@ -55,23 +55,6 @@ function openni2Config(uri: string, camera: Partial<Config['camera']> = {}, open
   return deviceConfig({ camera: { source: 'openni2', reconnect_ms: 200, ...camera, sources: { openni2: { library: bench.library, uri, ...openni2 } } } });
 }
 
-/** Runs the configured camera, collecting frames until `done` says so (or the timeout). */
-async function collect(config: Config, done: (frames: FrameEvent[], status: CameraStatus) => boolean, timeoutMs = 60_000): Promise<{ frames: FrameEvent[]; status: CameraStatus }> {
-  const frames: FrameEvent[] = [];
-  const native = await nativeCameraOptions(config, { queueSize: 1 << 20 });
-  native.onEvent = (e) => { if (e.type === 'frame') frames.push(e); };
-  const handle = await cameraAddon.openCamera(native);
-  handle.start();
-  try {
-    const end = Date.now() + timeoutMs;
-    while (!done(frames, handle.status()) && Date.now() < end) await sleep(25);
-    await sleep(50);
-    return { frames, status: handle.status() };
-  } finally {
-    await handle.stop();
-  }
-}
-
 /** A synthetic scene analysed frame by frame and recorded at the same time (a face-check recording). */
 async function recordScene(name: string, scenario: string, seed: number): Promise<{ rec: string; frames: FrameEvent[] }> {
   const rec = path.join(dir, name);
@@ -98,7 +81,7 @@ t.test('through OpenNI2: live faces pass and every attack fails, as on the synth
   // Paced at 15 frames a second (timestamps stay the recorded 30 fps) so that this shared machine
   // analyses most frames; the outcome per presentation does not depend on it.
   const config = openni2Config(virtualUri(scene.rec, { fps: 15 }));
-  const { frames } = await collect(config, (fs_) => fs_.some((f) => f.timestampUs >= lastUs - 100_000), 120_000);
+  const { frames } = await collectFrames(config, (fs_) => fs_.some((f) => f.timestampUs >= lastUs - 100_000), 120_000);
   const matched = frames.filter((f) => truthAt.has(f.timestampUs));
   t.equal(matched.length, frames.length, 'every frame carries its recorded timestamp (the device clock)');
   t.ok(frames.length >= scene.frames.length / 3, `most frames analysed (${frames.length} of ${scene.frames.length})`);
@@ -124,7 +107,7 @@ t.test('through OpenNI2: live faces pass and every attack fails, as on the synth
 t.test('depth in 100 um units is converted to millimetres', skip, async (t) => {
   const scene = await recordScene('live-100um', 'live:1.5', 4246002);
   const config = openni2Config(virtualUri(scene.rec, { fps: 15, depth: '100um' }));
-  const { frames } = await collect(config, (fs_) => fs_.filter((f) => f.decision.live).length >= 3, 60_000);
+  const { frames } = await collectFrames(config, (fs_) => fs_.filter((f) => f.decision.live).length >= 3, 60_000);
   t.ok(frames.some((f) => f.decision.live), 'the live face passes');
   const measured = frames.find((f) => f.depth.measured);
   t.ok(measured && measured.depth.depthMm > 300 && measured.depth.depthMm < 1200, `face distance in mm (${measured?.depth.depthMm})`);
@@ -185,7 +168,7 @@ t.test('unplugging answers R_400; the device is reopened when it is back', skip,
 t.test('a device without depth, or with raw disparity only, or without registration is refused clearly', skip, async (t) => {
   const scene = await recordScene('live-short', 'live:0.5', 4246004);
   const refusal = async (uri: string, openni2: Record<string, string> = {}) => {
-    const { status } = await collect(openni2Config(uri, {}, openni2), (_f, s) => s.lastError !== '', 20_000);
+    const { status } = await collectFrames(openni2Config(uri, {}, openni2), (_f, s) => s.lastError !== '', 20_000);
     t.notOk(status.connected, 'not connected');
     return status.lastError;
   };
@@ -209,7 +192,7 @@ t.test('record to .oni with OpenNI2\'s recorder, replay through its file driver'
   t.ok(fs.statSync(oni).size > 640 * 480 * 10, 'the .oni holds frames');
 
   const replay = deviceConfig({ camera: { source: 'replay', reconnect_ms: 200, sources: { replay: { path: oni, loop: false }, openni2: { library: bench.library } } } });
-  const { frames, status: end } = await collect(replay, (_f, s) => s.ended, 60_000);
+  const { frames, status: end } = await collectFrames(replay, (_f, s) => s.ended, 60_000);
   t.ok(end.ended, `the replay ended (${end.lastError})`);
   t.match(end.lastError, /the recording has ended/);
   t.ok(frames.length >= 10, `the recorded frames replayed (${frames.length})`);
@@ -220,7 +203,7 @@ t.test('record to .oni with OpenNI2\'s recorder, replay through its file driver'
   const bare = path.join(dir, 'no-cropping.oni');
   await recordCamera(openni2Config(virtualUri(scene.rec, { fps: 15, cropping: 0 })), { dir: bare, frames: 10, format: 'oni' });
   const noCrop = deviceConfig({ camera: { source: 'replay', reconnect_ms: 200, sources: { replay: { path: bare, loop: false }, openni2: { library: bench.library } } } });
-  const { frames: none, status: refused } = await collect(noCrop, (_f, s) => s.lastError !== '', 20_000);
+  const { frames: none, status: refused } = await collectFrames(noCrop, (_f, s) => s.lastError !== '', 20_000);
   t.equal(none.length, 0, 'no frame');
   t.match(refused.lastError, /without the cropping property: OpenNI2's file driver plays none of its frames/, 'refused with the reason');
 });

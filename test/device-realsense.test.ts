@@ -16,12 +16,12 @@ import type { Config } from '../src/config/types';
 import { DeviceCamera, nativeCameraOptions } from '../src/device/camera';
 import { cameraCatalog, cameraSourceStatus, sourceForRecording } from '../src/device/camera-catalog';
 import { evaluateFolder } from '../src/device/liveness-eval';
-import { cameraAddon, type CameraStatus, type FrameEvent } from '../src/device/native-camera';
+import { cameraAddon, type FrameEvent } from '../src/device/native-camera';
 import { parseRecordArgs, recordCamera } from '../src/device/record';
 import { writeSessionInfo, SESSION_VERSION } from '../src/device/session';
 import { cameraUdevRule } from '../src/ops/udev-rule';
 import { startTestApp, tempDir } from './helpers/app';
-import { demoPhotos, deviceConfig, presentations, runToEnd } from './helpers/device';
+import { collectFrames, demoPhotos, deviceConfig, presentations, runToEnd } from './helpers/device';
 import { realsenseLibrary, realsenseMissing, writeBag, type BagOptions } from './helpers/realsense';
 
 const ATTACKS = ['print', 'print-tilted', 'print-bent', 'screen-phone', 'screen-tablet', 'cutout-eyes', 'photo-small', 'photo-large'];
@@ -40,23 +40,6 @@ if (!missing) {
 
 function realsenseConfig(options: Record<string, string | number | boolean>, camera: Partial<Config['camera']> = {}): Config {
   return deviceConfig({ camera: { source: 'realsense', reconnect_ms: 200, ...camera, sources: { realsense: { library: realsenseLibrary(), ...options } } } });
-}
-
-/** Runs the configured camera, collecting frames until `done` says so (or the timeout). */
-async function collect(config: Config, done: (frames: FrameEvent[], status: CameraStatus) => boolean, timeoutMs = 60_000): Promise<{ frames: FrameEvent[]; status: CameraStatus }> {
-  const frames: FrameEvent[] = [];
-  const native = await nativeCameraOptions(config, { queueSize: 1 << 20 });
-  native.onEvent = (e) => { if (e.type === 'frame') frames.push(e); };
-  const handle = await cameraAddon.openCamera(native);
-  handle.start();
-  try {
-    const end = Date.now() + timeoutMs;
-    while (!done(frames, handle.status()) && Date.now() < end) await sleep(25);
-    await sleep(50);
-    return { frames, status: handle.status() };
-  } finally {
-    await handle.stop();
-  }
 }
 
 /** A synthetic scene analysed frame by frame and recorded at the same time (a face-check recording). */
@@ -104,7 +87,7 @@ t.test('through librealsense: live faces pass and every attack fails, as on the 
   const t0 = scene.frames[0].timestampUs;
   const byTime = new Map(scene.frames.map((f) => [f.timestampUs - t0, f]));
 
-  const { frames, status } = await collect(realsenseConfig({ bag, realtime: false }), (_f, s) => s.ended, 300_000);
+  const { frames, status } = await collectFrames(realsenseConfig({ bag, realtime: false }), (_f, s) => s.ended, 300_000);
   t.ok(status.ended, `the recording played to its end (${status.lastError})`);
   t.equal(status.framesDropped, 0, 'no frame dropped (realtime = false)');
   t.equal(frames.length, scene.frames.length, 'every frame set of the recording');
@@ -142,7 +125,7 @@ t.test('through librealsense: live faces pass and every attack fails, as on the 
 t.test('depth units are read from the device: 0.1 mm units (a D405) come out in millimetres', skip, async (t) => {
   const scene = await recordScene('live-100um', 'live:1.5', 4237002);
   const bag = bagOf(scene.rec, path.join(dir, 'live-100um.bag'), { depthUnits: 0.0001 });
-  const { frames } = await collect(realsenseConfig({ bag, realtime: false }), (_f, s) => s.ended, 120_000);
+  const { frames } = await collectFrames(realsenseConfig({ bag, realtime: false }), (_f, s) => s.ended, 120_000);
   t.ok(frames.some((f) => f.decision.live), 'the live face passes');
   const measured = frames.find((f) => f.depth.measured);
   t.ok(measured && measured.depth.depthMm > 300 && measured.depth.depthMm < 1200, `face distance in mm (${measured?.depth.depthMm})`);
@@ -171,7 +154,7 @@ t.test('a missing recording or camera is reported with the reason; a recording t
     await handle.stop();
   }
   // No camera on this machine: the SDK lists none, and says so.
-  const { status } = await collect(realsenseConfig({ serial: '123456789' }), (_f, s) => s.lastError !== '', 20_000);
+  const { status } = await collectFrames(realsenseConfig({ serial: '123456789' }), (_f, s) => s.lastError !== '', 20_000);
   t.notOk(status.connected);
   t.match(status.lastError, /no RealSense camera/, `a camera that is not there (${status.lastError})`);
 });

@@ -47,6 +47,23 @@ export async function runToEnd(config: Config, options: DeviceCameraOptions = {}
   }
 }
 
+/** Runs the configured camera, collecting frames until `done` says so (or the timeout). */
+export async function collectFrames(config: Config, done: (frames: FrameEvent[], status: CameraStatus) => boolean, timeoutMs = 60_000): Promise<{ frames: FrameEvent[]; status: CameraStatus }> {
+  const frames: FrameEvent[] = [];
+  const native = await nativeCameraOptions(config, { queueSize: 1 << 20 });
+  native.onEvent = (e) => { if (e.type === 'frame') frames.push(e); };
+  const handle = await cameraAddon.openCamera(native);
+  handle.start();
+  try {
+    const end = Date.now() + timeoutMs;
+    while (!done(frames, handle.status()) && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+    await new Promise((r) => setTimeout(r, 50));
+    return { frames, status: handle.status() };
+  } finally {
+    await handle.stop();
+  }
+}
+
 export interface PresentationOutcome {
   kind: string;
   presentation: number;
