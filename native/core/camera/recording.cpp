@@ -79,14 +79,36 @@ uint16_t kinectMmToRaw(uint16_t mm) {
 
 // ---- PNM ----------------------------------------------------------------------------------------------
 
-Result writePpm(const std::string& path, const uint8_t* rgb, int width, int height) {
+namespace {
+
+// A binary PNM file of 8-bit samples: header, then the bytes as they are.
+Result writeRawPnm(const std::string& path, const char* magic, const uint8_t* bytes, int width, int height, int channels) {
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return ioError("cannot write", path);
-  std::fprintf(f, "P6 %d %d 255\n", width, height);
-  size_t n = static_cast<size_t>(width) * height * 3;
-  bool ok = std::fwrite(rgb, 1, n, f) == n;
+  std::fprintf(f, "%s %d %d 255\n", magic, width, height);
+  size_t n = static_cast<size_t>(width) * height * channels;
+  bool ok = std::fwrite(bytes, 1, n, f) == n;
   ok = std::fclose(f) == 0 && ok;
   return ok ? Result{} : ioError("cannot write", path);
+}
+
+Result readRawPnm(const std::string& path, const char* magic, int channels, std::vector<uint8_t>* bytes, int* width, int* height) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ioError("cannot read", path);
+  std::string found;
+  int maxval = 0;
+  if (!readPnmHeader(in, &found, width, height, &maxval) || found != magic || maxval != 255)
+    return Result::fail(Status::Internal, path + ": not a binary 8-bit " + (channels == 3 ? "PPM (P6" : "PGM (P5") + ", maxval 255)");
+  bytes->resize(static_cast<size_t>(*width) * *height * channels);
+  in.read(reinterpret_cast<char*>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
+  if (static_cast<size_t>(in.gcount()) != bytes->size()) return Result::fail(Status::Internal, path + ": truncated " + (channels == 3 ? "PPM" : "PGM"));
+  return {};
+}
+
+}  // namespace
+
+Result writePpm(const std::string& path, const uint8_t* rgb, int width, int height) {
+  return writeRawPnm(path, "P6", rgb, width, height, 3);
 }
 
 Result writePgm16(const std::string& path, const uint16_t* values, int width, int height, bool bigEndian) {
@@ -106,16 +128,7 @@ Result writePgm16(const std::string& path, const uint16_t* values, int width, in
 }
 
 Result readPpm(const std::string& path, std::vector<uint8_t>* rgb, int* width, int* height) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ioError("cannot read", path);
-  std::string magic;
-  int maxval = 0;
-  if (!readPnmHeader(in, &magic, width, height, &maxval) || magic != "P6" || maxval != 255)
-    return Result::fail(Status::Internal, path + ": not a binary 8-bit PPM (P6, maxval 255)");
-  rgb->resize(static_cast<size_t>(*width) * *height * 3);
-  in.read(reinterpret_cast<char*>(rgb->data()), static_cast<std::streamsize>(rgb->size()));
-  if (static_cast<size_t>(in.gcount()) != rgb->size()) return Result::fail(Status::Internal, path + ": truncated PPM");
-  return {};
+  return readRawPnm(path, "P6", 3, rgb, width, height);
 }
 
 Result readPgm16(const std::string& path, std::vector<uint16_t>* values, int* width, int* height) {
@@ -135,26 +148,11 @@ Result readPgm16(const std::string& path, std::vector<uint16_t>* values, int* wi
 }
 
 Result writePgm8(const std::string& path, const uint8_t* values, int width, int height) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return ioError("cannot write", path);
-  std::fprintf(f, "P5 %d %d 255\n", width, height);
-  size_t n = static_cast<size_t>(width) * height;
-  bool ok = std::fwrite(values, 1, n, f) == n;
-  ok = std::fclose(f) == 0 && ok;
-  return ok ? Result{} : ioError("cannot write", path);
+  return writeRawPnm(path, "P5", values, width, height, 1);
 }
 
 Result readPgm8(const std::string& path, std::vector<uint8_t>* values, int* width, int* height) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ioError("cannot read", path);
-  std::string magic;
-  int maxval = 0;
-  if (!readPnmHeader(in, &magic, width, height, &maxval) || magic != "P5" || maxval != 255)
-    return Result::fail(Status::Internal, path + ": not a binary 8-bit PGM (P5, maxval 255)");
-  values->resize(static_cast<size_t>(*width) * *height);
-  in.read(reinterpret_cast<char*>(values->data()), static_cast<std::streamsize>(values->size()));
-  if (static_cast<size_t>(in.gcount()) != values->size()) return Result::fail(Status::Internal, path + ": truncated PGM");
-  return {};
+  return readRawPnm(path, "P5", 1, values, width, height);
 }
 
 // ---- Writer -------------------------------------------------------------------------------------------

@@ -517,19 +517,16 @@ Result RealSenseCamera::takeFrameset(rs2_frame* frameset, CameraFrame* frame, bo
   if (!got || !alignedRaw) return Result::fail(Status::CameraNotConnected, "the SDK's align block gave no frame");
   auto aligned = hold(alignedRaw);
 
-  auto pick = [&](rs2_frame* set, rs2_stream stream) -> RealSenseHandle<rs2_frame> {
+  auto pick = [&](rs2_frame* set, Slot slot) -> RealSenseHandle<rs2_frame> {
     int n = api.rs2_embedded_frames_count(set, &e);
     for (int i = 0; !e && i < n; ++i) {
       auto f = hold(api.rs2_extract_frame(set, i, &e));
-      if (e) break;
-      StreamInfo s;
-      api.rs2_get_stream_profile_data(api.rs2_get_frame_stream_profile(f.get(), &e), &s.stream, &s.format, &s.index, &s.uid, &s.fps, &e);
-      if (!e && s.stream == stream) return f;
+      if (!e && streamSlot(f.get()) == slot) return f;
     }
     return hold(nullptr);
   };
-  auto depth = pick(alignedRaw, RS2_STREAM_DEPTH);
-  auto colour = pick(alignedRaw, RS2_STREAM_COLOR);
+  auto depth = pick(alignedRaw, kDepth);
+  auto colour = pick(alignedRaw, kColour);
   if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(api, e));
   if (!depth || !colour) return Result::fail(Status::CameraNotConnected, "the aligned frame set lacks depth or colour");
 
@@ -567,8 +564,8 @@ Result RealSenseCamera::takeFrameset(rs2_frame* frameset, CameraFrame* frame, bo
   }
   frame->ir.clear();
   if (infraredProfile_) {
-    auto rawDepth = pick(frameset, RS2_STREAM_DEPTH);
-    auto ir = pick(frameset, RS2_STREAM_INFRARED);
+    auto rawDepth = pick(frameset, kDepth);
+    auto ir = pick(frameset, kInfrared);
     if (e) return Result::fail(Status::CameraNotConnected, takeRealSenseError(api, e));
     if (rawDepth && ir) mapInfrared(rawDepth.get(), ir.get(), frame);
   }
