@@ -12,7 +12,7 @@ import type { DeviceLicence } from '../src/licensing/device-licence';
 import { startTestApp, tempDir, type TestApp } from './helpers/app';
 import { FakeEngine, fakePhotoB64 } from './helpers/fake-engine';
 import { FakeLicenceServer } from './helpers/fake-licence-server';
-import { deviceLicence, licensedConfig, usageStoreFor } from './helpers/licensed-device';
+import { deviceLicence, licensedConfig, usageOnDisk, usageStoreFor } from './helpers/licensed-device';
 
 interface Device {
   server: FakeLicenceServer;
@@ -172,7 +172,7 @@ t.test('a usage report the cloud does not believe (R_003) is dropped, not the li
 
 t.test('each answered request is in the device\'s store before its answer arrives', async (t) => {
   const { api, licence, server } = await licensedDevice(t, (s) => { s.licence.grants = ['get']; });
-  const stored = usageStoreFor(api.config);
+  const stored = usageOnDisk(api.config);
   const day = new Date().toISOString().slice(0, 10);
   const onDisk = () => stored.pendingRows().filter((r) => r.operation === 'get').reduce((n, r) => n + r.requests, 0);
   for (let i = 1; i <= 3; i++) {

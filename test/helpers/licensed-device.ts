@@ -37,6 +37,20 @@ export function usageStoreFor(config: Config): DeviceUsageRepository {
   return new DeviceUsageRepository(lmdb.open({ path: `${config.storage.path}-usage`, maxDbs: 4 }));
 }
 
+/**
+ * The usage records as they are on disk now, read through an environment handle of the test's own. lmdb-js
+ * keeps a handle's read snapshot until a timer of its own fires (or that handle writes), so a handle that
+ * only reads is reset before each read, or a commit made a moment ago by the device's handle could be missed.
+ */
+export function usageOnDisk(config: Config): Pick<DeviceUsageRepository, 'pendingRows' | 'inFlight'> {
+  const root = lmdb.open({ path: `${config.storage.path}-usage`, maxDbs: 4 });
+  const repository = new DeviceUsageRepository(root);
+  return {
+    pendingRows: () => { root.resetReadTxn(); return repository.pendingRows(); },
+    inFlight: () => { root.resetReadTxn(); return repository.inFlight(); },
+  };
+}
+
 /** A DeviceLicence for the config (not started); its log lines are collected into `lines`. */
 export function deviceLicence(config: Config,
   opts: { persons?: () => number; now?: () => Date; lines?: string[]; usage?: UsageStore } = {}): DeviceLicence {
