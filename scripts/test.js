@@ -20,10 +20,14 @@ for (const project of ['tsconfig.json', 'test/tsconfig.json', 'client/tsconfig.j
   }
 }
 
-// The test files: those named on the command line, else every test/*.test.ts (named explicitly, so tap's
-// default globs never pick up this script itself).
-const files = process.argv.length > 2 ? process.argv.slice(2)
-  : fs.readdirSync(path.join(root, 'test')).filter((f) => f.endsWith('.test.ts')).sort().map((f) => `test/${f}`);
+// The test files: those named on the command line, else every *.test.ts under test/ (its folders mirror
+// src/; test/helpers holds no tests), named explicitly so tap's default globs never pick up this script.
+const testFiles = (dir) => fs.readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((e) => {
+  const file = `${dir}/${e.name}`;
+  if (e.isDirectory()) return e.name === 'helpers' ? [] : testFiles(file);
+  return e.name.endsWith('.test.ts') ? [file] : [];
+});
+const files = process.argv.length > 2 ? process.argv.slice(2) : testFiles('test').sort();
 // tap's command-line entry, from its package.json `bin` (its `exports` do not expose the file).
 const tapPackage = path.dirname(require.resolve('tap/package.json', { paths: [root] }));
 const tapBin = path.join(tapPackage, require(path.join(tapPackage, 'package.json')).bin.tap);
