@@ -1,15 +1,6 @@
 // Loads the native addon once (a prebuild from prebuilds/, else the local build/) via node-gyp-build. The
-// only loader: the engine, the index, the camera and the error table all take the addon from here.
+// only loader: the engine, the index, the camera and the native statuses all take the addon from here.
 import { packageRoot } from './package-root';
-
-/** One row of the error table (native/core/error_table.h), as the addon exports it. */
-export interface NativeErrorRow {
-  status: number;
-  name: string;
-  code: string;
-  http: number;
-  message: string;
-}
 
 /** Milliseconds per stage of one analyze call (summed over faces; with threads=2 stages overlap). */
 export interface StageTimings {
@@ -65,7 +56,8 @@ export interface NativeEngineHandle {
 }
 
 export interface NativeAddon {
-  errorTable: NativeErrorRow[];
+  /** The native statuses' names (native/core/status.h), indexed by value. */
+  nativeStatuses: string[];
   createEngine(options: {
     modelDir: string; ortLibrary: string; threads?: number; flipAverage?: boolean; templateWeights?: number[];
     minDetectionScore?: number; maxPixels?: number;
@@ -84,8 +76,8 @@ function loadAddon(): NativeAddon {
 
 export const native: NativeAddon = loadAddon();
 
-/** The error table's rows; every HTTP error status and body is taken from them (src/errors.ts). */
-export function nativeErrorTable(): NativeErrorRow[] {
-  if (!Array.isArray(native.errorTable)) throw new Error('the native addon does not export errorTable');
-  return native.errorTable;
+/** The statuses native errors carry (as `status`): each names a row of src/error-table.ts. */
+export function nativeStatuses(): string[] {
+  if (!Array.isArray(native.nativeStatuses)) throw new Error('the native addon does not export nativeStatuses');
+  return native.nativeStatuses;
 }

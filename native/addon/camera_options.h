@@ -10,7 +10,7 @@
 
 #include "core/camera/capture_pipeline.h"
 #include "core/camera/source_registry.h"
-#include "core/error_table.h"
+#include "core/status.h"
 #include "core/face_engine.h"
 
 namespace facecheck::addon {

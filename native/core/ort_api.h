@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/error_table.h"
+#include "core/status.h"
 
 namespace facecheck {
 

@@ -33,7 +33,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/error_table.h"
+#include "core/status.h"
 #include "core/index/key_table.h"
 #include "core/index/kernels.h"
 
@@ -57,7 +57,7 @@ enum class IndexCode : int {
 
 // "ERR_INDEX_BAD_ARGUMENT", ... (stable names for the JS side).
 const char* indexCodeName(IndexCode code);
-// The service-level status for an index failure (error_table.h).
+// The service-level status for an index failure (core/status.h).
 Status toStatus(IndexCode code);
 
 struct IndexResult {
