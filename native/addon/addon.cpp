@@ -1,5 +1,6 @@
 // Module entry: creates the environment's addon data, then exports the native statuses' names and the
-// engine, index, camera, storage and sealed-batch bindings. Runs once per environment (the main thread and each worker thread).
+// engine, index, camera, page-cache (`storage`) and sealed-batch bindings. Runs once per environment (the
+// main thread and each worker thread).
 #include <napi.h>
 
 #include "addon/addon_data.h"
@@ -23,7 +24,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitEngineBinding(env, exports);
   InitIndexBinding(env, exports);
   InitCameraBinding(env, exports);
-  InitStorageBinding(env, exports);
+  InitPageCacheBinding(env, exports);
   InitSealedBatchBinding(env, exports);
   return exports;
 }

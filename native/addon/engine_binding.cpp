@@ -9,8 +9,8 @@
 #include "addon/js_convert.h"
 #include "addon/js_errors.h"
 #include "addon/js_options.h"
-#include "core/face_engine.h"
-#include "core/ort_api.h"
+#include "core/face/face_engine.h"
+#include "core/ort/ort_api.h"
 
 namespace facecheck::addon {
 

@@ -13,7 +13,7 @@
 #include "core/camera/camera.h"
 #include "core/camera/source_options.h"
 #include "core/status.h"
-#include "core/face_engine.h"
+#include "core/face/face_engine.h"
 #include "core/camera/sources/synthetic/face_textures.h"
 
 namespace facecheck {
