@@ -55,11 +55,34 @@ export interface NativeEngineHandle {
   readonly pending: number;
 }
 
+/** One embedding network of the face template, as createEngine takes it (src/engine/template-spec.ts
+ *  builds it from models/manifest.json and checks it). */
+export interface NativeTemplateNetwork {
+  /** The model file in modelDir. */
+  file: string;
+  /** Input and output tensor names. */
+  input: string;
+  output: string;
+  /** The NCHW float32 input's size; the aligned face is warped to it. */
+  width: number;
+  height: number;
+  channels: 'RGB' | 'BGR';
+  /** value = (pixel - mean) / std, per channel in `channels` order. */
+  mean: number[];
+  std: number[];
+  /** Values in the network's embedding. */
+  outputSize: number;
+  /** Share of the template's cosine (the weights sum to 1). */
+  weight: number;
+}
+
 export interface NativeAddon {
   /** The native statuses' names (native/core/status.h), indexed by value. */
   nativeStatuses: string[];
   createEngine(options: {
-    modelDir: string; ortLibrary: string; threads?: number; flipAverage?: boolean; templateWeights?: number[];
+    modelDir: string; ortLibrary: string; threads?: number; flipAverage?: boolean;
+    /** Without it the engine finds and analyses faces but does not embed (the device camera's). */
+    templateNetworks?: NativeTemplateNetwork[];
     minDetectionScore?: number; maxPixels?: number;
   }): Promise<NativeEngineHandle>;
   [binding: string]: unknown;

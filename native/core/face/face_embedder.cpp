@@ -4,44 +4,35 @@
 
 namespace facecheck {
 
-namespace {
-struct NetSpec {
-  const char* file;
-  const char* input;
-  const char* output;
-  TensorNorm norm;
-};
-// fr_feature: BGR planes raise TAR at FAR 1e-3 on LFW from 97.6 % (RGB) to 98.4 % at equal accuracy.
-// MobileFaceNet: RGB, (p - 127.5) / 128, as its package feeds it (the converted tflite graph).
-const NetSpec kNets[kEmbeddingNets] = {
-    {"fr_feature.onnx", "input", "output", {ChannelOrder::BGR, {127, 127, 127}, {128, 128, 128}}},
-    {"mobilefacenet.onnx", "input", "embeddings", {ChannelOrder::RGB, {127.5f, 127.5f, 127.5f}, {128, 128, 128}}},
-};
-}  // namespace
-
 Result FaceEmbedder::load(const std::string& modelDir, const SessionConfig& config,
-                          const std::array<float, kEmbeddingNets>& weights, bool flipAverage,
+                          const std::vector<EmbeddingNetwork>& networks, bool flipAverage,
                           std::unique_ptr<FaceEmbedder>* out) {
+  // The addon's caller checked the manifest; these checks only keep a bad call from reaching ONNX Runtime.
+  if (networks.empty()) return Result::fail(Status::FieldsValidation, "the template needs at least one network");
   float total = 0;
-  for (float w : weights) {
-    if (!(w > 0)) return Result::fail(Status::Internal, "template weights must be positive");
-    total += w;
+  for (const EmbeddingNetwork& net : networks) {
+    if (!(net.weight > 0)) return Result::fail(Status::FieldsValidation, "template weights must be positive");
+    if (net.width < 1 || net.height < 1 || net.outputSize < 1)
+      return Result::fail(Status::FieldsValidation, "template network sizes must be positive");
+    total += net.weight;
   }
-  if (std::fabs(total - 1.0f) > 1e-3f) return Result::fail(Status::Internal, "template weights must sum to 1");
+  if (std::fabs(total - 1.0f) > 1e-3f) return Result::fail(Status::FieldsValidation, "template weights must sum to 1");
   auto e = std::unique_ptr<FaceEmbedder>(new FaceEmbedder());
   e->flipAverage_ = flipAverage;
-  for (int net = 0; net < kEmbeddingNets; ++net) {
-    const NetSpec& spec = kNets[net];
-    e->scale_[net] = std::sqrt(weights[net] / total);
-    Result r = OrtModel::load(modelDir + "/" + spec.file, config, {spec.input, {1, 3, kAlignedSize, kAlignedSize}},
-                              {{spec.output, {1, kNetOutputSize[net]}}}, &e->models_[net]);
+  e->nets_ = networks;
+  for (const EmbeddingNetwork& net : networks) {
+    e->scale_.push_back(std::sqrt(net.weight / total));
+    e->templateSize_ += net.outputSize;
+    e->models_.emplace_back();
+    Result r = OrtModel::load(modelDir + "/" + net.file, config, {net.input, {1, 3, net.height, net.width}},
+                              {{net.output, {1, net.outputSize}}}, &e->models_.back());
     if (!r.ok()) return r;
   }
   *out = std::move(e);
   return {};
 }
 
-void FaceEmbedder::prepare(Workspace* ws) const { ws->input.resize(models_[0]->input().elements()); }
+void FaceEmbedder::prepare(int net, Workspace* ws) const { ws->input.resize(models_[net]->input().elements()); }
 
 Affine FaceEmbedder::alignment(const FaceResult& face) {
   return estimateSimilarity(face.points5, kAlignTemplate112, 5).inverse();
@@ -49,17 +40,25 @@ Affine FaceEmbedder::alignment(const FaceResult& face) {
 
 Result FaceEmbedder::embedPass(int net, ImagePyramid& image, Workspace& ws, const Affine& aligned, bool mirror,
                                float* out) const {
-  warpToTensor(image, aligned, kAlignedSize, kAlignedSize, kNets[net].norm, ws.input.data(), mirror);
+  const EmbeddingNetwork& spec = nets_[net];
+  // The aligned crop's frame scaled to the network's input (the identity at 112x112).
+  const double sx = static_cast<double>(kAlignedSize) / spec.width, sy = static_cast<double>(kAlignedSize) / spec.height;
+  Affine toInput = aligned;
+  toInput.a *= sx;
+  toInput.d *= sx;
+  toInput.b *= sy;
+  toInput.e *= sy;
+  warpToTensor(image, toInput, spec.width, spec.height, spec.norm, ws.input.data(), mirror);
   float* outputs[] = {out};
   return models_[net]->run(ws.input.data(), outputs);
 }
 
-void FaceEmbedder::combine(const std::array<std::array<const float*, 2>, kEmbeddingNets>& passes,
+void FaceEmbedder::combine(const std::vector<std::array<const float*, 2>>& passes,
                            std::vector<float>* embedding) const {
-  embedding->resize(kTemplateSize);
+  embedding->resize(templateSize_);
   float* part = embedding->data();
-  for (int net = 0; net < kEmbeddingNets; ++net) {
-    const int n = kNetOutputSize[net];
+  for (int net = 0; net < networks(); ++net) {
+    const int n = nets_[net].outputSize;
     const float* first = passes[net][0];
     const float* second = passes[net][1];
     double norm2 = 0;

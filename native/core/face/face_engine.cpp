@@ -67,8 +67,8 @@ Result FaceEngine::load(const EngineConfig& config, std::unique_ptr<FaceEngine>*
   Result r = FaceDetector::load(config.modelDir, detector, &engine->detector_);
   if (r.ok()) r = Landmarker::load(config.modelDir, all, &engine->landmarker_);
   if (r.ok()) r = FaceAttributes::load(config.modelDir, all, all, &engine->attributes_);
-  const bool embeds = config.templateWeights != std::array<float, kEmbeddingNets>{};
-  if (r.ok() && embeds) r = FaceEmbedder::load(config.modelDir, all, config.templateWeights, config.flipAverage, &engine->embedder_);
+  const bool embeds = !config.templateNetworks.empty();
+  if (r.ok() && embeds) r = FaceEmbedder::load(config.modelDir, all, config.templateNetworks, config.flipAverage, &engine->embedder_);
   if (r.ok()) *out = std::move(engine);
   return r;
 }
@@ -87,9 +87,11 @@ std::unique_ptr<FaceEngine::Workspace> FaceEngine::acquire() {
   landmarker_->prepare(&ws->landmarker);
   attributes_->prepare(&ws->attributes);
   if (embedder_) {
-    for (int net = 0; net < kEmbeddingNets; ++net) {
-      embedder_->prepare(&ws->embedder[net]);
-      for (auto& out : ws->passOutput[net]) out.resize(kNetOutputSize[net]);
+    ws->embedder.resize(embedder_->networks());
+    ws->passOutput.resize(embedder_->networks());
+    for (int net = 0; net < embedder_->networks(); ++net) {
+      embedder_->prepare(net, &ws->embedder[net]);
+      for (auto& out : ws->passOutput[net]) out.resize(embedder_->outputSize(net));
     }
   }
   ws->aligned.resize(kAlignedSize * kAlignedSize * 3);
@@ -116,7 +118,7 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
   const bool embed = options.embed;
   const bool mirror = embed && embedder_->flipAverage();
   // Two lanes of about equal cost for a recognition (run side by side when threads > 1): lane A (this
-  // thread) runs the first network and the quality measures, lane B the second network, the colour
+  // thread) runs the first network and the quality measures, lane B the other networks, the colour
   // liveness and the eye states; each network's mirror pass, when flip-averaging, stays in its lane.
   // Lanes share only the read-only image.
   auto embedPasses = [&](int net, double* time) {
@@ -129,7 +131,7 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
   StageTimings laneB;
   Result resultB;
   auto runLaneB = [&] {
-    if (embed) resultB = embedPasses(1, &laneB.embed);
+    for (int net = 1; embed && resultB.ok() && net < embedder_->networks(); ++net) resultB = embedPasses(net, &laneB.embed);
     if (resultB.ok() && options.liveness) {
       Stopwatch watch;
       resultB = attributes_->liveness(ws.pyramid, ws.attributes, face);
@@ -190,8 +192,8 @@ Result FaceEngine::analyzeFace(Workspace& ws, const AnalyzeOptions& options, Fac
   if (!resultB.ok()) return resultB;
   if (embed) {
     Stopwatch combineWatch;
-    std::array<std::array<const float*, 2>, kEmbeddingNets> passes{};
-    for (int net = 0; net < kEmbeddingNets; ++net) {
+    std::vector<std::array<const float*, 2>> passes(embedder_->networks());
+    for (int net = 0; net < embedder_->networks(); ++net) {
       passes[net] = {ws.passOutput[net][0].data(), mirror ? ws.passOutput[net][1].data() : nullptr};
     }
     embedder_->combine(passes, &face->embedding);

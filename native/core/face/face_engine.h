@@ -22,9 +22,9 @@ struct EngineConfig {
   // Threads one analysis may use: 2 runs the second embedding network, the liveness and the eye models
   // beside the first network and the quality measures. Each ONNX session itself runs single-threaded.
   int threads = 1;
-  // Each embedding network's share of the template (FaceEmbedder), from models/manifest.json `template`.
-  // All zero: no embedding network is loaded and analyses cannot embed (the device camera's own engine).
-  std::array<float, kEmbeddingNets> templateWeights{};
+  // The template's networks (FaceEmbedder), from models/manifest.json `template`. Empty: no embedding
+  // network is loaded and analyses cannot embed (the device camera's own engine).
+  std::vector<EmbeddingNetwork> templateNetworks;
   // Detector confidence for a face. 0.85: on the annotated scenes of ../shared/data/quality every real face
   // scores >= 0.94 while the false detections (between two close faces, in foliage) score 0.77-0.80.
   float minDetectionScore = 0.85f;
@@ -60,8 +60,8 @@ class FaceEngine {
     FaceDetector::Workspace detector;
     Landmarker::Workspace landmarker;
     FaceAttributes::Workspace attributes;
-    FaceEmbedder::Workspace embedder[kEmbeddingNets];  // one per network: each runs in its own lane
-    std::vector<float> passOutput[kEmbeddingNets][2];  // per network: the crop's and the mirror's embedding
+    std::vector<FaceEmbedder::Workspace> embedder;  // one per network: lanes run networks side by side
+    std::vector<std::array<std::vector<float>, 2>> passOutput;  // per network: the crop's and the mirror's embedding
     std::vector<FaceBox> boxes;
     std::vector<uint8_t> aligned;
   };

@@ -26,7 +26,7 @@ struct FaceResult {
   float sharpness = 0;
   float eyeDistance = 0;
   float liveness = 0;
-  std::vector<float> embedding;  // kTemplateSize (704), unit length; empty when not asked for
+  std::vector<float> embedding;  // the template (704 values with the manifest's networks), unit length; empty when not asked for
   std::vector<uint8_t> alignedCrop;  // 112x112x3 when asked for
 };
 
