@@ -55,12 +55,12 @@ Result FaceEngine::load(const EngineConfig& config, std::unique_ptr<FaceEngine>*
   auto engine = std::unique_ptr<FaceEngine>(new FaceEngine());
   engine->config_ = config;
   // Graph optimisation level ALL for every model: measured by bench/engine.ts on this ORT build (1.30),
-  // ALL is as fast or faster than EXTENDED for each of them, the embedding network included (5.4 vs
-  // 11.6 ms). One intra-op thread per session: parallelism comes from running stages side by side (two
-  // intra-op threads per session instead measured slower: 18.0 vs 16.6 ms end to end, 89 vs 103 req/s).
+  // ALL is as fast or faster than EXTENDED for each of them, the embedding network included. One intra-op
+  // thread per session: parallelism comes from running stages side by side (two intra-op threads per
+  // session instead measured slower end to end; docs/benchmarks.md).
   SessionConfig all{1, ORT_ENABLE_ALL, ""};
   // The detector (the one model the camera runs on every frame) without ONNX Runtime's memory pattern:
-  // 4-6 MB less resident at the same CPU a frame (bench:board, docs/board.md); the other models' inputs
+  // less resident memory at the same CPU a frame (bench:board, docs/board.md); the other models' inputs
   // are small, so their patterns are too.
   SessionConfig detector = all;
   detector.memoryPattern = false;

@@ -36,7 +36,7 @@ std::unique_ptr<Chunk> Chunk::make(const RowShape& shape) {
   if (!c) return nullptr;
   c->codes = MappedBuffer(codeBytes(shape), true);
   // Not huge: the float32 rows are only read for re-ranking a few candidates, and asking for huge pages
-  // here made start-up bulk loads slower and erratic (direct compaction: 3.2-7.0 s vs 2.8-3.0 s for 1M).
+  // here made start-up bulk loads slower and erratic (the kernel's direct compaction).
   if (shape.vstride) c->vecs = MappedBuffer(shape.chunkRows * shape.vstride * sizeof(float), false);
   c->meta = MappedBuffer(shape.chunkRows * kMetaBytesPerRow, false);
   if (!c->codes.data() || (shape.vstride && !c->vecs.data()) || !c->meta.data()) return nullptr;

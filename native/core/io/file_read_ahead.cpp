@@ -14,8 +14,7 @@ namespace {
 
 constexpr uint64_t kStep = 4ull << 20;
 // Steps asked for and not yet cached, at most. Asking for a whole file at once queues all of it on the
-// device, and the store's page faults then wait behind every request (a 72 MB snapshot: ~50 ms before the
-// store's first reads were answered); two steps keep the device busy.
+// device, and the store's page faults then wait behind every request; two steps keep the device busy.
 constexpr unsigned kInFlight = 2;
 // How long a step may take to arrive before the next is asked for anyway (a device slower than 40 MB/s,
 // or pages the kernel dropped again): reading ahead is a hint, never a wait anyone notices.

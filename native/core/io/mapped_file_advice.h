@@ -2,7 +2,7 @@
 // and inode in /proc/self/maps. The store's LMDB environment is opened with MDB_NORDAHEAD (LMDB advises
 // its map MADV_RANDOM): its usual reads are a few B-tree pages and one value at a time, scattered over
 // the file, and a page fault under the default advice reads the kernel's whole read-around window (8 MiB
-// on some virtual disks: ~5 ms per cold fault instead of ~0.1 ms). A scan of many large values (the
+// on some virtual disks, so a cold fault costs far more than the page it needs). A scan of many large values (the
 // galleries' rebuild from the template segments) is the opposite case: for it the map is advised
 // normal, then random again. The map belongs to lmdb-js, which exposes no address, hence the lookup.
 #pragma once

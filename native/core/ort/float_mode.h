@@ -2,8 +2,8 @@
 // Denormal (subnormal) floats flushed to zero for the life of a scope, then the thread's previous mode back.
 //
 // Why: fr_feature carries thousands of weights below 2^-126, and tiny weights times small activations make
-// more. Intel cores take a microcode assist for every denormal operand: the embedding network ran 70-80 ms
-// instead of 6.8 ms on this project's Xeon (model 207) until inference ran with FTZ and DAZ set. ONNX Runtime's
+// more. Intel cores take a microcode assist for every denormal operand: the embedding network ran about ten
+// times slower on Intel until inference ran with FTZ and DAZ set (docs/benchmarks.md). ONNX Runtime's
 // own `session.set_denormal_as_zero` reaches its thread-pool threads only, not the thread that calls Run,
 // which is where a single-threaded session does all its work. The scope restores the old mode because the
 // calling thread belongs to libuv's pool and runs other libraries' code too.

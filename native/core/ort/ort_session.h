@@ -34,8 +34,8 @@ struct SessionConfig {
   int intraOpThreads = 1;
   GraphOptimizationLevel optimization = ORT_ENABLE_ALL;
   std::string disabledOptimizers;  // e.g. "NchwcTransformer"
-  // ONNX Runtime's memory pattern (one planned block per run); off saves the detector 4-6 MB resident at
-  // the same speed (docs/board.md).
+  // ONNX Runtime's memory pattern (one planned block per run); off keeps the detector's resident memory
+  // lower at the same speed (docs/board.md).
   bool memoryPattern = true;
 };
 

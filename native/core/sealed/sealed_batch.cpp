@@ -20,7 +20,7 @@ namespace {
 static_assert(kSealOverheadBytes == 1 + kSealNonceBytes + kAesGcmTagBytes, "the sealed format's tag is GCM's");
 
 // Rows a thread takes at a time: small enough that both cores finish a 4,096-row batch together, large
-// enough that the shared counter is not contended (a row is ~1-2 µs of AES-GCM).
+// enough that the shared counter is not contended (a row is only a short AES-GCM call).
 constexpr size_t kRunRows = 64;
 // More threads than this only queue on the same cores; the calls are short.
 constexpr unsigned kMaxThreads = 16;

@@ -1,8 +1,8 @@
 // Opening a batch of sealed values (storage's AES-256-GCM format, src/storage/crypto/aead.ts:
 //   u8 version (1) | 12-byte nonce | ciphertext | 16-byte tag
 // each with its own additional data) into one contiguous float32 array, row i at i * dimension, on several
-// threads. Used for the templates a PostgreSQL node reads at start-up: one JavaScript decipher per ~2.8 KB
-// template was half of that build. The checks and their order are the JavaScript opener's (too short,
+// threads. Used for the templates a PostgreSQL node reads at start-up: one JavaScript decipher per template
+// was a large share of that build. The checks and their order are the JavaScript opener's (too short,
 // version, tag, then the plain size), so the caller can name the first failing row with the same message.
 // AES-256-GCM is the process's OpenSSL as found by core/sealed/aes_gcm.h. Pure C++: no exception leaves.
 #pragma once

@@ -39,8 +39,8 @@ using crypto::kAesGcmTagBytes;
 
 constexpr size_t kChunkHead = 8;    // u32 rows, u32 key bytes
 constexpr size_t kPieceRows = 64;   // codes deciphered, then checked, this many rows at a time (45 KB at 704)
-// File bytes the prefetcher asks the kernel for at a time: at 1M persons from a cold page cache, 8 MiB
-// steps measured a median of 0.81 s to the first answer against 0.95 s for 64 MiB steps (6 rounds each).
+// File bytes the prefetcher asks the kernel for at a time: from a cold page cache, 8 MiB steps answered
+// sooner than 64 MiB steps (docs/benchmarks.md, Figures behind code comments).
 constexpr uint64_t kPrefetchStep = 8 << 20;
 
 double seconds() {
@@ -99,7 +99,7 @@ class SealedLoader {
   // would look random to the kernel's read-ahead; on a file in the page cache this takes a few ms. After
   // each step it faults in the index memory of the rows read so far (zero filled by the kernel; slow where a
   // VM's host must back the pages first), so that work is done while the device reads rather than by the
-  // threads that decipher (medians of 6 cold starts at 1M: 0.81 s with it, 0.85 s without).
+  // threads that decipher (cold starts answer sooner with it: docs/benchmarks.md, Figures behind code comments).
   void prefetch() noexcept {
     if (n_ == 0) return;
     const uint64_t first = in_.chunks[0].offset, end = in_.chunks[n_ - 1].offset + in_.chunks[n_ - 1].length;
