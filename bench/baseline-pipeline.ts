@@ -36,7 +36,7 @@ export function modelPath(id: ModelId): string {
   return path.join(packageRoot(), 'models', manifestModels()[id].file);
 }
 
-/** Session options equivalent to the native engine's (native/core/ort_session.cpp): N intra-op threads, one
+/** Session options equivalent to the native engine's (native/core/ort/ort_session.cpp): N intra-op threads, one
  *  inter-op thread, sequential execution, no spin-waiting, denormals as zero; only the graph optimisation level
  *  varies. (ORT applies denormals-as-zero to its pool threads only: a single-threaded session computes on the
  *  calling thread, which onnxruntime-node gives no way to set; the engine sets it there, float_mode.h.) */
@@ -296,12 +296,12 @@ function mirrorTensor(t: Float32Array, size: number): Float32Array {
 }
 
 /** A network's input tensor of the aligned crop, normalised as the manifest says: fr_feature takes BGR planes,
- *  MobileFaceNet RGB, each with its own mean and std (as native/core/face_embedder.cpp). */
+ *  MobileFaceNet RGB, each with its own mean and std (as native/core/face/face_embedder.cpp). */
 function cropTensor(crop: AlignedCrop, input: ManifestModel['input']): Float32Array {
   return rgbToTensor(crop.samples, input.mean, input.std, input.channels === 'BGR');
 }
 
-// ---- quality (port of native/core/face_quality.cpp) ------------------------------------------------------
+// ---- quality (port of native/core/face/face_quality.cpp) ------------------------------------------------------
 
 type Region = [number, number, number, number];
 const FACE: Region = [24, 36, 88, 104], LEFT_EYE: Region = [28, 45, 49, 59], RIGHT_EYE: Region = [63, 45, 84, 59];
@@ -507,7 +507,7 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
         return [e1, e2];
       });
       // Lane A: the first network (fr_feature), then quality. Lane B: the second (MobileFaceNet), then
-      // liveness, then the eyes. As native/core/face_engine.cpp.
+      // liveness, then the eyes. As native/core/face/face_engine.cpp.
       const laneA = async () => {
         const passes = await embedPasses(0);
         const q = await timed('quality', async () => measureQuality(crop.rgb, landmarks));

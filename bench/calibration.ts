@@ -57,7 +57,7 @@ async function main() {
   const trainNames = new Set(train.flatMap((p) => [p.a, p.b]));
   const testNames = new Set(test.flatMap((p) => [p.a, p.b]));
   const names = [...new Set([...trainNames, ...testNames])].sort();
-  // The engine's default templates (no flip-averaging: native/core/face_engine.h).
+  // The engine's default templates (no flip-averaging: native/core/face/face_engine.h).
   const set = await lfwTemplates(lfwDir, names, { flipAverage: false, tag: 'noflip' });
 
   // Calibration: all images of the development view.

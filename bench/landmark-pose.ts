@@ -1,4 +1,4 @@
-// The baseline's copy of the engine's landmark head pose (native/core/landmark_pose.cpp), in TypeScript.
+// The baseline's copy of the engine's landmark head pose (native/core/face/landmark_pose.cpp), in TypeScript.
 import type { Point } from '../src/engine/types';
 
 const DEG = 180 / Math.PI;

@@ -142,7 +142,7 @@ const FLT_MIN = 1.1754943508222875e-38;
 /**
  * Float weights below 2^-126 in magnitude become zero. Weight decay leaves such values in trained networks
  * (fr_feature: 8,938, fr_landmark: 26,567), and Intel cores take a slow microcode assist on every denormal
- * operand unless the thread flushes denormals. The engine's inference threads do (native/core/float_mode.h:
+ * operand unless the thread flushes denormals. The engine's inference threads do (native/core/ort/float_mode.h:
  * DAZ reads these weights as zero already, so the rewrite changes nothing there); other runtimes given
  * these files, such as onnxruntime-node in bench:engine, cannot set that mode on the thread that runs a
  * single-threaded session. Returns the number of weights flushed.

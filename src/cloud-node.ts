@@ -10,7 +10,6 @@ import type { FaceEngine } from './engine/types';
 import { ErrorCatalog } from './errors';
 import { buildApp } from './http/app';
 import { GalleryFollower } from './matching/gallery-follower';
-import { nativeErrorTable } from './native';
 import { clusterHousekeeping } from './ops/housekeeping';
 import { engineForStart } from './ops/early-start';
 import { logOptions } from './ops/log-options';
@@ -30,7 +29,7 @@ function followerOf(store: PostgresStore, config: Config, modelId: string, log: 
 export async function startCloudNode(config: Config, opts: StartOptions = {}): Promise<RunningService> {
   if (config.server.mode !== 'cloud') throw new Error('[storage] backend = postgres serves cloud mode only');
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const errors = opts.errors ?? new ErrorCatalog(nativeErrorTable());
+  const errors = opts.errors ?? new ErrorCatalog();
   const engineReady = opts.engine ? Promise.resolve(opts.engine) : engineForStart();
   engineReady.catch(() => undefined);  // awaited below or in the clean-up
   let logger: FastifyBaseLogger | undefined;

@@ -1,21 +1,8 @@
-// API errors. The one error table lives in native/core/error_table.h and reaches TypeScript through the
-// addon's `errorTable` export (src/native.ts loads it); every HTTP error body ({code, message}) and status
-// is taken from it. Only types come from the addon here, so a catalog can be built from any rows (tests).
-import type { NativeErrorRow } from './native';
+// API errors: every HTTP error body ({code, message}) and status is taken from the one error table
+// (error-table.ts).
+import { ERROR_TABLE, type ErrorName, type ErrorRow } from './error-table';
 
-/** The rows the service refers to by name (the enum names of error_table.h). */
-export const ERROR_NAMES = [
-  'CameraNotConnected', 'LiveFaceNotFound', 'FaceExists', 'WrongFaceSize', 'WrongFaceYaw', 'WrongFacePitch',
-  'WrongFaceRoll', 'BadSharpness', 'BadBrightness', 'SunglassesExist', 'MouthOpen', 'EyesClosed', 'NoFace',
-  'NotOneFace', 'ProfileExists', 'RequestBody', 'FieldsValidation', 'QuotaExceeded', 'FaceNotInCollection',
-  'NoPersonMatched', 'Unauthorized', 'Forbidden', 'Internal', 'NotFoundRoute', 'MethodNotAllowed',
-  'PayloadTooLarge', 'ServiceUnavailable',
-  // The account and licence APIs (cloud) and the device's licence gate.
-  'EmailTaken', 'BadCredentials', 'SignInThrottled', 'ActivationCodeRequired', 'ActivationCodeInvalid',
-  'LicenceLimitReached', 'LicenceNotFound', 'LicenceKeyUnknown', 'LicenceRevoked', 'LicenceExpired',
-  'LicenceBoundElsewhere',
-] as const;
-export type ErrorName = (typeof ERROR_NAMES)[number];
+export { ERROR_NAMES, isErrorName, type ErrorCode, type ErrorName, type ErrorRow } from './error-table';
 
 /** An error that becomes an HTTP response: status and {code, message} from the table. */
 export class ApiError extends Error {
@@ -41,16 +28,8 @@ export class ApiError extends Error {
 
 /** Builds ApiErrors from the table's rows. */
 export class ErrorCatalog {
-  private readonly rows = new Map<string, NativeErrorRow>();
-
-  constructor(rows: readonly NativeErrorRow[]) {
-    for (const row of rows) this.rows.set(row.name, row);
-    const missing = ERROR_NAMES.filter((n) => !this.rows.has(n));
-    if (missing.length) throw new Error(`error table lacks rows: ${missing.join(', ')}`);
-  }
-
-  row(name: ErrorName): NativeErrorRow {
-    return this.rows.get(name)!;
+  row(name: ErrorName): ErrorRow {
+    return ERROR_TABLE[name];
   }
 
   /** `params` fill <placeholders> of the message, e.g. {person_id: 'p1'} for CP_002. */
@@ -68,10 +47,5 @@ export class ErrorCatalog {
   explain(name: ErrorName, reason: string): ApiError {
     const row = this.row(name);
     return new ApiError(name, row.http, row.code, `${row.message}: ${reason}`);
-  }
-
-  /** Every row, for documentation. */
-  all(): NativeErrorRow[] {
-    return [...this.rows.values()];
   }
 }

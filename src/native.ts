@@ -1,15 +1,6 @@
 // Loads the native addon once (a prebuild from prebuilds/, else the local build/) via node-gyp-build. The
-// only loader: the engine, the index, the camera and the error table all take the addon from here.
+// only loader: the engine, the index, the camera and the native statuses all take the addon from here.
 import { packageRoot } from './package-root';
-
-/** One row of the error table (native/core/error_table.h), as the addon exports it. */
-export interface NativeErrorRow {
-  status: number;
-  name: string;
-  code: string;
-  http: number;
-  message: string;
-}
 
 /** Milliseconds per stage of one analyze call (summed over faces; with threads=2 stages overlap). */
 export interface StageTimings {
@@ -64,10 +55,34 @@ export interface NativeEngineHandle {
   readonly pending: number;
 }
 
+/** One embedding network of the face template, as createEngine takes it (src/engine/template-spec.ts
+ *  builds it from models/manifest.json and checks it). */
+export interface NativeTemplateNetwork {
+  /** The model file in modelDir. */
+  file: string;
+  /** Input and output tensor names. */
+  input: string;
+  output: string;
+  /** The NCHW float32 input's size; the aligned face is warped to it. */
+  width: number;
+  height: number;
+  channels: 'RGB' | 'BGR';
+  /** value = (pixel - mean) / std, per channel in `channels` order. */
+  mean: number[];
+  std: number[];
+  /** Values in the network's embedding. */
+  outputSize: number;
+  /** Share of the template's cosine (the weights sum to 1). */
+  weight: number;
+}
+
 export interface NativeAddon {
-  errorTable: NativeErrorRow[];
+  /** The native statuses' names (native/core/status.h), indexed by value. */
+  nativeStatuses: string[];
   createEngine(options: {
-    modelDir: string; ortLibrary: string; threads?: number; flipAverage?: boolean; templateWeights?: number[];
+    modelDir: string; ortLibrary: string; threads?: number; flipAverage?: boolean;
+    /** Without it the engine finds and analyses faces but does not embed (the device camera's). */
+    templateNetworks?: NativeTemplateNetwork[];
     minDetectionScore?: number; maxPixels?: number;
   }): Promise<NativeEngineHandle>;
   [binding: string]: unknown;
@@ -84,8 +99,8 @@ function loadAddon(): NativeAddon {
 
 export const native: NativeAddon = loadAddon();
 
-/** The error table's rows; every HTTP error status and body is taken from them (src/errors.ts). */
-export function nativeErrorTable(): NativeErrorRow[] {
-  if (!Array.isArray(native.errorTable)) throw new Error('the native addon does not export errorTable');
-  return native.errorTable;
+/** The statuses native errors carry (as `status`): each names a row of src/error-table.ts. */
+export function nativeStatuses(): string[] {
+  if (!Array.isArray(native.nativeStatuses)) throw new Error('the native addon does not export nativeStatuses');
+  return native.nativeStatuses;
 }

@@ -10,7 +10,6 @@ import type { RestoreReport } from './matching/snapshot/restore';
 import { SnapshotScheduler } from './matching/snapshot/scheduler';
 import { templateModelId } from './engine/template-spec';
 import type { DeviceCamera } from './device/camera';
-import { nativeErrorTable } from './native';
 import { cameraForStart, engineForStart, snapshotImportsForStart } from './ops/early-start';
 import { warnWhenCameraAbsent } from './device/camera-start-check';
 import { logOptions } from './ops/log-options';
@@ -49,7 +48,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   checkDeviceLicenceConfig(config);
   if (config.server.mode === 'device') checkCameraConfig(config);
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const errors = opts.errors ?? new ErrorCatalog(nativeErrorTable());
+  const errors = opts.errors ?? new ErrorCatalog();
   // The engine's models load and the camera opens (device probing, its photos decoded) while the store opens
   // and the index is rebuilt: start-up takes the longest of them, not their sum. Under `face-check serve`
   // both began before the program's modules loaded (./ops/early-start.ts).

@@ -11,7 +11,7 @@ import { resolveOrtLibrary } from '../src/engine/ort-library';
 import { packageRoot } from '../src/package-root';
 
 interface Addon {
-  errorTable: { name: string }[];
+  nativeStatuses: string[];
   index: {
     createCollection(name: string, dim: number): boolean;
     dropCollection(name: string): boolean;
@@ -50,12 +50,12 @@ const addon = require(workerData.nodeGypBuild)(workerData.root);
     faces = (await engine.analyze(new Uint8Array(64 * 64 * 3), 64, 64, { embed: false })).faces.length;
   }
   // The camera and the engine stay open: the worker's teardown has to deal with them.
-  parentPort.postMessage({ rows: addon.errorTable.length, hit: hits[0].keys[0], textures: camera.textures, faces });
+  parentPort.postMessage({ rows: addon.nativeStatuses.length, hit: hits[0].keys[0], textures: camera.textures, faces });
 })().catch((err) => parentPort.postMessage({ error: String(err && err.stack || err) }));
 `;
 
 async function useInMainThread(t: Test, label: string): Promise<void> {
-  t.ok(addon.errorTable.length > 0, `${label}: errorTable readable`);
+  t.ok(addon.nativeStatuses.length > 0, `${label}: nativeStatuses readable`);
   const collection = `addon-workers-main-${process.pid}`;
   t.equal(addon.index.createCollection(collection, 4), true, `${label}: collection created`);
   await addon.index.write(collection, label, new Float32Array([1, 0, 0, 0]), 'upsert');
@@ -94,7 +94,7 @@ t.test('worker thread and main thread use the addon side by side; the main threa
   // Both threads at once: the main thread works while the worker loads and uses its own copy.
   const [result] = await Promise.all([fromWorker, useInMainThread(t, 'while the worker runs')]);
   t.notOk(result.error, result.error ?? 'worker ran');
-  t.equal(result.rows, addon.errorTable.length, 'the worker read the same error table');
+  t.equal(result.rows, addon.nativeStatuses.length, 'the worker read the same native statuses');
   t.equal(result.hit, 'w', 'the worker searched its collection');
   t.equal(result.textures, 0, 'the worker made a camera handle');
   if (ortLibrary) t.equal(result.faces, 0, 'the worker made and used an engine handle');

@@ -12,7 +12,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import t from 'tap';
 
-import { templateNetworks } from '../src/engine/template-spec';
+import { nativeTemplateNetworks, templateNetworks } from '../src/engine/template-spec';
 import { packageRoot } from '../src/package-root';
 import { arm64Unavailable, Arm64Runner, withoutNodeOptions } from './helpers/arm64-qemu';
 import { groupPhoto, photosSkip } from './helpers/photos';
@@ -131,7 +131,7 @@ if (reason && process.env.FACE_CHECK_REQUIRE_ARM64 === '1') {
       const job = (arch: string) => JSON.stringify({
         packageDir, modelDir: path.join(packageDir, 'models'), image,
         ortLibrary: path.join(modules, 'onnxruntime-node', 'bin', 'napi-v6', 'linux', arch, 'libonnxruntime.so.1'),
-        templateWeights: templateNetworks().map((n) => n.weight),
+        templateNetworks: nativeTemplateNetworks(templateNetworks()),
       });
       const x64 = probeResult(spawnSync(process.execPath, [PROBE, job('x64')], {
         cwd: packageDir, env: withoutNodeOptions(), encoding: 'utf8', maxBuffer: 64 << 20,

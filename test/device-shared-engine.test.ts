@@ -1,5 +1,5 @@
 // The device's API engine and its camera's engine share one ONNX Runtime session per model
-// (native/core/ort_session.cpp): analyses give the same results whichever engine loaded a model first,
+// (native/core/ort/ort_session.cpp): analyses give the same results whichever engine loaded a model first,
 // and closing one engine leaves the other's sessions working.
 import t, { type Test } from 'tap';
 

@@ -8,7 +8,8 @@ import t from 'tap';
 import { createEngine } from '../src/engine';
 import { dot as cosine } from '../src/matching/dot';
 import { resolveOrtLibrary } from '../src/engine/ort-library';
-import { native } from '../src/native';
+import { nativeTemplateNetworks, readManifest, templateNetworks, type Manifest } from '../src/engine/template-spec';
+import { native, type NativeTemplateNetwork } from '../src/native';
 import type { FaceEngine } from '../src/engine/types';
 import { blurred, darker, loadRgb, mirrored, noise, solid } from './helpers/images';
 import { samplePhotos } from './helpers/sample-photos';
@@ -173,17 +174,63 @@ t.test('flip-averaging is off by default, an option with its own model id, and t
   t.ok(c > 0.9 && c < 0.99999, `the mirror image moves the template a little (cosine ${c.toFixed(4)})`);
 });
 
-t.test('an engine loaded without template weights (the device camera\'s) finds faces but does not embed', async (t) => {
-  const handle = await native.createEngine({ modelDir: path.join(__dirname, '..', 'models'), ortLibrary: resolveOrtLibrary() });
+const modelDir = path.join(__dirname, '..', 'models');
+// The manifest, not C++, says what each network is fed and gives back.
+const manifestNetworks = nativeTemplateNetworks(templateNetworks());
+
+t.test('an engine loaded without template networks (the device camera\'s) finds faces but does not embed', async (t) => {
+  const handle = await native.createEngine({ modelDir, ortLibrary: resolveOrtLibrary() });
   t.teardown(() => handle.close());
   const image = await loadRgb(samplePhotos()[2]);
   const { faces } = await handle.analyze(image.data, image.width, image.height, { embed: false, maxFaces: 1 });
   t.ok(faces.length >= 1, 'faces found');
   await t.rejects(handle.analyze(image.data, image.width, image.height, { maxFaces: 1 }), /without embedding models/, 'embedding refused');
-  await t.rejects(native.createEngine({ modelDir: path.join(__dirname, '..', 'models'), ortLibrary: resolveOrtLibrary(), templateWeights: [0.5] }),
-    /one weight per embedding network/, 'a weight per network');
-  await t.rejects(native.createEngine({ modelDir: path.join(__dirname, '..', 'models'), ortLibrary: resolveOrtLibrary(), templateWeights: [0.7, 0.7] }),
+  await t.rejects(native.createEngine({ modelDir, ortLibrary: resolveOrtLibrary(), templateNetworks: [{ ...manifestNetworks[0], channels: 'BGRA' as 'BGR' }] }),
+    { name: 'Error', status: 'FieldsValidation', message: /channels must be RGB or BGR/ }, 'a malformed network is refused before loading');
+  await t.rejects(native.createEngine({ modelDir, ortLibrary: resolveOrtLibrary(), templateNetworks: manifestNetworks.map((n) => ({ ...n, weight: 0.7 })) }),
     /sum to 1/, 'weights that do not sum to 1');
+});
+
+t.test('the manifest drives the embedder: its networks, their normalisation and sizes', async (t) => {
+  const image = await loadRgb(samplePhotos()[2]);
+  const embed = async (networks: NativeTemplateNetwork[]) => {
+    const handle = await native.createEngine({ modelDir, ortLibrary: resolveOrtLibrary(), templateNetworks: networks });
+    try {
+      return (await handle.analyze(image.data, image.width, image.height, { maxFaces: 1 })).faces[0].embedding;
+    } finally {
+      await handle.close();
+    }
+  };
+  const reference = (await engine.analyze(image, { maxFaces: 1 }))[0].embedding;
+  t.same(await embed(manifestNetworks), reference, 'the manifest\'s networks give the engine\'s template');
+
+  const [feature] = manifestNetworks;
+  const alone = await embed([{ ...feature, weight: 1 }]);
+  t.equal(alone.length, feature.outputSize, 'one network: a template of its size');
+  t.ok(cosine(alone, reference.subarray(0, feature.outputSize).map((v) => v / Math.sqrt(feature.weight))) > 0.9999,
+    'the same network gives the same embedding');
+
+  const swapped = await embed([{ ...feature, weight: 1, channels: feature.channels === 'RGB' ? 'BGR' : 'RGB' }]);
+  t.ok(cosine(swapped, alone) < 0.999, 'the channel order is the one passed in');
+  const shifted = await embed([{ ...feature, weight: 1, mean: feature.mean.map((m) => m + 40) }]);
+  t.ok(cosine(shifted, alone) < 0.999, 'the normalisation is the one passed in');
+});
+
+t.test('the manifest is checked before it reaches the engine', async (t) => {
+  const manifest = readManifest();
+  const edit = (change: (m: Manifest) => void): Manifest => {
+    const copy = JSON.parse(JSON.stringify(manifest)) as Manifest;
+    change(copy);
+    return copy;
+  };
+  const feature = (m: Manifest) => m.models.find((x) => x.id === m.template.models[0].id)!;
+  t.equal(templateNetworks(manifest).length, manifest.template.models.length);
+  t.throws(() => templateNetworks(edit((m) => { m.template.models[0].weight = 0.9; })), /sum to 1/);
+  t.throws(() => templateNetworks(edit((m) => { feature(m).input.channels = 'GREY'; })), /channels must be RGB or BGR/);
+  t.throws(() => templateNetworks(edit((m) => { feature(m).input.shape = [1, 1, 112, 112]; })), /input.shape/);
+  t.throws(() => templateNetworks(edit((m) => { feature(m).input.std = [128, 0, 128]; })), /input.std/);
+  t.throws(() => templateNetworks(edit((m) => { feature(m).outputs = { a: [1, 512], b: [1, 4] }; })), /exactly one output/);
+  t.throws(() => templateNetworks(edit((m) => { m.template.models[0].id = 'nope'; })), /unknown model nope/);
 });
 
 t.test('bad input gives a typed error, never a crash', async (t) => {
@@ -197,10 +244,10 @@ t.test('bad input gives a typed error, never a crash', async (t) => {
     ['over the pixel limit', new Uint8Array(3), 20000, 20000],
   ];
   for (const [what, data, width, height] of bad) {
-    await t.rejects(engine.analyze({ data, width, height }), { code: 'R_003' }, what);
+    await t.rejects(engine.analyze({ data, width, height }), { name: 'Error', status: 'FieldsValidation' }, what);
   }
   // @ts-expect-error: wrong types from JavaScript callers
-  await t.rejects(engine.analyze({ data: 'pixels', width: 1, height: 1 }), { code: 'R_003' }, 'not a Uint8Array');
+  await t.rejects(engine.analyze({ data: 'pixels', width: 1, height: 1 }), { name: 'Error', status: 'FieldsValidation' }, 'not a Uint8Array');
 });
 
 t.test('concurrent analyses are correct and never stall the event loop', async (t) => {
@@ -226,8 +273,8 @@ t.test('close is refused while analyses run, then every call rejects', async (t)
   const own = await createEngine();
   const image = await loadRgb(samplePhotos()[1]);
   const running = own.analyze(image);
-  await t.rejects(own.close(), { code: 'SERVICE_UNAVAILABLE' }, 'busy');
+  await t.rejects(own.close(), { name: 'Error', status: 'ServiceUnavailable' }, 'busy');
   t.equal((await running).length, 3);
   await own.close();
-  await t.rejects(own.analyze(image), { code: 'SERVICE_UNAVAILABLE' }, 'closed');
+  await t.rejects(own.analyze(image), { name: 'Error', status: 'ServiceUnavailable' }, 'closed');
 });

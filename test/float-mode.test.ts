@@ -1,4 +1,4 @@
-// Inference runs with denormals flushed (native/core/float_mode.h, used by every ORT run): on Intel cores
+// Inference runs with denormals flushed (native/core/ort/float_mode.h, used by every ORT run): on Intel cores
 // denormal operands cost a microcode assist each, which made the embedding network 10x slower here. The
 // scope must flush inside and give the thread its own mode back after (libuv's threads run other code too).
 import t from 'tap';

@@ -8,15 +8,15 @@ import t from 'tap';
 
 import { buildNativeCheck, compilerSkip, NativeSource, sourceList } from './helpers/native-test';
 
-// The index sources come from the addon's own source list, so a file added there is tested here too; the
-// snapshot import and the sealed template load also need the process's AES-GCM lookup and the sealed
-// values' row checks (core/crypto/aes_gcm.cpp, sealed_batch.cpp).
-const CRYPTO = ['native/core/crypto/aes_gcm.cpp', 'native/core/crypto/sealed_batch.cpp'];
+// The index sources come from the addon's own source list, so a file added there is tested here too, with
+// the sealed import (core/sealed/: the snapshot import, the sealed template load, the AES-GCM lookup and
+// the sealed values' row checks they use).
+const INDEX_FOLDERS = ['native/core/index/', 'native/core/sealed/'];
 const fromNative = (p: string) => p.replace(/^native\//, '');
 const simdKeys = os.arch() === 'x64' ? ['simd_avx2', 'simd_avx512'] : os.arch() === 'arm64' ? ['simd_neon'] : [];
 const sources: NativeSource[] = [
   'test/index_core_test.cpp',
-  ...sourceList.core.filter((p) => p.startsWith('native/core/index/') || CRYPTO.includes(p)).map(fromNative),
+  ...sourceList.core.filter((p) => INDEX_FOLDERS.some((folder) => p.startsWith(folder))).map(fromNative),
   ...simdKeys.flatMap((key) => sourceList[key].map((p) => ({ path: fromNative(p), isa: key.replace(/^simd_/, '') }))),
 ];
 // '' = the kernel picked at run time for this CPU; a named kernel the CPU lacks falls back to that one.

@@ -1,4 +1,4 @@
-// Files read ahead into the page cache (src/storage/read-ahead.ts, native/core/file_read_ahead.cpp): the
+// Files read ahead into the page cache (src/storage/read-ahead.ts, native/core/io/file_read_ahead.cpp): the
 // kernel is asked for whole files in order, up to a byte budget, skipping what cannot be opened; stop()
 // ends it early; the snapshot read-ahead of a store's folder (src/matching/snapshot/read-ahead.ts) brings its
 // files into the cache. Residency is read with util-linux's fincore, after the file was dropped from the page

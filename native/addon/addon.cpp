@@ -1,36 +1,30 @@
-// Module entry: creates the environment's addon data, then exports the error table and the engine, index,
-// camera, storage and sealed-batch bindings. Runs once per environment (the main thread and each worker thread).
+// Module entry: creates the environment's addon data, then exports the native statuses' names and the
+// engine, index, camera, page-cache (`storage`) and sealed-batch bindings. Runs once per environment (the
+// main thread and each worker thread).
 #include <napi.h>
 
 #include "addon/addon_data.h"
 #include "addon/bindings.h"
-#include "core/error_table.h"
+#include "core/status.h"
 
 namespace facecheck::addon {
 
-static Napi::Array ExportErrorTable(Napi::Env env) {
+// The native statuses' names, indexed by value: each names a row of the service's error table.
+static Napi::Array ExportStatuses(Napi::Env env) {
   int count = 0;
-  const ErrorInfo* table = errorTable(&count);
-  Napi::Array rows = Napi::Array::New(env, count);
-  for (int i = 0; i < count; ++i) {
-    Napi::Object row = Napi::Object::New(env);
-    row.Set("status", i);
-    row.Set("name", table[i].name);
-    row.Set("code", table[i].code);
-    row.Set("http", table[i].http);
-    row.Set("message", table[i].message);
-    rows.Set(i, row);
-  }
-  return rows;
+  const char* const* names = statusNames(&count);
+  Napi::Array out = Napi::Array::New(env, count);
+  for (int i = 0; i < count; ++i) out.Set(i, names[i]);
+  return out;
 }
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   AddonData::Create(env);
-  exports.Set("errorTable", ExportErrorTable(env));
+  exports.Set("nativeStatuses", ExportStatuses(env));
   InitEngineBinding(env, exports);
   InitIndexBinding(env, exports);
   InitCameraBinding(env, exports);
-  InitStorageBinding(env, exports);
+  InitPageCacheBinding(env, exports);
   InitSealedBatchBinding(env, exports);
   return exports;
 }

@@ -1,6 +1,6 @@
 // JS binding of the device camera pipeline. openCamera() loads a face engine of its own (without the
 // embedding networks: the camera never makes templates; its EngineConfig has no template weights; its
-// models' ONNX Runtime sessions are those of the API engine when that is loaded, core/ort_session.h) and
+// models' ONNX Runtime sessions are those of the API engine when that is loaded, core/ort/ort_session.h) and
 // the chosen source in a worker, then returns a handle; frames stay in C++ (core/camera/capture_pipeline.h) and only
 // per-frame reports and status changes reach JavaScript, through a thread-safe function with a bounded
 // queue (a full queue drops the report and counts it). The live face (crop, and on request the full
@@ -21,8 +21,8 @@
 #include "addon/js_errors.h"
 #include "core/camera/capture_pipeline.h"
 #include "core/camera/source_registry.h"
-#include "core/face_engine.h"
-#include "core/ort_api.h"
+#include "core/face/face_engine.h"
+#include "core/ort/ort_api.h"
 
 namespace facecheck::addon {
 

@@ -4,7 +4,7 @@
 #include <napi.h>
 
 #include "core/camera/capture_pipeline.h"
-#include "core/camera/liveness.h"
+#include "core/liveness/liveness.h"
 
 namespace facecheck::addon {
 

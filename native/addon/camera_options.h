@@ -10,8 +10,8 @@
 
 #include "core/camera/capture_pipeline.h"
 #include "core/camera/source_registry.h"
-#include "core/error_table.h"
-#include "core/face_engine.h"
+#include "core/status.h"
+#include "core/face/face_engine.h"
 
 namespace facecheck::addon {
 

@@ -3,14 +3,17 @@
 #include <napi.h>
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "addon/addon_data.h"
 #include "addon/bindings.h"
 #include "addon/js_convert.h"
 #include "addon/js_errors.h"
 #include "addon/js_options.h"
-#include "core/face_engine.h"
-#include "core/ort_api.h"
+#include "core/face/face_engine.h"
+#include "core/ort/ort_api.h"
 
 namespace facecheck::addon {
 
@@ -207,6 +210,41 @@ Napi::Value EngineHandle::Close(const Napi::CallbackInfo& info) {
   return deferred.Promise();
 }
 
+// The template's networks (src/engine/template-spec.ts builds and checks them from models/manifest.json):
+// this only converts, refusing what is not of the expected shape. Returns the problem, or "".
+static std::string TemplateNetworks(const Napi::Array& list, std::vector<EmbeddingNetwork>* out) {
+  for (uint32_t i = 0; i < list.Length(); ++i) {
+    const std::string at = "network " + std::to_string(i) + ": ";
+    if (!list.Get(i).IsObject()) return at + "must be an object";
+    Napi::Object n = list.Get(i).As<Napi::Object>();
+    EmbeddingNetwork net;
+    for (auto [key, into] : {std::pair<const char*, std::string*>{"file", &net.file}, {"input", &net.input}, {"output", &net.output}}) {
+      if (!n.Get(key).IsString()) return at + key + " must be a string";
+      *into = n.Get(key).As<Napi::String>().Utf8Value();
+    }
+    for (auto [key, into] : {std::pair<const char*, int*>{"width", &net.width}, {"height", &net.height}, {"outputSize", &net.outputSize}}) {
+      if (!n.Get(key).IsNumber()) return at + key + " must be a number";
+      *into = n.Get(key).As<Napi::Number>().Int32Value();
+    }
+    if (!n.Get("weight").IsNumber()) return at + "weight must be a number";
+    net.weight = n.Get("weight").As<Napi::Number>().FloatValue();
+    const std::string channels = n.Get("channels").IsString() ? n.Get("channels").As<Napi::String>().Utf8Value() : "";
+    if (channels != "RGB" && channels != "BGR") return at + "channels must be RGB or BGR";
+    net.norm.order = channels == "RGB" ? ChannelOrder::RGB : ChannelOrder::BGR;
+    for (auto [key, into] : {std::pair<const char*, float*>{"mean", net.norm.mean}, {"std", net.norm.std}}) {
+      Napi::Value v = n.Get(key);
+      if (!v.IsArray() || v.As<Napi::Array>().Length() != 3) return at + key + " must be 3 numbers";
+      for (uint32_t c = 0; c < 3; ++c) {
+        Napi::Value x = v.As<Napi::Array>().Get(c);
+        if (!x.IsNumber()) return at + key + " must be 3 numbers";
+        into[c] = x.As<Napi::Number>().FloatValue();
+      }
+    }
+    out->push_back(std::move(net));
+  }
+  return "";
+}
+
 Napi::Value CreateEngine(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsObject()) return RejectWith(env, Status::FieldsValidation, "options required");
@@ -217,16 +255,10 @@ Napi::Value CreateEngine(const Napi::CallbackInfo& info) {
   config.modelDir = o.Get("modelDir").As<Napi::String>().Utf8Value();
   config.threads = std::max(1, IntOption(o, "threads", config.threads));
   config.flipAverage = BoolOption(o, "flipAverage", config.flipAverage);
-  Napi::Value weights = o.Get("templateWeights");
-  if (weights.IsArray()) {
-    Napi::Array list = weights.As<Napi::Array>();
-    if (list.Length() != kEmbeddingNets)
-      return RejectWith(env, Status::FieldsValidation, "templateWeights needs one weight per embedding network");
-    for (uint32_t i = 0; i < kEmbeddingNets; ++i) {
-      Napi::Value w = list.Get(i);
-      if (!w.IsNumber()) return RejectWith(env, Status::FieldsValidation, "templateWeights must be numbers");
-      config.templateWeights[i] = w.As<Napi::Number>().FloatValue();
-    }
+  Napi::Value networks = o.Get("templateNetworks");
+  if (networks.IsArray()) {
+    std::string problem = TemplateNetworks(networks.As<Napi::Array>(), &config.templateNetworks);
+    if (!problem.empty()) return RejectWith(env, Status::FieldsValidation, "templateNetworks: " + problem);
   }
   Napi::Value score = o.Get("minDetectionScore");
   if (score.IsNumber()) config.minDetectionScore = score.As<Napi::Number>().FloatValue();

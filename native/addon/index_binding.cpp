@@ -274,7 +274,7 @@ Napi::Value Score(const Napi::CallbackInfo& info) {
 // scoreTemplates(query: Float32Array (dim), templates: Float32Array (m * dim)) -> Float32Array (m):
 // the cosines score() computes (both sides normalised by the index, the active kernel's float32 dot), for
 // templates the caller holds (re-ranking the candidates of a collection without vectors). Synchronous: it
-// is meant for the few dozen candidates of a search (~0.05 ms), less than a worker round trip.
+// is meant for the few dozen candidates of a search, which take less than a worker round trip.
 Napi::Value ScoreTemplates(const Napi::CallbackInfo& info) {
   Napi::Float32Array q = floatArg(info, 0, "query");
   Napi::Float32Array t = floatArg(info, 1, "templates");

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "addon/bindings.h"
-#include "core/error_table.h"
+#include "core/status.h"
 #include "core/index/kernels.h"
 #include "core/index/similarity_index.h"
 
@@ -23,7 +23,7 @@ using index::Kernel;
 inline Napi::Error indexError(Napi::Env env, const IndexResult& r) {
   Napi::Error e = Napi::Error::New(env, r.detail.empty() ? index::indexCodeName(r.code) : r.detail);
   e.Set("code", Napi::String::New(env, index::indexCodeName(r.code)));
-  e.Set("status", Napi::String::New(env, errorInfo(index::toStatus(r.code)).name));
+  e.Set("status", Napi::String::New(env, statusName(index::toStatus(r.code))));
   return e;
 }
 

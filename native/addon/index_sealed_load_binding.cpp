@@ -12,7 +12,7 @@
 
 #include "addon/index_js.h"
 #include "addon/sealed_row_fault.h"
-#include "core/crypto/sealed_batch.h"
+#include "core/sealed/sealed_batch.h"
 
 namespace facecheck::addon::indexjs {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/face_types.h"
+#include "core/face/face_types.h"
 
 namespace facecheck::addon {
 

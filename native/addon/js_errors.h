@@ -1,18 +1,17 @@
-// Native statuses as JS errors: message from the detail, `code`/`http` from the one error table.
+// Native statuses as JS errors: the message is the detail, `status` the status's name (its row in the
+// service's error table, src/error-table.ts, which the HTTP layer answers with).
 #pragma once
 
 #include <napi.h>
 
-#include "core/error_table.h"
+#include "core/status.h"
 
 namespace facecheck::addon {
 
 inline Napi::Error MakeError(Napi::Env env, const Result& r) {
-  const ErrorInfo& info = errorInfo(r.status);
-  Napi::Error e = Napi::Error::New(env, r.detail.empty() ? info.message : r.detail);
-  e.Set("code", info.code);
-  e.Set("status", info.name);
-  e.Set("http", Napi::Number::New(env, info.http));
+  const char* name = statusName(r.status);
+  Napi::Error e = Napi::Error::New(env, r.detail.empty() ? name : r.detail);
+  e.Set("status", name);
   return e;
 }
 

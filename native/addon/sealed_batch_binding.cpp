@@ -1,4 +1,4 @@
-// Sealed storage values opened in batches (core/crypto/sealed_batch.h), for a PostgreSQL node's start-up
+// Sealed storage values opened in batches (core/sealed/sealed_batch.h), for a PostgreSQL node's start-up
 // build: sealedTemplatesAvailable() and openSealedTemplates(). The TypeScript caller
 // (src/storage/crypto/sealed-batch.ts) validates the arguments and builds the error messages; this file
 // only guards the addon against a wrong call, runs the batch off the event loop and reports the first
@@ -15,7 +15,7 @@
 
 #include "addon/bindings.h"
 #include "addon/sealed_row_fault.h"
-#include "core/crypto/sealed_batch.h"
+#include "core/sealed/sealed_batch.h"
 
 namespace facecheck::addon {
 namespace {

@@ -1,7 +1,7 @@
 // The names JavaScript sees for why a sealed row did not open (src/storage/crypto/sealed-batch.ts).
 #pragma once
 
-#include "core/crypto/sealed_batch.h"
+#include "core/sealed/sealed_batch.h"
 
 namespace facecheck::addon {
 

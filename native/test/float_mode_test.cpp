@@ -1,4 +1,4 @@
-// Checks core/float_mode.h: inside a FlushDenormals scope denormal operands read as zero and denormal
+// Checks core/ort/float_mode.h: inside a FlushDenormals scope denormal operands read as zero and denormal
 // results become zero; when the scope ends the thread computes with denormals again, also after nesting.
 // Prints one line per case; exits 1 on a failure. Built and run by test/float-mode.test.ts.
 #include <cfloat>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/float_mode.h"
+#include "core/ort/float_mode.h"
 
 using namespace facecheck;
 

@@ -1,4 +1,4 @@
-// Checks the resampling in core/image_ops.cpp against a plain per-pixel reference written here from its
+// Checks the resampling in core/face/image_ops.cpp against a plain per-pixel reference written here from its
 // documented rules (pixel-centre coordinates, halving pyramid for scales >= 2, bilinear taps clamped to the
 // image, outside = mean / black). Every value must be bit-identical: the axis-aligned fast path (crops,
 // letterbox) must give exactly what the general affine path gives. Prints one line per case; exits 1 on a
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/image_ops.h"
+#include "core/face/image_ops.h"
 
 using namespace facecheck;
 

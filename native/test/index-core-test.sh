@@ -16,8 +16,8 @@ mapfile -t cxx < <(json build-flags 'j.cxx')
 mapfile -t avx2 < <(json build-flags 'j.isa.avx2')
 mapfile -t avx512 < <(json build-flags 'j.isa.avx512')
 mapfile -t neon < <(json build-flags 'j.isa.neon')
-# The index, with the AES-GCM lookup and the sealed values' row checks its sealed imports and loads use.
-mapfile -t index_sources < <(json sources "j.core.filter((p)=>p.startsWith('native/core/index/')||['native/core/crypto/aes_gcm.cpp','native/core/crypto/sealed_batch.cpp'].includes(p)).map((p)=>'$root/'+p)")
+# The index, with the sealed import (core/sealed/) its snapshot imports and sealed loads use.
+mapfile -t index_sources < <(json sources "j.core.filter((p)=>p.startsWith('native/core/index/')||p.startsWith('native/core/sealed/')).map((p)=>'$root/'+p)")
 mapfile -t avx2_sources < <(json sources "j.simd_avx2.map((p)=>'$root/'+p)")
 mapfile -t avx512_sources < <(json sources "j.simd_avx512.map((p)=>'$root/'+p)")
 mapfile -t neon_sources < <(json sources "j.simd_neon.map((p)=>'$root/'+p)")

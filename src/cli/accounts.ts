@@ -6,7 +6,6 @@ import { isPlan, PLANS, type AccountRole, type Plan } from '../domain/accounts';
 import { ErrorCatalog } from '../errors';
 import { AccountService } from '../licensing/accounts';
 import { ActivationCodes, DEFAULT_CODE_VALID_DAYS } from '../licensing/activation-codes';
-import { nativeErrorTable } from '../native';
 import { openCommandStore } from './open-store';
 import { configOf, stringFlag, UsageError, type Args, type Io } from './args';
 
@@ -28,7 +27,7 @@ export async function accountCommand(args: Args, io: Io, readSecret: SecretSourc
   const password = creation ? await passwordOf(args, readSecret) : undefined;
   const store = await openCommandStore(config);
   try {
-    const accounts = new AccountService({ config, store, errors: new ErrorCatalog(nativeErrorTable()) });
+    const accounts = new AccountService({ config, store, errors: new ErrorCatalog() });
     switch (sub) {
       case 'create': {
         if (rest.length) throw new UsageError('account create takes no arguments besides its options');

@@ -9,7 +9,6 @@ import { ActivationCodes, DEFAULT_CODE_VALID_DAYS } from '../licensing/activatio
 import { LicenceService, type LicenceView } from '../licensing/licences';
 import { PackageFile } from '../licensing/package-file';
 import { publicUrl } from '../licensing/public-url';
-import { nativeErrorTable } from '../native';
 import type { LicenceRecord } from '../storage/licences';
 import type { AsyncStore } from '../storage/postgres/interfaces';
 import { DEVICE_KEY_USAGE, deviceKeyCommand } from './licence-device-keys';
@@ -34,7 +33,7 @@ export async function licenceCommand(args: Args, io: Io): Promise<number> {
   const store = await openCommandStore(config);
   try {
     const packageFile = new PackageFile(config);
-    const errors = new ErrorCatalog(nativeErrorTable());
+    const errors = new ErrorCatalog();
     const licences = new LicenceService({
       config, store, errors, now: () => new Date(),
       devicePackage: () => packageFile.get(),

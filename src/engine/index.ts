@@ -7,7 +7,7 @@ import path from 'node:path';
 import { native, type NativeEngineHandle, type NativeFace, type StageTimings } from '../native';
 import { packageRoot } from '../package-root';
 import { resolveOrtLibrary } from './ort-library';
-import { templateModelId, templateNetworks, templateSize } from './template-spec';
+import { nativeTemplateNetworks, templateModelId, templateNetworks, templateSize, type TemplateNetwork } from './template-spec';
 import type { AnalyzeOptions, EngineOptions, FaceAnalysis, FaceEngine, Point, RgbImage } from './types';
 
 export type * from './types';
@@ -41,17 +41,17 @@ function toAnalysis(f: NativeFace): FaceAnalysis {
 }
 
 /**
- * The template's weights and identifier: templates carry the identifier, so a change of any network's file,
+ * The template's networks and identifier: templates carry the identifier, so a change of any network's file,
  * of a weight or of flip-averaging forces a reindex.
  */
-function templateModels(modelDir: string, flipAverage: boolean): { modelId: string; weights: number[]; size: number } {
+function templateModels(modelDir: string, flipAverage: boolean): { modelId: string; networks: TemplateNetwork[]; size: number } {
   const networks = templateNetworks();
   for (const { file } of networks) {
     if (!fs.existsSync(path.join(modelDir, file))) {
       throw new Error(`face-check: model ${file} missing in ${modelDir}; run npm install (or scripts/fetch-assets.js)`);
     }
   }
-  return { modelId: templateModelId(networks, flipAverage), weights: networks.map((n) => n.weight), size: templateSize(networks) };
+  return { modelId: templateModelId(networks, flipAverage), networks, size: templateSize(networks) };
 }
 
 /**
@@ -98,13 +98,13 @@ class NativeFaceEngine implements FaceEngine {
 export async function createEngine(options: EngineOptions = {}): Promise<FaceEngine> {
   const modelDir = path.resolve(options.modelDir ?? path.join(packageRoot(), 'models'));
   const flipAverage = options.flipAverage ?? false;
-  const { modelId, weights, size } = templateModels(modelDir, flipAverage);
+  const { modelId, networks, size } = templateModels(modelDir, flipAverage);
   const handle = await native.createEngine({
     modelDir,
     ortLibrary: options.ortLibrary ?? resolveOrtLibrary(),
     threads: options.threads ?? 1,
     flipAverage,
-    templateWeights: weights,
+    templateNetworks: nativeTemplateNetworks(networks),
     ...(options.minDetectionScore !== undefined ? { minDetectionScore: options.minDetectionScore } : {}),
     ...(options.maxPixels !== undefined ? { maxPixels: options.maxPixels } : {}),
   });

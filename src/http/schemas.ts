@@ -1,6 +1,7 @@
 // JSON schemas of the routes: request validation (fastify/ajv, no type coercion) and the OpenAPI document
 // are both generated from these.
 import type { ServiceMode } from '../config/types';
+import type { ErrorCode } from '../error-table';
 
 /** person_id: 1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter, digit or underscore. */
 export const PERSON_ID_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$';
@@ -85,8 +86,8 @@ export const errorResponse = {
   properties: { code: { type: 'string' }, message: { type: 'string' } },
 } as const;
 
-/** Error responses by status, each described with its possible codes. */
-export function errorResponses(byStatus: Record<number, string[]>): Record<number, unknown> {
+/** Error responses by status, each described with its possible codes (codes of the error table). */
+export function errorResponses(byStatus: Record<number, readonly ErrorCode[]>): Record<number, unknown> {
   const out: Record<number, unknown> = {};
   for (const [status, codes] of Object.entries(byStatus)) {
     out[Number(status)] = { ...errorResponse, description: `Error body; code one of: ${codes.join(', ')}` };
@@ -96,13 +97,13 @@ export function errorResponses(byStatus: Record<number, string[]>): Record<numbe
 
 /** 401/403/500/503 (and 413 for bodies over [server] body_limit_bytes) on every authenticated route; 503
  *  (with Retry-After) under overload or while shutting down (plugins/overload.ts). */
-export const commonErrors = {
+export const commonErrors: Record<number, readonly ErrorCode[]> = {
   401: ['UNAUTHORIZED'],
   403: ['FORBIDDEN'],
   500: ['INTERNAL'],
   503: ['SERVICE_UNAVAILABLE'],
 };
 
-export const bodyErrors = { 413: ['R_002'] };
+export const bodyErrors: Record<number, readonly ErrorCode[]> = { 413: ['R_002'] };
 
 export const apiKeySecurity = [{ ApiKey: [] }];

@@ -89,7 +89,7 @@ export async function closeWhenIdle(engine: FaceEngine): Promise<void> {
       await engine.close();
       return;
     } catch (err) {
-      if ((err as { code?: string }).code !== 'SERVICE_UNAVAILABLE' || waited >= 30_000) throw err;
+      if ((err as { status?: string }).status !== 'ServiceUnavailable' || waited >= 30_000) throw err;
       await new Promise((r) => setTimeout(r, 50));
     }
   }

@@ -82,7 +82,7 @@ export function measureImage(img: RgbImage): ImageMeasures {
   return { brightness: mean, contrast, sharpness: laplacianVariance(grey, ow, oh) };
 }
 
-/** As the engine computes it for faces (native/core/image_ops.cpp). */
+/** As the engine computes it for faces (native/core/face/image_ops.cpp). */
 function laplacianVariance(g: Float64Array, w: number, h: number): number {
   if (w < 3 || h < 3) return 0;
   let s = 0, sq = 0, n = 0;

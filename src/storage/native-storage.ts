@@ -1,4 +1,4 @@
-// The addon's storage helpers (native/addon/storage_binding.cpp): page-cache hints for the store's map and
+// The addon's storage helpers (native/addon/page_cache_binding.cpp): page-cache hints for the store's map and
 // for files about to be read. Loaded on first use and optional: storage opens and works where the addon is
 // not built (a command, a test); a hint then does nothing.
 import type { NativeAddon } from '../native';

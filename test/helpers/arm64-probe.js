@@ -4,7 +4,7 @@
 // no sharp, nothing else that would need an arm64 install. It loads the addon the way an installed
 // package does (node-gyp-build from the package folder), analyses one raw RGB photo and compares every
 // SIMD kernel of the similarity index with the scalar one, then prints one JSON line.
-// argv[2]: JSON { packageDir, ortLibrary, modelDir, templateWeights, image: { file, width, height } }.
+// argv[2]: JSON { packageDir, ortLibrary, modelDir, templateNetworks, image: { file, width, height } }.
 const fs = require('node:fs');
 
 const job = JSON.parse(process.argv[2]);
@@ -83,7 +83,7 @@ async function compareSearch(ix, kernel, collection) {
 async function analysePhoto(addon) {
   const started = Date.now();
   const engine = await addon.createEngine({
-    modelDir: job.modelDir, ortLibrary: job.ortLibrary, threads: 1, flipAverage: false, templateWeights: job.templateWeights,
+    modelDir: job.modelDir, ortLibrary: job.ortLibrary, threads: 1, flipAverage: false, templateNetworks: job.templateNetworks,
   });
   const loadSeconds = seconds(started);
   const { file, width, height } = job.image;

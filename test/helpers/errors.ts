@@ -1,42 +1,19 @@
-// The error table for tests: from the built addon when it loads (as in production), else parsed from
-// native/core/error_table.h (the same rows) so API tests run before the addon is built.
+// The error catalog for tests (the one table, as in production), and the native statuses read from
+// native/core/status.h so the table's coverage is checked before the addon is built.
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCatalog } from '../../src/errors';
-import type { NativeErrorRow } from '../../src/native';
 
 export const repoRoot = path.resolve(__dirname, '..', '..');
-export const errorHeader = path.join(repoRoot, 'native', 'core', 'error_table.h');
+export const statusHeader = path.join(repoRoot, 'native', 'core', 'status.h');
 
-/** Rows of the X-macro in error_table.h, numbered like the native enum. */
-export function parseErrorHeader(file: string = errorHeader): NativeErrorRow[] {
-  const text = fs.readFileSync(file, 'utf8');
-  const rows: NativeErrorRow[] = [];
-  const re = /X\((\w+),\s*"([^"]*)",\s*(\d+),\s*"([^"]*)"\)/g;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    rows.push({ status: rows.length, name: m[1], code: m[2], http: Number(m[3]), message: m[4] });
-  }
-  return rows;
-}
-
-let source: 'addon' | 'header' | undefined;
-
-export function nativeTable(): NativeErrorRow[] | undefined {
-  try {
-    // Required here, not imported: without a built addon the tests fall back to the header's rows.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return (require('../../src/native') as typeof import('../../src/native')).nativeErrorTable();
-  } catch {
-    return undefined;
-  }
+/** The names in the X-macro of status.h, in enum order. */
+export function parseStatusHeader(text: string = fs.readFileSync(statusHeader, 'utf8')): string[] {
+  const macro = /#define FACE_CHECK_STATUSES\(X\)((?:.*\\\n)*.*)/.exec(text);
+  if (!macro) throw new Error('status.h: no FACE_CHECK_STATUSES macro');
+  return [...macro[1].matchAll(/X\((\w+)\)/g)].map((m) => m[1]);
 }
 
 export function testErrorCatalog(): ErrorCatalog {
-  const native = nativeTable();
-  source = native ? 'addon' : 'header';
-  return new ErrorCatalog(native ?? parseErrorHeader());
-}
-
-export function errorTableSource(): string | undefined {
-  return source;
+  return new ErrorCatalog();
 }

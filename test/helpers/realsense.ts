@@ -40,7 +40,7 @@ export function realsenseLibrary(): string {
   return cached.library;
 }
 
-const WRITER_HEADERS = ['native/core/camera/recording.h', 'native/core/camera/camera.h', 'native/core/error_table.h'];
+const WRITER_HEADERS = ['native/core/camera/recording.h', 'native/core/camera/camera.h', 'native/core/status.h'];
 
 /**
  * The bag writer program, compiled on first use against the cached library's headers and linked to it

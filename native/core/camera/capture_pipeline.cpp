@@ -9,7 +9,7 @@
 #include <chrono>
 
 #include "core/camera/heap_trim.h"
-#include "core/face_engine_stages.h"
+#include "core/face/face_engine_stages.h"
 
 namespace facecheck {
 

@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "core/camera/camera.h"
-#include "core/camera/liveness.h"
+#include "core/liveness/liveness.h"
 #include "core/camera/recording.h"
-#include "core/face_engine.h"
+#include "core/face/face_engine.h"
 
 namespace facecheck {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error_table.h"
+#include "core/status.h"
 
 namespace facecheck {
 

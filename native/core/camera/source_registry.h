@@ -12,8 +12,8 @@
 
 #include "core/camera/camera.h"
 #include "core/camera/source_options.h"
-#include "core/error_table.h"
-#include "core/face_engine.h"
+#include "core/status.h"
+#include "core/face/face_engine.h"
 #include "core/camera/sources/synthetic/face_textures.h"
 
 namespace facecheck {

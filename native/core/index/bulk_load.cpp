@@ -12,7 +12,7 @@
 #include "core/index/partition.h"
 #include "core/index/row_source.h"
 #include "core/index/similarity_index.h"
-#include "core/index/storage.h"
+#include "core/index/row_storage.h"
 
 namespace facecheck::index {
 

@@ -12,14 +12,14 @@
 #include "core/index/partition.h"
 #include "core/index/row_source.h"
 #include "core/index/similarity_index.h"
-#include "core/index/storage.h"
+#include "core/index/row_storage.h"
 
 namespace facecheck::index {
 
 bool validCodeRow(const int8_t* codes, size_t dim, size_t stride, float scale, int32_t sum) {
   if (!(scale >= 0.0f && scale <= 1.0f)) return false;
   // 32 lanes of int16 sums and byte flags, which the compiler turns into a few vector instructions per 16
-  // bytes (2.5x the speed of one int32 sum; a 1M-row import checks 704 MB). A lane adds at most 256 codes
+  // bytes (faster than one int32 sum; an import checks every code it reads). A lane adds at most 256 codes
   // (256 x 127 < 32768) before it is added to the total.
   constexpr size_t kLanes = 32;
   int32_t s = 0;

@@ -6,7 +6,7 @@
 
 #include "core/index/guarded.h"
 #include "core/index/similarity_index.h"
-#include "core/index/storage.h"
+#include "core/index/row_storage.h"
 
 namespace facecheck::index {
 

@@ -98,8 +98,8 @@ void prepareBw(const int8_t* q, size_t stride, void* out) {
 }
 
 // Rows are taken one at a time, in address order (the scan is a pure sequential stream, which the
-// hardware prefetchers follow at full memory bandwidth; interleaving several rows measured 3x slower on
-// Zen 4), against Q queries at once so that a row is fetched from memory once per block of queries.
+// hardware prefetchers follow at full memory bandwidth; interleaving several rows measured slower), against
+// Q queries at once so that a row is fetched from memory once per block of queries.
 
 // Stores the Q results of one row: out[j * out_stride] for j < Q.
 template <int Q>

@@ -41,10 +41,9 @@ MappedBuffer::MappedBuffer(size_t bytes, bool hugeAdvice) {
 #endif
   }
   // Small pages: fault every page in now, in one call: chunks are filled right after they are made, and a
-  // bulk load of 1M templates otherwise took ~600k separate page faults (measured: sys time 2.2-5.4 s ->
-  // 1.6-1.8 s). Huge pages: left to the first write (one fault per 2 MiB), so that their zeroing happens
-  // in the threads that fill them, in parallel, instead of up front on one thread (a 1M-row import
-  // spent half its time there). Ignored by kernels before 5.14.
+  // large bulk load otherwise takes a separate page fault per page, each paid in system time. Huge pages: left to the first write (one fault per 2 MiB), so that their zeroing happens
+  // in the threads that fill them, in parallel, instead of up front on one thread (where a large import
+  // spent much of its time). Ignored by kernels before 5.14.
   if (!huge) madvise(base, size, kMadvPopulateWrite);
   ptr_ = base;
   size_ = size;

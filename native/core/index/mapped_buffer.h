@@ -15,7 +15,7 @@ inline size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 // Anonymous mapping, zero filled, returned to the OS on destruction. With `hugeAdvice`, 2 MiB aligned and
 // advised for transparent huge pages: the int8 codes, which are streamed by every search (huge pages
-// measured ~1.8x faster for the scan than 4 KiB pages). The float32 templates are read for a few
+// scan faster than 4 KiB pages). The float32 templates are read for a few
 // candidates per query only and stay on normal pages (no huge-page compaction for 80% of the memory).
 // Normal pages are faulted in at once; huge pages at their first write. data() is null when the mapping
 // failed.

@@ -1,7 +1,7 @@
 // An allocator for the index's large bookkeeping arrays (the key table's hash table, references and key
 // bytes): from 512 KiB on, a 2 MiB aligned anonymous mapping advised for transparent huge pages, rounded up
 // to whole huge pages; smaller ones from the heap. Filling a 16 MB hash table on 4 KiB pages costs ~4,000
-// page faults, and a fault is expensive on a virtual machine (~15 us here): huge pages take one per 2 MiB.
+// page faults, and a fault is expensive on a virtual machine: huge pages take one per 2 MiB.
 // The rounding wastes at most 2 MiB per array. Internal to core/index (baseline instruction set only, see
 // mapped_buffer.h).
 #pragma once

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/index/storage.h"
+#include "core/index/row_storage.h"
 
 namespace facecheck::index {
 

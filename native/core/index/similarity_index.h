@@ -33,7 +33,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/error_table.h"
+#include "core/status.h"
 #include "core/index/key_table.h"
 #include "core/index/kernels.h"
 
@@ -57,7 +57,7 @@ enum class IndexCode : int {
 
 // "ERR_INDEX_BAD_ARGUMENT", ... (stable names for the JS side).
 const char* indexCodeName(IndexCode code);
-// The service-level status for an index failure (error_table.h).
+// The service-level status for an index failure (core/status.h).
 Status toStatus(IndexCode code);
 
 struct IndexResult {
@@ -156,7 +156,7 @@ struct SealedRows {
 // Why an importSealed failed, besides its IndexResult (the caller maps these to its own errors).
 enum class SealedFault {
   None,         // not a fault of the file (see the IndexResult: a bad row, a repeated key, memory)
-  Unavailable,  // no AES-256-GCM in this process (core/crypto/aes_gcm.h): use another reader
+  Unavailable,  // no AES-256-GCM in this process (core/sealed/aes_gcm.h): use another reader
   Read,         // the file could not be read
   Cut,          // the file ends before a chunk does
   Open,         // a chunk's tag does not verify: damaged, moved, or another key
@@ -164,7 +164,7 @@ enum class SealedFault {
 };
 
 // Whether importSealed can open snapshots in this process: AES-256-GCM from the process's own OpenSSL
-// (Node's), looked up at run time (core/crypto/aes_gcm.h). Otherwise *why says what is missing.
+// (Node's), looked up at run time (core/sealed/aes_gcm.h). Otherwise *why says what is missing.
 bool sealedImportAvailable(std::string* why);
 
 // Busy time of an importSealed, summed over its threads (seconds).
@@ -197,7 +197,7 @@ class RwGate {
 
 struct Chunk;
 
-// How a collection's rows are laid out in its chunks (storage.h).
+// How a collection's rows are laid out in its chunks (row_storage.h).
 struct RowShape {
   size_t stride = 0;     // bytes of int8 codes per row
   size_t vstride = 0;    // floats per float32 row; 0 without vectors
@@ -253,7 +253,7 @@ class Collection {
   // then do the rows replace the collection's content (clear semantics). Any failure changes nothing and
   // says in *fault whether the file was at fault (sealed_import.cpp). Needs a collection without vectors.
   IndexResult importSealed(const SealedRows& rows, unsigned threads, SealedStats* stats, SealedFault* fault);
-  // Sealed templates (storage's sealed values, core/crypto/sealed_batch.h; batch.out unused) opened with the
+  // Sealed templates (storage's sealed values, core/sealed/sealed_batch.h; batch.out unused) opened with the
   // 32-byte key straight into the rows, each deciphered into its float32 row (or a scratch row) and encoded
   // there: bulkLoad's upsert semantics without an unsealed copy of the batch. When a row does not open,
   // nothing changes and *opened names the lowest such row as openSealedBatch would (the IndexResult is

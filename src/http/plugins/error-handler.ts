@@ -1,20 +1,21 @@
 // Turns every failure into the spec's error body {code, message} with the status from the error table.
 // Framework errors are mapped: body problems -> R_002, URL/field problems -> R_003, body over the limit ->
-// 413 R_002. Errors of the native addon carry their table row's name (`status`) and keep that row's code
-// and status (e.g. 503 SERVICE_UNAVAILABLE from a closed or busy engine). Anything unexpected is a 500
-// INTERNAL whose body never carries a stack or internal message; the detail goes to the log under the Request-Id.
+// 413 R_002. Errors of the native addon carry their status's name (`status`), a row of the error table,
+// and take that row's code and status (e.g. 503 SERVICE_UNAVAILABLE from a closed or busy engine).
+// Anything unexpected is a 500 INTERNAL whose body never carries a stack or internal message; the detail
+// goes to the log under the Request-Id.
 import { globalPlugin } from './global-plugin';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, ERROR_NAMES, type ErrorCatalog, type ErrorName } from '../../errors';
+import { ApiError, isErrorName, type ErrorCatalog, type ErrorName } from '../../errors';
 import { DatabaseUnavailableError } from '../../storage/postgres/errors';
 
 /** A client told the database is unavailable tries again this much later (the pool reconnects by itself). */
 const DATABASE_RETRY_AFTER_SECONDS = 1;
 
-/** A native error's row name (js_errors.h sets `status` to the table's enum name), when it is one. */
+/** A native error's row name (js_errors.h sets `status` to the native status's name, a row of the table). */
 function nativeRow(err: unknown): ErrorName | undefined {
   const status = (err as { status?: unknown } | null)?.status;
-  return typeof status === 'string' && (ERROR_NAMES as readonly string[]).includes(status) ? (status as ErrorName) : undefined;
+  return isErrorName(status) ? status : undefined;
 }
 
 export function toApiError(errors: ErrorCatalog, err: unknown): ApiError {

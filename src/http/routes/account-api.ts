@@ -10,6 +10,7 @@ import { MAX_EMAIL_LENGTH, MAX_PASSWORD_LENGTH } from '../../licensing/accounts'
 import { bearerToken } from '../plugins/operator-session';
 import { bodyErrors, commonErrors, errorResponses } from '../schemas';
 import { explainFieldErrors, noStore, OPERATOR_AUTH, operatorOf } from '../operator-routes';
+import type { ErrorCode } from '../../error-table';
 
 export const ACCOUNT_API_PREFIX = '/account/v1';
 
@@ -91,7 +92,7 @@ const accountApi: FastifyPluginAsync<{ errors: ErrorCatalog }> = async (app, { e
 
   const p = ACCOUNT_API_PREFIX;
   const tags = ['account'];
-  const anyone = { 400: ['R_002', 'R_003'], ...bodyErrors, 500: ['INTERNAL'], 503: ['SERVICE_UNAVAILABLE'] };
+  const anyone: Record<number, readonly ErrorCode[]> = { 400: ['R_002', 'R_003'], ...bodyErrors, 500: ['INTERNAL'], 503: ['SERVICE_UNAVAILABLE'] };
 
   app.post<Registration>(`${p}/register`, {
     bodyLimit: ACCOUNT_BODY_LIMIT,

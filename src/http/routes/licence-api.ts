@@ -13,6 +13,7 @@ import {
 import { MAX_LABEL_LENGTH, MAX_USAGE_DAYS, type LicenceInput, type LicencePatch, type LicenceService } from '../../licensing/licences';
 import { bodyErrors, commonErrors, errorResponses } from '../schemas';
 import { explainFieldErrors, noStore, OPERATOR_AUTH, operatorOf } from '../operator-routes';
+import type { ErrorCode } from '../../error-table';
 
 export const LICENCES_PREFIX = '/account/v1/licences';
 export const LICENCE_CHECK_URL = '/licence/v1/check';
@@ -89,7 +90,7 @@ const licenceApi: FastifyPluginAsync<LicenceApiOptions> = async (app, { errors, 
   const p = LICENCES_PREFIX;
   const tags = ['licence'];
   const signedIn = { ...commonErrors };
-  const own = { ...signedIn, 400: ['R_003'], 404: ['LC_004'] };
+  const own: Record<number, readonly ErrorCode[]> = { ...signedIn, 400: ['R_003'], 404: ['LC_004'] };
   const scopeOf = (request: FastifyRequest) => ({ accountId: operatorOf(request).accountId });
 
   app.get(p, {

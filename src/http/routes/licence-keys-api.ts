@@ -9,6 +9,7 @@ import { MAX_ACTIVE_DEVICE_KEYS, MAX_DEVICE_KEY_LABEL, type DeviceKeyService } f
 import { bodyErrors, commonErrors, errorResponses } from '../schemas';
 import { explainFieldErrors, noStore, OPERATOR_AUTH, operatorOf } from '../operator-routes';
 import { LICENCES_PREFIX } from './licence-api';
+import type { ErrorCode } from '../../error-table';
 
 const KEY_BODY_LIMIT = 64 * 1024;
 const TIMESTAMP = { type: 'string', format: 'date-time' } as const;
@@ -45,7 +46,7 @@ const licenceKeysApi: FastifyPluginAsync<{ errors: ErrorCatalog; deviceKeys: Dev
   explainFieldErrors(app, errors);
   const p = `${LICENCES_PREFIX}/:licenceId/keys`;
   const tags = ['licence'];
-  const own = { ...commonErrors, 400: ['R_003'], 404: ['LC_004'] };
+  const own: Record<number, readonly ErrorCode[]> = { ...commonErrors, 400: ['R_003'], 404: ['LC_004'] };
   const scopeOf = (request: FastifyRequest) => ({ accountId: operatorOf(request).accountId });
 
   app.get<WithLicence>(p, {

@@ -2,6 +2,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ServiceMode } from '../../config/types';
 import type { Caller, FaceInput } from '../../services';
+import type { ErrorCode } from '../../error-table';
 import {
   apiKeySecurity, bodyErrors, commonErrors, errorResponses, faceBodyFor, personIdParams, personResponse,
 } from '../schemas';
@@ -15,12 +16,12 @@ export function callerOf(request: FastifyRequest): Caller {
   return { accountId: request.principal.accountId };
 }
 
-const ENROL_CODES = [
+const ENROL_CODES: ErrorCode[] = [
   'F_001', 'F_002', 'F_003', 'F_004', 'F_005', 'F_006', 'F_007', 'F_008', 'F_009', 'F_010', 'F_011', 'F_012',
   'CP_002', 'R_002', 'R_003',
 ];
 
-const ID_CODES = ['R_002', 'R_003', 'CP_005'];
+const ID_CODES: ErrorCode[] = ['R_002', 'R_003', 'CP_005'];
 
 /**
  * The options every /person/face/{person_id} route shares; create and update also take the faceImage body
@@ -28,7 +29,7 @@ const ID_CODES = ['R_002', 'R_003', 'CP_005'];
  */
 function personRoute(permission: 'person:read' | 'person:write', summary: string, description: string,
   opts: { enrol?: boolean; notFound?: boolean; mode?: ServiceMode }) {
-  const errors: Record<number, string[]> = opts.enrol
+  const errors: Record<number, readonly ErrorCode[]> = opts.enrol
     ? { 400: ENROL_CODES, ...bodyErrors, ...commonErrors }
     : { 400: ID_CODES, ...commonErrors };
   if (opts.notFound) errors[404] = ['NF_001'];

@@ -3,7 +3,7 @@
 // src/ops/early-start.ts), so the import after the store opened finds most of them cached. It stops when the
 // store opens (stopSnapshotReadAhead, src/server.ts): from then on the store's own reads are page faults,
 // each a small read that would wait behind whatever the device still has queued, and the import's own
-// prefetcher (native/core/index/sealed_import.cpp) reads the rest. Light on purpose: no store, no lmdb.
+// prefetcher (native/core/sealed/sealed_import.cpp) reads the rest. Light on purpose: no store, no lmdb.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

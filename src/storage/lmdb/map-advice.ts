@@ -4,7 +4,7 @@
 // which made a cold start's store open and first search slower. A scan of many large values in key order (the
 // galleries' rebuild from the template segments) is the opposite case, much slower cold under random advice,
 // so it runs under normal advice (figures: docs/benchmarks.md, "Figures behind code comments"). The map belongs to lmdb-js,
-// which exposes no address; the addon finds it by the file's inode (native/core/mapped_file_advice.h).
+// which exposes no address; the addon finds it by the file's inode (native/core/io/mapped_file_advice.h).
 import path from 'node:path';
 
 import { storageBinding } from '../native-storage';

@@ -9,7 +9,7 @@
 
 #include <OniCAPI.h>
 
-#include "core/error_table.h"
+#include "core/status.h"
 
 namespace facecheck {
 

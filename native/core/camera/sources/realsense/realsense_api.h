@@ -13,7 +13,7 @@
 
 #include <librealsense2/rs.h>
 
-#include "core/error_table.h"
+#include "core/status.h"
 
 namespace facecheck {
 

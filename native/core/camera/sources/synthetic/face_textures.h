@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/camera/sources/synthetic/synthetic_camera.h"
-#include "core/face_engine.h"
-#include "core/face_types.h"
+#include "core/face/face_engine.h"
+#include "core/face/face_types.h"
 
 namespace facecheck {
 

@@ -13,7 +13,7 @@
 
 #include "core/camera/camera.h"
 #include "core/camera/sources/synthetic/synthetic_render.h"
-#include "core/similarity_transform.h"
+#include "core/face/similarity_transform.h"
 
 namespace facecheck {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/camera/camera.h"
-#include "core/similarity_transform.h"
+#include "core/face/similarity_transform.h"
 
 namespace facecheck::synth {
 
