@@ -57,24 +57,17 @@ export class SealedLoader {
   private delivering: Promise<void> = Promise.resolve();
   private failure: { rank: number; error: unknown } | undefined;
   private wake: (() => void) | undefined;
-  private abortedFlag = false;
-  private undelivered = 0;
+  /** Set by abort(). */
+  aborted = false;
+  /** Blocks opened and not yet delivered (the one being delivered included). */
+  backlog = 0;
 
   /** The openings take `turns` (a bound of openings in flight, which several loaders may share). */
   constructor(readonly turns = new Turns()) {}
 
   /** Whether the load failed or was aborted: the source stops reading. */
   get stopped(): boolean {
-    return this.abortedFlag || this.failure !== undefined;
-  }
-
-  get aborted(): boolean {
-    return this.abortedFlag;
-  }
-
-  /** Blocks opened and not yet delivered (the one being delivered included). */
-  get backlog(): number {
-    return this.undelivered;
+    return this.aborted || this.failure !== undefined;
   }
 
   /**
@@ -85,14 +78,14 @@ export class SealedLoader {
    */
   add<B>(rank: number, open: () => Promise<B | undefined>, deliver: (block: B) => Promise<void> | void): void {
     const task = this.turns.run(async () => {
-      if (this.abortedFlag) return;
+      if (this.aborted) return;
       const block = await open();
       if (block === undefined || this.stopped) return;
-      this.undelivered++;
+      this.backlog++;
       this.delivering = this.delivering.then(() => (this.stopped ? undefined : deliver(block)))
         .catch((err: unknown) => this.fail(rank, err))
         .finally(() => {
-          this.undelivered--;
+          this.backlog--;
           this.wake?.();
         });
     }).catch((err: unknown) => this.fail(rank, err)).finally(() => {
@@ -109,12 +102,12 @@ export class SealedLoader {
 
   /** Stops: openings not begun are skipped, blocks not delivered are dropped. */
   abort(): void {
-    this.abortedFlag = true;
+    this.aborted = true;
   }
 
   /** Resolves once an opening or a delivery settles (or at once when none is pending). */
   changed(): Promise<void> {
-    if (this.pending.size === 0 && this.undelivered === 0) return Promise.resolve();
+    if (this.pending.size === 0 && this.backlog === 0) return Promise.resolve();
     return new Promise<void>((resolve) => {
       this.wake = () => {
         this.wake = undefined;

@@ -35,11 +35,6 @@ parentPort.on('message', (m) => {
 parentPort.postMessage({ ready: true });
 `;
 
-/** A worker's source run on the calling thread instead (where a worker does not pay off); `names` is what it returns. */
-export function compileHere<T>(source: string, names: string): T {
-  return new Function('require', `${source}\nreturn ${names};`)(require) as T;
-}
-
 /** A failure as the worker reported it: its message, its `code`, whether it was a `sealError`. */
 export interface WorkerError {
   message: string;
@@ -63,7 +58,6 @@ export interface WorkerPoolOptions {
 }
 
 type Handle = (body: unknown, emit: (event: unknown) => void) => [unknown, unknown?] | undefined;
-const handlesHere = new Map<string, Handle>();
 
 interface Request {
   body: unknown;
@@ -91,12 +85,8 @@ export class WorkerPool {
 
   constructor(private readonly options: WorkerPoolOptions) {
     this.slots = new Array<Slot | undefined>(options.here ? 0 : options.size).fill(undefined);
-    if (options.here) {
-      // Compiled once per source, so its code stays optimised from one use to the next.
-      const handle = handlesHere.get(options.source) ?? compileHere<Handle>(options.source, 'handle');
-      handlesHere.set(options.source, handle);
-      this.here = { handle };
-    }
+    // Compiled for this pool: the source's state is its own, as a worker's is.
+    if (options.here) this.here = { handle: new Function('require', `${options.source}\nreturn handle;`)(require) as Handle };
     else if (!options.lazy) for (let i = 0; i < options.size; i++) this.start(i);
   }
 

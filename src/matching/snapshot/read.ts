@@ -127,6 +127,5 @@ export async function readGroups(snapshot: OpenSnapshot, key: crypto.KeyObject, 
     // The caller may drop the gallery: never under a running import, nor with groups still opening.
     loader.abort();
     await loader.settle().catch(() => undefined);
-    here.post(0, { recycle: undefined });
   }
 }

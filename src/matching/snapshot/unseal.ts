@@ -120,20 +120,18 @@ function openGroup(job, key) {
   return { rows: row, codes, scales, sums, keys, readMs, unsealMs };
 }
 function recycleGroup(buffers) {
-  if (buffers && spares.length < 4) spares.push(buffers);
-  else if (!buffers) spares.length = 0;
+  if (spares.length < 4) spares.push(buffers);
 }
 `;
 
 /**
  * The handler: opens the groups it is sent and moves the arrays back (transferred, not copied); a group's
- * memory comes back once the index has copied it (fresh pages cost as much as AES), and a recycle of
- * nothing lets go of every kept group.
+ * memory comes back once the index has copied it (fresh pages cost as much as AES).
  */
 const HANDLE_SOURCE = `
 ${GROUP_SOURCE}
 function handle(m) {
-  if ('recycle' in m) return recycleGroup(m.recycle);
+  if (m.recycle) return recycleGroup(m.recycle);
   const g = openGroup(m.job, m.key);
   return [g, [g.codes.buffer, g.scales.buffer, g.sums.buffer, g.keys.buffer]];
 }
