@@ -33,8 +33,8 @@ const REPLAY_AT_MOST = 4096;
 
 /**
  * Snapshots together larger than this are unsealed by worker threads; smaller ones on the main thread while
- * the index imports on its own: at 100k persons (72 MB) that took 15-20 % less CPU than two workers (whose
- * boot costs ~40 ms each) for the same time to the first answer (measured side by side).
+ * the index imports on its own: below it, that took less CPU than two workers (each costs its boot) for the
+ * same time to the first answer (measured side by side; figures: docs/benchmarks.md).
  */
 const POOL_THRESHOLD = 128 << 20;
 
@@ -104,7 +104,7 @@ export async function restoreGalleries(galleries: RestoreTarget, persons: Person
   const timings = { headers: 0, read: 0, unseal: 0, keys: 0, import: 0, replay: 0, rebuild: 0, check: 0, total: 0 };
   const io: ReadTimings = { readMs: 0, unsealMs: 0, bytes: 0 };
   const unsealer = place && galleries.importsCodes ? chooseUnsealer(options.unseal) : 'js';
-  // JavaScript: workers boot in ~40 ms: started first, from the folder's size, so they are up when the
+  // JavaScript: workers take a while to boot: started first, from the folder's size, so they are up when the
   // headers are read. Natively no worker is needed.
   let workers = unsealer === 'js' && place && galleries.importsCodes && options.workers !== 0 && folderBytes(place.dir) > (options.poolAboveBytes ?? POOL_THRESHOLD)
     ? Math.max(1, Math.min(options.workers ?? os.availableParallelism(), 4)) : 0;

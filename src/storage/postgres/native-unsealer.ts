@@ -10,8 +10,9 @@
 // stop reading until one is done: batch buffers are reused, never taken anew while loads are the slower
 // side. Where fresh memory is dear (a page's first write is costly on some virtual machines)
 // rows copied into a new buffer cost far more than into a reused one, and bounded batches of 1,024 rows with
-// // the reading paused build faster than unbounded batches of 4,096 (figures: docs/benchmarks.md). A template
-// that does not open fails the copy with the SealError the JavaScript opener (./unseal-worker.ts) gives for the same row, the first in the stream.
+// the reading paused build faster than unbounded batches of 4,096 (figures: docs/benchmarks.md). A template
+// that does not open fails the copy with the SealError the JavaScript opener (./unseal-worker.ts) gives for
+// the same row, the first in the stream.
 import os from 'node:os';
 
 import { chooseUnsealer, SealedLoader, Turns, type Unsealer } from '../../threads/sealed-loader';
