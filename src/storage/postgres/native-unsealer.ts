@@ -16,10 +16,9 @@
 import os from 'node:os';
 
 import { chooseUnsealer, SealedLoader, Turns, type Unsealer } from '../../threads/sealed-loader';
-import { SealError } from '../crypto/aead';
 import { openSealedBatch, sealedBatchAvailable, type SealedBatchOutcome } from '../crypto/sealed-batch';
 import { BinaryCopyParser, type CopyPartSink } from './template-copy';
-import type { TemplateRows, UnsealSettings } from './unseal-worker';
+import { sealFailure, type TemplateRows, type UnsealSettings } from './unseal-worker';
 
 /** Rows per batch: a short call on a core, and little memory held by the batches of a copy. */
 const BLOCK = 1024;
@@ -30,7 +29,6 @@ const BATCHES_IN_FLIGHT = 2;
 const BATCHES_QUEUED = BATCHES_IN_FLIGHT + 1;
 /** Threads per batch: every core but the one this thread parses on (a batch on every core made the parsing wait its turn). */
 const THREADS = Math.max(1, os.availableParallelism() - 1);
-const SEAL_VERSION = 1;
 const OVERHEAD = 1 + 12 + 16;  // version, nonce, tag
 
 /**
@@ -74,17 +72,6 @@ interface Batch {
   aad: Buffer;
   aadUsed: number;
   aadOffsets: Uint32Array;
-}
-
-/** The message of a template that did not open, as the JavaScript opener words it. */
-function sealFailure(outcome: SealedBatchOutcome, place: string, accountId: string, personId: string, modelId: string): SealError {
-  const what = `storage ${place} ${JSON.stringify([accountId, personId, modelId])}`;
-  switch (outcome.reason) {
-    case 'short': return new SealError(`${what}: sealed value of ${outcome.bytes} bytes is too short`);
-    case 'version': return new SealError(`${what}: sealed value version ${outcome.version}, this program reads ${SEAL_VERSION}`);
-    case 'tag': return new SealError(`${what}: sealed value does not open (wrong key, damaged, or moved from another record)`);
-    default: return new SealError(`storage: template of ${outcome.bytes} bytes is not float32`);
-  }
 }
 
 /**
@@ -247,7 +234,7 @@ class NativeUnsealSink implements CopyPartSink {
   private failedAt(outcome: SealedBatchOutcome, b: Batch): boolean {
     if (outcome.failedRow < 0) return false;
     const row = outcome.failedRow;
-    this.fail(b.seqs[row], sealFailure(outcome, this.settings.place, b.accountId, b.ids[row], this.settings.modelId));
+    this.fail(b.seqs[row], sealFailure(outcome.reason, this.settings, b.accountId, b.ids[row], outcome.bytes, outcome.version));
     return true;
   }
 

@@ -32,6 +32,27 @@ export interface UnsealSettings {
   modelId: string;
 }
 
+// Why a template did not open, in the words of both openers (./native-unsealer.ts words its SealErrors here).
+const SEAL_FAILURE_SOURCE = `
+function sealFailure(fault, place, accountId, personId, modelId, bytes, version) {
+  const what = 'storage ' + place + ' ' + JSON.stringify([accountId, personId, modelId]);
+  const message = fault === 'short' ? what + ': sealed value of ' + bytes + ' bytes is too short'
+    : fault === 'version' ? what + ': sealed value version ' + version + ', this program reads 1'
+    : fault === 'tag' ? what + ': sealed value does not open (wrong key, damaged, or moved from another record)'
+    : 'storage: template of ' + bytes + ' bytes is not float32';
+  return Object.assign(new Error(message), { sealError: true });
+}
+`;
+
+type SealFault = 'short' | 'version' | 'tag' | 'size' | '';
+const sealFailureHere = new Function(`${SEAL_FAILURE_SOURCE}\nreturn sealFailure;`)() as
+  (fault: SealFault, place: string, accountId: string, personId: string, modelId: string, bytes: number, version?: number) => Error;
+
+/** The SealError of a template that did not open, as the JavaScript opener words it. */
+export function sealFailure(fault: SealFault, settings: UnsealSettings, accountId: string, personId: string, bytes: number, version?: number): SealError {
+  return new SealError(sealFailureHere(fault, settings.place, accountId, personId, settings.modelId, bytes, version).message);
+}
+
 const UNSEAL_SOURCE = String.raw`
 const crypto = require('node:crypto');
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
@@ -40,11 +61,7 @@ const BLOCK = 4096;
 const FIRST = 64;
 const NONCE = 12;
 const TAG = 16;
-function sealFailure(message) {
-  const err = new Error(message);
-  err.sealError = true;
-  return err;
-}
+${SEAL_FAILURE_SOURCE}
 // emit(accountId, ids, data, dimension): data is a Float32Array view of a buffer the caller owns from then on.
 function makeUnsealer(key, place, modelId, emit) {
   let rows = 0;
@@ -58,22 +75,20 @@ function makeUnsealer(key, place, modelId, emit) {
     emit(accountId, b.ids, b.data.subarray(0, b.ids.length * b.dimension), b.dimension);
   }
   function open(accountId, personId, sealed) {
-    const what = 'storage ' + place + ' ' + JSON.stringify([accountId, personId, modelId]);
-    if (sealed.length < 1 + NONCE + TAG) throw sealFailure(what + ': sealed value of ' + sealed.length + ' bytes is too short');
-    if (sealed[0] !== 1) throw sealFailure(what + ': sealed value version ' + sealed[0] + ', this program reads 1');
+    const fail = (fault) => sealFailure(fault, place, accountId, personId, modelId, sealed.length, sealed[0]);
+    if (sealed.length < 1 + NONCE + TAG) throw fail('short');
+    if (sealed[0] !== 1) throw fail('version');
     const end = sealed.length - TAG;
     const d = crypto.createDecipheriv('aes-256-gcm', key, sealed.subarray(1, 1 + NONCE), { authTagLength: TAG });
     d.setAAD(Buffer.from(JSON.stringify([place, accountId, personId, modelId]), 'utf8'));
     d.setAuthTag(sealed.subarray(end));
     const plain = d.update(sealed.subarray(1 + NONCE, end));
-    try { d.final(); } catch (e) {
-      throw sealFailure(what + ': sealed value does not open (wrong key, damaged, or moved from another record)');
-    }
+    try { d.final(); } catch (e) { throw fail('tag'); }
     return plain;
   }
   function row(accountId, personId, sealed) {
     const plain = open(accountId, personId, sealed);
-    if (plain.length % 4 !== 0) throw sealFailure('storage: template of ' + plain.length + ' bytes is not float32');
+    if (plain.length % 4 !== 0) throw sealFailure('size', place, accountId, personId, modelId, plain.length);
     const dimension = plain.length / 4;
     let b = filling.get(accountId);
     if (b && b.dimension !== dimension) {
