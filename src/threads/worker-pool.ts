@@ -36,11 +36,7 @@ parentPort.postMessage({ ready: true });
 `;
 
 /** A failure as the worker reported it: its message, its `code`, whether it was a `sealError`. */
-export interface WorkerError {
-  message: string;
-  code?: string;
-  seal: boolean;
-}
+export type WorkerError = { message: string; code?: string; seal: boolean };
 
 export interface WorkerPoolOptions {
   /** JavaScript defining `function handle(body, emit)`, without imports (require works). */
@@ -59,19 +55,9 @@ export interface WorkerPoolOptions {
 
 type Handle = (body: unknown, emit: (event: unknown) => void) => [unknown, unknown?] | undefined;
 
-interface Request {
-  body: unknown;
-  transfer: readonly Transferable[];
-  resolve: (value: unknown) => void;
-  reject: (err: Error) => void;
-}
-
-interface Slot {
-  worker: Worker;
-  ready: boolean;
-  busy: number;
-  failure?: Error;
-}
+type Request = { body: unknown; transfer: readonly Transferable[]; resolve: (value: unknown) => void; reject: (err: Error) => void };
+/** A worker, whether it said it is ready, its requests not answered yet, and why it failed. */
+type Slot = { worker: Worker; ready: boolean; busy: number; failure?: Error };
 
 export class WorkerPool {
   private readonly slots: Array<Slot | undefined>;
