@@ -9,7 +9,7 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import t from 'tap';
-import { UnsealPool } from '../src/matching/snapshot/unseal-pool';
+import { unsealPool } from '../src/matching/snapshot/unseal';
 import { RETIRE_SOURCE, retireWorker } from '../src/threads/retire';
 import { secretKey } from '../src/storage/crypto/aead';
 import { DataKeySealer } from '../src/storage/crypto/sealer';
@@ -135,7 +135,7 @@ t.test('an unseal worker aborted mid-stream, again and again, delivers nothing a
 });
 
 t.test('the snapshot restore\'s unseal pool retires its workers', async (t) => {
-  const pool = new UnsealPool(2);
+  const pool = unsealPool(2);
   await new Promise<void>((resolve) => {
     let ready = 0;
     pool.onReady(() => { if (++ready === 2) resolve(); });

@@ -20,8 +20,7 @@ import { deriveFileKey, unwrapDataKey } from '../../storage/crypto/key-wrap';
 import { KEY_PURPOSE } from './format';
 import { SNAPSHOT_FOLDER, SNAPSHOT_SUFFIX } from './place';
 import { startSnapshotReadAhead } from './read-ahead';
-import { closeSnapshot, openSnapshot, sealedJob, type OpenSnapshot } from './read';
-import { chooseUnsealer } from './unsealer';
+import { chooseUnsealer, closeSnapshot, openSnapshot, sealedJob, type OpenSnapshot } from './read';
 
 export interface EarlyImportSettings {
   /** The snapshot folder (SnapshotPlace.dir). */

@@ -2,16 +2,17 @@
 // and store), then its chunks. Natively (sealedJob: the whole file for one Collection.importSealed, which
 // reads and opens every chunk straight into the index), or, where that is not available, in JavaScript: in
 // groups of GROUP_CHUNKS (one importCodes call each), opened on this thread for small files or by a pool of
-// worker threads for large ones (./unseal-pool.ts), handed to the caller as they open (in any order: the
+// worker threads for large ones (./unseal.ts unsealPool), handed to the caller as they open (in any order: the
 // rows' order in the index does not change any result).
 import type crypto from 'node:crypto';
 import fs from 'node:fs';
 
-import type { SealedJob } from '../../index/similarity-index';
+import { similarityIndex, type SealedJob } from '../../index/similarity-index';
 
 import { chunkAad, chunkNonce, headerBlockLength, HEADER_PREFIX_BYTES, parseHeader, ROWS_PER_CHUNK, SnapshotFormatError, type ParsedHeader } from './format';
-import { buffersOf, openGroupHere, recycleHere, type GroupJob, type OpenedGroup } from './unseal';
-import type { UnsealPool } from './unseal-pool';
+import { chooseUnsealer as choose, SealedLoader, type Unsealer } from '../../threads/sealed-loader';
+import type { WorkerPool } from '../../threads/worker-pool';
+import { recycleGroup, unsealPool, type GroupJob, type OpenedGroup } from './unseal';
 
 /**
  * Chunks per group: 8 x 4096 rows (~23 MB at 704 values), one import each. An import has a fixed cost and
@@ -19,6 +20,13 @@ import type { UnsealPool } from './unseal-pool';
  * next ones open, and their memory is recycled (a few groups' worth of fresh pages in all).
  */
 export const GROUP_CHUNKS = 8;
+
+export type { Unsealer };
+
+/** The unsealer a restore uses: `requested`, else FACE_CHECK_SNAPSHOT_UNSEAL, else native where available. */
+export function chooseUnsealer(requested?: Unsealer): Unsealer {
+  return choose(requested, process.env.FACE_CHECK_SNAPSHOT_UNSEAL, () => similarityIndex().sealedImport.available);
+}
 
 export interface OpenSnapshot extends ParsedHeader {
   fd: number;
@@ -86,64 +94,38 @@ export function sealedJob(snapshot: OpenSnapshot, key: Uint8Array): SealedJob {
 /**
  * Reads and opens every group, calling `onGroup` for each as it opens (one call at a time, awaited; the next
  * groups open meanwhile). With a pool, its workers take groups as they come up (two each at a time), and
- * this thread opens groups itself until the first worker is ready. Rejects with a SnapshotSealError or
- * SnapshotFormatError when a chunk does not open or does not fit.
+ * this thread opens groups itself until the first worker is ready, one ahead of the import. Rejects with a
+ * SnapshotSealError or SnapshotFormatError when a chunk does not open or does not fit.
  */
-export async function readGroups(snapshot: OpenSnapshot, key: crypto.KeyObject, pool: UnsealPool | undefined,
+export async function readGroups(snapshot: OpenSnapshot, key: crypto.KeyObject, pool: WorkerPool | undefined,
   onGroup: (group: OpenedGroup) => Promise<void>, timings: ReadTimings, groupChunks = GROUP_CHUNKS): Promise<void> {
   const jobs = groupJobs(snapshot, pool !== undefined, groupChunks);
+  const here = unsealPool(1, true);
+  const loader = new SealedLoader();
   let next = 0;
-  const opened: Array<{ group: OpenedGroup; recycle: () => void }> = [];
-  let failed: unknown;
-  let stopped = false;
-  let outstanding = 0;
-  let wake: (() => void) | undefined;
-  const arrived = (group: OpenedGroup, recycle: () => void) => {
+  // Group `rank` opened by `worker` of `by`; its memory goes back there once the index has copied it. A
+  // worker whose group settled may take another.
+  const open = (rank: number, by: WorkerPool, worker: number) => loader.add(rank, async () => {
+    const group = await by.request<OpenedGroup>(worker, { key, job: jobs[rank] }).finally(() => by === pool && pump(worker));
     timings.readMs += group.readMs;
     timings.unsealMs += group.unsealMs;
     timings.bytes += group.codes.byteLength + group.scales.byteLength + group.sums.byteLength + group.keys.byteLength;
-    opened.push({ group, recycle });
-  };
+    return group;
+  }, (group) => onGroup(group).then(() => recycleGroup(by, worker, group)));
   const pump = (worker: number) => {
-    while (pool && !stopped && failed === undefined && next < jobs.length && pool.inFlight(worker) < 2) {
-      const job = jobs[next++];
-      outstanding++;
-      pool.open(worker, key, job).then((g) => arrived(g, () => pool.recycle(g)), (err: unknown) => { failed ??= err; })
-        .finally(() => {
-          outstanding--;
-          pump(worker);
-          wake?.();
-        });
-    }
+    while (pool && !loader.stopped && next < jobs.length && pool.inFlight(worker) < 2) open(next++, pool, worker);
   };
   const unsubscribe = pool?.onReady(pump);
-  let importing: Promise<void> = Promise.resolve();
   try {
-    for (;;) {
-      if (failed !== undefined) break;
-      const ready = opened.shift();
-      if (ready) {
-        await importing;
-        importing = onGroup(ready.group).then(ready.recycle);
-        continue;
-      }
-      if (next < jobs.length && !pool?.anyReady()) {
-        const g = openGroupHere(jobs[next++], key);
-        arrived(g, () => recycleHere(buffersOf(g)));
-        continue;
-      }
-      if (next >= jobs.length && outstanding === 0) break;
-      await new Promise<void>((resolve) => { wake = resolve; });
-      wake = undefined;
+    while (!loader.stopped && next < jobs.length) {
+      if (!pool?.anyReady() && loader.backlog <= 1) open(next++, here, 0);
+      await loader.changed();
     }
-    await importing;
+    await loader.settle();
   } finally {
-    stopped = true;
     unsubscribe?.();
     // The caller may drop the gallery: never under a running import, nor with groups still opening.
-    await importing.catch(() => undefined);
-    while (outstanding > 0) await new Promise<void>((resolve) => { wake = resolve; });
-    recycleHere(undefined);
+    loader.abort();
+    await loader.settle().catch(() => undefined);
   }
-  if (failed !== undefined) throw failed;
 }

@@ -17,25 +17,24 @@ import path from 'node:path';
 
 import { IndexError, type SealedImportResult } from '../../index/similarity-index';
 import type { PersonRepository } from '../../storage/persons';
+import type { WorkerPool } from '../../threads/worker-pool';
 import type { Gallery } from '../gallery';
 import { IndexGallery } from '../index-gallery';
 import type { EarlyImport, EarlySnapshotImports } from './early-import';
-import { closeSnapshot, openSnapshot, readGroups, sealedJob, type OpenSnapshot, type ReadTimings } from './read';
+import { chooseUnsealer, closeSnapshot, openSnapshot, readGroups, sealedJob, type OpenSnapshot, type ReadTimings, type Unsealer } from './read';
 import { snapshotFileName, type SnapshotPlace } from './place';
-import { groupError } from './unseal';
-import { UnsealPool } from './unseal-pool';
-import { chooseUnsealer, type Unsealer } from './unsealer';
+import { groupError, unsealPool } from './unseal';
 import { removeStaleTemps } from './write';
 
-export { chooseUnsealer, type Unsealer } from './unsealer';
+export { chooseUnsealer, type Unsealer } from './read';
 
 /** Changes of an account replayed at most before its rebuild is preferred (see step 3), whatever its size. */
 const REPLAY_AT_MOST = 4096;
 
 /**
  * Snapshots together larger than this are unsealed by worker threads; smaller ones on the main thread while
- * the index imports on its own: at 100k persons (72 MB) that took 15-20 % less CPU than two workers (whose
- * boot costs ~40 ms each) for the same time to the first answer (measured side by side).
+ * the index imports on its own: below it, that took less CPU than two workers (each costs its boot) for the
+ * same time to the first answer (measured side by side; figures: docs/benchmarks.md).
  */
 const POOL_THRESHOLD = 128 << 20;
 
@@ -105,11 +104,11 @@ export async function restoreGalleries(galleries: RestoreTarget, persons: Person
   const timings = { headers: 0, read: 0, unseal: 0, keys: 0, import: 0, replay: 0, rebuild: 0, check: 0, total: 0 };
   const io: ReadTimings = { readMs: 0, unsealMs: 0, bytes: 0 };
   const unsealer = place && galleries.importsCodes ? chooseUnsealer(options.unseal) : 'js';
-  // JavaScript: workers boot in ~40 ms: started first, from the folder's size, so they are up when the
+  // JavaScript: workers take a while to boot: started first, from the folder's size, so they are up when the
   // headers are read. Natively no worker is needed.
   let workers = unsealer === 'js' && place && galleries.importsCodes && options.workers !== 0 && folderBytes(place.dir) > (options.poolAboveBytes ?? POOL_THRESHOLD)
     ? Math.max(1, Math.min(options.workers ?? os.availableParallelism(), 4)) : 0;
-  const pool = workers > 0 ? new UnsealPool(workers) : undefined;
+  const pool = workers > 0 ? unsealPool(workers) : undefined;
   let results: Map<string, AccountRestore>;
   try {
     const native = unsealer === 'native' ? { threads: options.threads ?? 0, used: 0 } : undefined;
@@ -185,7 +184,7 @@ export async function restoreGalleries(galleries: RestoreTarget, persons: Person
 
 /** Steps 1 and 2: every account of the model, loaded from its snapshot where one fits. */
 async function loadSnapshots(galleries: RestoreTarget, persons: PersonRepository, modelId: string, place: SnapshotPlace | undefined,
-  pool: UnsealPool | undefined, native: { threads: number; used: number } | undefined, timings: RestoreReport['timings'], io: ReadTimings,
+  pool: WorkerPool | undefined, native: { threads: number; used: number } | undefined, timings: RestoreReport['timings'], io: ReadTimings,
   options: RestoreOptions): Promise<Map<string, AccountRestore>> {
   const accounts = persons.accountsWithTemplates(modelId);
   const results = new Map<string, AccountRestore>(accounts.map((accountId) => [accountId, { accountId, source: 'rebuild', seq: 0, replayed: 0, size: 0 }]));

@@ -1,10 +1,8 @@
 // Opening a group of consecutive snapshot chunks into one set of row arrays (what one importCodes call
 // takes). The same code runs on the main thread for small snapshots and in the worker threads of
-// ./unseal-pool.ts for large ones, so it is kept as JavaScript source: a worker started from a string runs
+// unsealPool (below) for large ones, so it is kept as JavaScript source: a worker started from a string runs
 // alike under the TypeScript test loader and from dist/, and the main thread compiles the same string once.
-import type crypto from 'node:crypto';
-
-import { RETIRE_SOURCE } from '../../threads/retire';
+import { WorkerPool } from '../../threads/worker-pool';
 import { TAG_BYTES } from './format';
 import { SnapshotFormatError } from './format';
 
@@ -45,8 +43,8 @@ export interface OpenedGroup {
 // Plain JavaScript (see the file comment). Errors carry .code: 'cut' (the file ends early), 'open' (a tag
 // does not verify), 'format' (a chunk's rows or sizes differ from the header's). A chunk is deciphered in
 // pieces of 256 KiB, each copied at once to where its bytes belong (scales, sums, codes, keys): Node
-// allocates every deciphered piece, and small ones come from reused memory (~2 GB/s here against ~1.3 GB/s
-// for a 3 MB piece, whose fresh pages must be faulted in).
+// allocates every deciphered piece, and small ones come from reused memory, where a whole chunk's piece
+// would need fresh pages faulted in (figures: docs/benchmarks.md).
 const GROUP_SOURCE = `
 const PIECE = 262144;
 let sealedBuffer = Buffer.alloc(0);
@@ -122,67 +120,37 @@ function openGroup(job, key) {
   return { rows: row, codes, scales, sums, keys, readMs, unsealMs };
 }
 function recycleGroup(buffers) {
-  if (buffers && spares.length < 4) spares.push(buffers);
-  else if (!buffers) spares.length = 0;
+  if (spares.length < 4) spares.push(buffers);
 }
 `;
-
-/** The worker: opens the groups it is sent and moves the arrays back (transferred, not copied). */
-export const WORKER_SOURCE = `
-const { parentPort } = require('node:worker_threads');
-${GROUP_SOURCE}
-${RETIRE_SOURCE}
-parentPort.on('message', (m) => {
-  if (retiring(m)) return;
-  if (m.recycle) return recycleGroup(m.recycle);
-  try {
-    const g = openGroup(m.job, m.key);
-    parentPort.postMessage({ id: m.id, group: g }, [g.codes.buffer, g.scales.buffer, g.sums.buffer, g.keys.buffer]);
-  } catch (err) {
-    parentPort.postMessage({ id: m.id, error: err.code || 'error', message: String(err.message) });
-  }
-});
-parentPort.postMessage({ ready: true });
-`;
-
-/** The memory of an opened group's arrays, given back once the index has copied them. */
-export interface GroupBuffers {
-  codes: ArrayBuffer;
-  scales: ArrayBuffer;
-  sums: ArrayBuffer;
-}
-
-export function buffersOf(g: OpenedGroup): GroupBuffers {
-  return { codes: g.codes.buffer as ArrayBuffer, scales: g.scales.buffer as ArrayBuffer, sums: g.sums.buffer as ArrayBuffer };
-}
-
-interface Compiled {
-  openGroup(job: GroupJob, key: crypto.KeyObject): OpenedGroup;
-  recycleGroup(buffers: GroupBuffers): void;
-}
-
-let compiled: Compiled | undefined;
-
-function here(): Compiled {
-  compiled ??= new Function('require', `${GROUP_SOURCE}\nreturn { openGroup, recycleGroup };`)(require) as Compiled;
-  return compiled;
-}
-
-/** Opens a group on this thread (small snapshots). */
-export function openGroupHere(job: GroupJob, key: crypto.KeyObject): OpenedGroup {
-  try {
-    return here().openGroup(job, key);
-  } catch (err) {
-    throw groupError((err as { code?: string }).code, (err as Error).message);
-  }
-}
 
 /**
- * Gives a group's memory back for the next group opened on this thread (fresh pages cost as much as AES);
- * undefined lets go of every kept group (after the last snapshot).
+ * The handler: opens the groups it is sent and moves the arrays back (transferred, not copied); a group's
+ * memory comes back once the index has copied it (fresh pages cost as much as AES).
  */
-export function recycleHere(buffers: GroupBuffers | undefined): void {
-  here().recycleGroup(buffers as GroupBuffers);
+const HANDLE_SOURCE = `
+${GROUP_SOURCE}
+function handle(m) {
+  if (m.recycle) return recycleGroup(m.recycle);
+  const g = openGroup(m.job, m.key);
+  return [g, [g.codes.buffer, g.scales.buffer, g.sums.buffer, g.keys.buffer]];
+}
+`;
+
+/**
+ * Worker threads that read and open groups of snapshot chunks, so a large snapshot is unsealed on every core
+ * while the main thread hands finished groups to the index; reading on the workers also keeps several disk
+ * reads in flight. They start at once (make the pool before it is needed): a worker takes a while to boot,
+ * and the reader (./read.ts) opens groups on the main thread (`here`) until one is ready.
+ */
+export function unsealPool(size: number, here = false): WorkerPool {
+  return new WorkerPool({ source: HANDLE_SOURCE, size, here, errorOf: (err) => groupError(err.code, err.message) });
+}
+
+/** Gives an opened group's memory back to where it was opened (moved, not copied). */
+export function recycleGroup(pool: WorkerPool, worker: number, g: OpenedGroup): void {
+  const buffers = [g.codes.buffer, g.scales.buffer, g.sums.buffer] as ArrayBuffer[];
+  pool.post(worker, { recycle: { codes: buffers[0], scales: buffers[1], sums: buffers[2] } }, buffers);
 }
 
 /** The error a group failure code stands for. */

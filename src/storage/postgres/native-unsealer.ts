@@ -1,37 +1,34 @@
 // The start-up build's templates unsealed natively: each COPY part is parsed on the calling thread (the one
 // BinaryCopyParser), its rows gathered per account into batches of up to 1,024 sealed values with their
 // AADs, and each full batch opened by the addon off the event loop on every core but this one while
-// parsing goes on. In JavaScript one AES-256-GCM decipher per ~2.8 KB template cost ~10 µs, half of a 100k
-// join on two cores; here this thread only parses and copies bytes. A consumer that can open sealed
+// parsing goes on. In JavaScript one AES-256-GCM set-up and open per template was a large share of a
+// node's join; here this thread only parses and copies bytes. A consumer that can open sealed
 // templates where it keeps them (the index's loadSealed) takes the batches sealed, so no unsealed copy of
 // a batch is ever made; otherwise they are opened into blocks of floats (../crypto/sealed-batch.ts) and
 // handed over. At most BATCHES_IN_FLIGHT batches of a copy are opened at once, so the addon's calls leave
 // the thread pool room for the index's loads, and when more than BATCHES_QUEUED wait, the copy's streams
 // stop reading until one is done: batch buffers are reused, never taken anew while loads are the slower
-// side. Where fresh memory is dear (a page's first write can cost tens of microseconds on a virtual machine)
+// side. Where fresh memory is dear (a page's first write is costly on some virtual machines)
 // rows copied into a new buffer cost far more than into a reused one, and bounded batches of 1,024 rows with
-// the reading paused build faster than unbounded batches of 4,096 (figures: docs/benchmarks.md). A template that does not open fails the copy with the
-// SealError the JavaScript opener (./unseal-worker.ts) gives for the same row, the first in the stream.
+// the reading paused build faster than unbounded batches of 4,096 (figures: docs/benchmarks.md). A template
+// that does not open fails the copy with the SealError the JavaScript opener (./unseal-worker.ts) gives for
+// the same row, the first in the stream.
 import os from 'node:os';
 
-import { SealError } from '../crypto/aead';
+import { chooseUnsealer, SealedLoader, Turns, type Unsealer } from '../../threads/sealed-loader';
 import { openSealedBatch, sealedBatchAvailable, type SealedBatchOutcome } from '../crypto/sealed-batch';
 import { BinaryCopyParser, type CopyPartSink } from './template-copy';
-import type { TemplateRows, UnsealSettings } from './unseal-worker';
+import { sealFailure, type TemplateRows, type UnsealSettings } from './unseal-worker';
 
-/** Rows per batch: a few ms of a core per call, and little memory held by the batches of a copy. */
+/** Rows per batch: a short call on a core, and little memory held by the batches of a copy. */
 const BLOCK = 1024;
 /** An account's first batch holds this many rows; an account of a few persons keeps little memory. */
 const FIRST = 64;
 const BATCHES_IN_FLIGHT = 2;
 /** Full batches a copy holds (opening or waiting) before its streams stop reading until one is done. */
 const BATCHES_QUEUED = BATCHES_IN_FLIGHT + 1;
-/**
- * Threads per batch: every core but the one this thread parses on (on two cores, a batch on both made the
- * parsing wait its turn; one core opens 4,096 templates in ~6 ms).
- */
+/** Threads per batch: every core but the one this thread parses on (a batch on every core made the parsing wait its turn). */
 const THREADS = Math.max(1, os.availableParallelism() - 1);
-const SEAL_VERSION = 1;
 const OVERHEAD = 1 + 12 + 16;  // version, nonce, tag
 
 /**
@@ -55,47 +52,11 @@ export interface SealedTemplateBlock {
 export type SealedBlockConsumer = (block: SealedTemplateBlock) => Promise<SealedBatchOutcome>;
 
 /** Who opens the start-up build's templates: 'native' (this file) or 'js' (./unseal-worker.ts). */
-export type TemplateUnsealer = 'native' | 'js';
+export type TemplateUnsealer = Unsealer;
 
 /** FACE_CHECK_TEMPLATE_UNSEAL=js chooses JavaScript; otherwise native where the addon can open AES-256-GCM. */
 export function chooseTemplateUnsealer(requested?: TemplateUnsealer): TemplateUnsealer {
-  const want = requested ?? (process.env.FACE_CHECK_TEMPLATE_UNSEAL === 'js' ? 'js' : 'native');
-  return want === 'native' && sealedBatchAvailable().available ? 'native' : 'js';
-}
-
-/** Runs at most `max` tasks at once, the others in the order they came. */
-class Slots {
-  private running = 0;
-  private readonly waiting: Array<() => void> = [];
-  private readonly watchers: Array<{ most: number; resolve: () => void }> = [];
-
-  constructor(private readonly max: number) {}
-
-  /** Tasks running or waiting for a slot. */
-  get queued(): number {
-    return this.running + this.waiting.length;
-  }
-
-  /** Resolves once at most `most` tasks are queued. */
-  below(most: number): Promise<void> {
-    if (this.queued <= most) return Promise.resolve();
-    return new Promise((resolve) => this.watchers.push({ most, resolve }));
-  }
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.running < this.max) this.running++;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));  // the slot is handed over
-    try {
-      return await task();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.running--;
-      for (let i = this.watchers.length - 1; i >= 0; i--) {
-        if (this.queued <= this.watchers[i].most) this.watchers.splice(i, 1)[0].resolve();
-      }
-    }
-  }
+  return chooseUnsealer(requested, process.env.FACE_CHECK_TEMPLATE_UNSEAL, () => sealedBatchAvailable().available);
 }
 
 /** Rows of one account whose sealed values all have one length (one template dimension). */
@@ -113,29 +74,13 @@ interface Batch {
   aadOffsets: Uint32Array;
 }
 
-interface Failure {
-  seq: number;
-  error: Error;
-}
-
-/** The message of a template that did not open, as the JavaScript opener words it. */
-function sealFailure(outcome: SealedBatchOutcome, place: string, accountId: string, personId: string, modelId: string): SealError {
-  const what = `storage ${place} ${JSON.stringify([accountId, personId, modelId])}`;
-  switch (outcome.reason) {
-    case 'short': return new SealError(`${what}: sealed value of ${outcome.bytes} bytes is too short`);
-    case 'version': return new SealError(`${what}: sealed value version ${outcome.version}, this program reads ${SEAL_VERSION}`);
-    case 'tag': return new SealError(`${what}: sealed value does not open (wrong key, damaged, or moved from another record)`);
-    default: return new SealError(`storage: template of ${outcome.bytes} bytes is not float32`);
-  }
-}
-
 /**
  * The sinks of one copy's parts: they share the raw data key (wiped by close()) and the batches in flight.
  * close() once the copy settled.
  */
 export class NativeUnsealers {
   private readonly rawKey: Buffer;
-  private readonly slots = new Slots(BATCHES_IN_FLIGHT);
+  private readonly turns = new Turns(BATCHES_IN_FLIGHT);
 
   /** With `openSealed`, blocks go to it sealed and `onRows` is not called. */
   constructor(private readonly settings: UnsealSettings, private readonly onRows: (rows: TemplateRows) => void,
@@ -144,7 +89,7 @@ export class NativeUnsealers {
   }
 
   sink(): CopyPartSink {
-    return new NativeUnsealSink(this.settings, this.rawKey, this.slots, this.onRows, this.openSealed);
+    return new NativeUnsealSink(this.settings, this.rawKey, new SealedLoader(this.turns), this.onRows, this.openSealed);
   }
 
   close(): void {
@@ -161,16 +106,13 @@ class NativeUnsealSink implements CopyPartSink {
   private readonly large = new Set<string>();
   private readonly spareOut: Float32Array[] = [];
   private readonly spareSealed: Buffer[] = [];
-  private readonly pending = new Set<Promise<void>>();
   private seq = 0;
   private rows = 0;
-  private failure: Failure | undefined;
   private stopped = false;
-  private aborted = false;
   /** The AAD's JSON after the person id: `,"model"]`. */
   private readonly suffix: string;
 
-  constructor(private readonly settings: UnsealSettings, private readonly rawKey: Buffer, private readonly slots: Slots,
+  constructor(private readonly settings: UnsealSettings, private readonly rawKey: Buffer, private readonly loader: SealedLoader,
     private readonly onRows: (rows: TemplateRows) => void, private readonly openSealed?: SealedBlockConsumer) {
     this.suffix = `,${JSON.stringify(settings.modelId)}]`;
   }
@@ -183,29 +125,28 @@ class NativeUnsealSink implements CopyPartSink {
     } catch (err) {
       this.fail(this.seq, err as Error);
     }
-    return this.slots.queued <= BATCHES_QUEUED;
+    return this.loader.turns.queued <= BATCHES_QUEUED;
   }
 
   drained(): Promise<void> {
-    return this.slots.below(BATCHES_QUEUED);
+    return this.loader.turns.below(BATCHES_QUEUED);
   }
 
   async end(): Promise<{ rows: number; finished: boolean }> {
     for (const batch of [...this.filling.values()]) this.submit(batch);
-    while (this.pending.size) await Promise.all([...this.pending]);
-    if (this.failure) throw this.failure.error;
+    await this.loader.settle();
     return { rows: this.rows, finished: this.parser.finished };
   }
 
   abort(): void {
-    this.aborted = true;
+    this.loader.abort();
     this.stopped = true;
     this.filling.clear();
   }
 
   private fail(seq: number, error: Error): void {
     this.stopped = true;
-    if (!this.failure || seq < this.failure.seq) this.failure = { seq, error };
+    this.loader.fail(seq, error);
   }
 
   private row(fields: Array<Buffer | null>): void {
@@ -267,8 +208,8 @@ class NativeUnsealSink implements CopyPartSink {
     const sealedOffsets = new Uint32Array(n + 1);
     for (let i = 1; i <= n; i++) sealedOffsets[i] = i * b.sealedLength;
     const aadOffsets = b.aadOffsets.subarray(0, n + 1);
-    const task = this.slots.run(async () => {
-      if (this.aborted) return;
+    // A failing call (not a row) has no row to blame: it ranks first.
+    this.loader.add(-1, async () => {
       if (this.openSealed) {
         const outcome = await this.openSealed({
           accountId: b.accountId, ids: b.ids, dimension, sealed: b.sealed.subarray(0, n * b.sealedLength), sealedOffsets,
@@ -276,25 +217,24 @@ class NativeUnsealSink implements CopyPartSink {
         });
         this.keepSealed(b.sealed, b.sealedLength);
         if (!this.failedAt(outcome, b)) this.rows += n;
-        return;
+        return undefined;
       }
-      // The output is taken only now: batches waiting for a slot hold their sealed bytes, not their rows.
+      // The output is taken only now: batches waiting for a turn hold their sealed bytes, not their rows.
       const out = this.output(n * dimension);
       const outcome = await openSealedBatch(this.rawKey, { sealed: b.sealed, sealedOffsets, aad: b.aad, aadOffsets, out, dimension }, THREADS);
       this.keepSealed(b.sealed, b.sealedLength);
-      if (this.failedAt(outcome, b) || this.aborted || this.failure) return;
+      return this.failedAt(outcome, b) ? undefined : out;
+    }, (out) => {
       this.rows += n;
       this.onRows({ accountId: b.accountId, ids: b.ids, data: out, dimension, release: () => this.keepOutput(out, n) });
-    }).catch((err: unknown) => this.fail(-1, err as Error));  // the call itself failed: no row to blame
-    this.pending.add(task);
-    void task.finally(() => this.pending.delete(task));
+    });
   }
 
   /** Whether a row of the batch did not open; the failure is recorded with its place in the stream. */
   private failedAt(outcome: SealedBatchOutcome, b: Batch): boolean {
     if (outcome.failedRow < 0) return false;
     const row = outcome.failedRow;
-    this.fail(b.seqs[row], sealFailure(outcome, this.settings.place, b.accountId, b.ids[row], this.settings.modelId));
+    this.fail(b.seqs[row], sealFailure(outcome.reason, this.settings, b.accountId, b.ids[row], outcome.bytes, outcome.version));
     return true;
   }
 
@@ -305,12 +245,12 @@ class NativeUnsealSink implements CopyPartSink {
 
   // Whole batches' memory is reused rather than allocated and faulted in again; a small batch's is not kept.
   private keepOutput(out: Float32Array, rows: number): void {
-    if (this.aborted || rows !== BLOCK || this.spareOut.length >= 2) return;
+    if (this.loader.aborted || rows !== BLOCK || this.spareOut.length >= 2) return;
     this.spareOut.push(out);
   }
 
   private keepSealed(sealed: Buffer, sealedLength: number): void {
-    if (this.aborted || sealed.length !== BLOCK * sealedLength || this.spareSealed.length > BATCHES_QUEUED) return;
+    if (this.loader.aborted || sealed.length !== BLOCK * sealedLength || this.spareSealed.length > BATCHES_QUEUED) return;
     this.spareSealed.push(sealed);
   }
 }

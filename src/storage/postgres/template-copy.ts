@@ -20,10 +20,9 @@ const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
 /**
  * Streams a copy reads at once by default: one. The templates are stored in the table's rows, so one stream
- * is one sequential scan (100k rows in ~1 s, about as long as this thread takes to parse them); each hash
- * part scans the whole table, so two parts double the server's reading (measured on the 2-core VM with
- * the server on it: a 100k join in 3.4-3.9 s with one stream against 3.8-4.2 s with two, five starts each,
- * alternating).
+ * is one sequential scan (about as long as this thread takes to parse its rows); each hash part scans the
+ * whole table, so two parts double the server's reading, and a join measured slower with two
+ * (docs/benchmarks.md).
  */
 export const DEFAULT_COPY_PARTS = 1;
 

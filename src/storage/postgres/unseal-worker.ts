@@ -1,8 +1,7 @@
 // Parsing and unsealing the persons' templates of a binary COPY stream in JavaScript: the start-up build's
 // path where the addon cannot open them natively (./native-unsealer.ts) or FACE_CHECK_TEMPLATE_UNSEAL=js.
-// At 100k persons the build's CPU is then mostly here (one AES-256-GCM set-up and open per ~2.8 KB template,
-// ~10 µs, plus its garbage): on the main thread it ran on one core while the other only had the server's COPY. A
-// worker per COPY part lets every core unseal while the main thread only forwards the server's bytes. The
+// The build's CPU is then mostly here (one AES-256-GCM set-up and open per template, plus its garbage): on
+// the main thread it ran on one core while the others only had the server's COPY. A worker per COPY part lets every core unseal while the main thread only forwards the server's bytes. The
 // worker packs the unsealed float32 rows of each account into blocks of 4,096 and moves each block back
 // (transferred, not copied) for the index's native load; the main thread gives the block's memory back once
 // the index has copied it, so the worker fills warm pages instead of faulting in fresh ones.
@@ -11,9 +10,8 @@
 // worker, in the compiled service and under the tests' TypeScript loader; the same source also runs on the
 // calling thread (inProcessUnsealer) where a worker does not pay off.
 import type crypto from 'node:crypto';
-import { Worker } from 'node:worker_threads';
 
-import { RETIRE_SOURCE, retireWorker } from '../../threads/retire';
+import { WorkerPool } from '../../threads/worker-pool';
 import { SealError } from '../crypto/aead';
 import { BinaryCopyParser, type CopyPartSink } from './template-copy';
 
@@ -34,6 +32,27 @@ export interface UnsealSettings {
   modelId: string;
 }
 
+// Why a template did not open, in the words of both openers (./native-unsealer.ts words its SealErrors here).
+const SEAL_FAILURE_SOURCE = `
+function sealFailure(fault, place, accountId, personId, modelId, bytes, version) {
+  const what = 'storage ' + place + ' ' + JSON.stringify([accountId, personId, modelId]);
+  const message = fault === 'short' ? what + ': sealed value of ' + bytes + ' bytes is too short'
+    : fault === 'version' ? what + ': sealed value version ' + version + ', this program reads 1'
+    : fault === 'tag' ? what + ': sealed value does not open (wrong key, damaged, or moved from another record)'
+    : 'storage: template of ' + bytes + ' bytes is not float32';
+  return Object.assign(new Error(message), { sealError: true });
+}
+`;
+
+type SealFault = 'short' | 'version' | 'tag' | 'size' | '';
+const sealFailureHere = new Function(`${SEAL_FAILURE_SOURCE}\nreturn sealFailure;`)() as
+  (fault: SealFault, place: string, accountId: string, personId: string, modelId: string, bytes: number, version?: number) => Error;
+
+/** The SealError of a template that did not open, as the JavaScript opener words it. */
+export function sealFailure(fault: SealFault, settings: UnsealSettings, accountId: string, personId: string, bytes: number, version?: number): SealError {
+  return new SealError(sealFailureHere(fault, settings.place, accountId, personId, settings.modelId, bytes, version).message);
+}
+
 const UNSEAL_SOURCE = String.raw`
 const crypto = require('node:crypto');
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
@@ -42,11 +61,7 @@ const BLOCK = 4096;
 const FIRST = 64;
 const NONCE = 12;
 const TAG = 16;
-function sealFailure(message) {
-  const err = new Error(message);
-  err.sealError = true;
-  return err;
-}
+${SEAL_FAILURE_SOURCE}
 // emit(accountId, ids, data, dimension): data is a Float32Array view of a buffer the caller owns from then on.
 function makeUnsealer(key, place, modelId, emit) {
   let rows = 0;
@@ -60,22 +75,20 @@ function makeUnsealer(key, place, modelId, emit) {
     emit(accountId, b.ids, b.data.subarray(0, b.ids.length * b.dimension), b.dimension);
   }
   function open(accountId, personId, sealed) {
-    const what = 'storage ' + place + ' ' + JSON.stringify([accountId, personId, modelId]);
-    if (sealed.length < 1 + NONCE + TAG) throw sealFailure(what + ': sealed value of ' + sealed.length + ' bytes is too short');
-    if (sealed[0] !== 1) throw sealFailure(what + ': sealed value version ' + sealed[0] + ', this program reads 1');
+    const fail = (fault) => sealFailure(fault, place, accountId, personId, modelId, sealed.length, sealed[0]);
+    if (sealed.length < 1 + NONCE + TAG) throw fail('short');
+    if (sealed[0] !== 1) throw fail('version');
     const end = sealed.length - TAG;
     const d = crypto.createDecipheriv('aes-256-gcm', key, sealed.subarray(1, 1 + NONCE), { authTagLength: TAG });
     d.setAAD(Buffer.from(JSON.stringify([place, accountId, personId, modelId]), 'utf8'));
     d.setAuthTag(sealed.subarray(end));
     const plain = d.update(sealed.subarray(1 + NONCE, end));
-    try { d.final(); } catch (e) {
-      throw sealFailure(what + ': sealed value does not open (wrong key, damaged, or moved from another record)');
-    }
+    try { d.final(); } catch (e) { throw fail('tag'); }
     return plain;
   }
   function row(accountId, personId, sealed) {
     const plain = open(accountId, personId, sealed);
-    if (plain.length % 4 !== 0) throw sealFailure('storage: template of ' + plain.length + ' bytes is not float32');
+    if (plain.length % 4 !== 0) throw sealFailure('size', place, accountId, personId, modelId, plain.length);
     const dimension = plain.length / 4;
     let b = filling.get(accountId);
     if (b && b.dimension !== dimension) {
@@ -130,113 +143,68 @@ function makeUnsealer(key, place, modelId, emit) {
 }
 `;
 
-// An aborted copy sets the shared stop flag: the chunks already queued are then skipped, not unsealed, and
-// the retire message behind them comes at once.
-const WORKER_SOURCE = `
-const { parentPort } = require('node:worker_threads');
+// The workers' handler (../../threads/worker-pool.ts runs it): an aborted copy sets the pool's stop flag, so
+// the chunks already queued are skipped, not unsealed, and the retire message behind them comes at once.
+const HANDLE_SOURCE = `
 ${UNSEAL_SOURCE}
-${RETIRE_SOURCE}
 let unsealer;
-let stop;
-let failed = false;
-parentPort.on('message', (m) => {
-  if (retiring(m) || failed || (stop && Atomics.load(stop, 0) !== 0)) return;
-  try {
-    if (m.init) {
-      stop = m.init.stop;
-      unsealer = makeUnsealer(m.init.key, m.init.place, m.init.modelId, (accountId, ids, data, dimension) =>
-        parentPort.postMessage({ block: { accountId, ids, data, dimension } }, [data.buffer]));
-    } else if (m.chunk) {
-      unsealer.push(Buffer.from(m.chunk, 0, m.length));
-    } else if (m.recycle) {
-      unsealer.recycle(m.recycle);
-    } else if (m.end) {
-      parentPort.postMessage({ done: unsealer.end() });
-    }
-  } catch (err) {
-    failed = true;
-    parentPort.postMessage({ error: { seal: !!err.sealError, message: String(err && err.message) } });
+function handle(m, emit) {
+  if (m.init) {
+    unsealer = makeUnsealer(m.init.key, m.init.place, m.init.modelId, (accountId, ids, data, dimension) =>
+      emit({ accountId, ids, data, dimension }, [data.buffer]));
+  } else if (m.chunk) {
+    unsealer.push(Buffer.from(m.chunk.buffer, m.chunk.byteOffset, m.chunk.byteLength));
+  } else if (m.recycle) {
+    unsealer.recycle(m.recycle);
+  } else if (m.end) {
+    return [unsealer.end()];
   }
-});
+}
 `;
 
-type Unsealer = { push(chunk: Buffer): void; end(): { rows: number; finished: boolean }; recycle(buffer: ArrayBuffer): void };
-type MakeUnsealer = (key: crypto.KeyObject, place: string, modelId: string,
-  emit: (accountId: string, ids: string[], data: Float32Array, dimension: number) => void) => Unsealer;
-
-let compiled: MakeUnsealer | undefined;
-
-function failureOf(err: { seal?: boolean; sealError?: boolean; message: string }): Error {
-  return err.seal || err.sealError ? new SealError(err.message) : new Error(err.message);
+function failureOf(err: { seal: boolean; message: string }): Error {
+  return err.seal ? new SealError(err.message) : new Error(err.message);
 }
 
 /** The same parsing and unsealing on the calling thread (one small stream, or where workers are not wanted). */
 export function inProcessUnsealer(settings: UnsealSettings, onRows: (rows: TemplateRows) => void): CopyPartSink {
-  compiled ??= new Function('require', `${UNSEAL_SOURCE}\nreturn makeUnsealer;`)(require) as MakeUnsealer;
-  let aborted = false;
-  const unsealer = compiled(settings.key, settings.place, settings.modelId, (accountId, ids, data, dimension) => {
-    if (!aborted) onRows({ accountId, ids, data, dimension, release: () => unsealer.recycle(data.buffer as ArrayBuffer) });
-  });
-  const rethrown = <T>(fn: () => T): T => {
-    try {
-      return fn();
-    } catch (err) {
-      throw failureOf(err as Error & { sealError?: boolean });
-    }
-  };
-  return {
-    push: (chunk) => { if (!aborted) rethrown(() => unsealer.push(chunk)); },
-    end: async () => (aborted ? { rows: 0, finished: false } : rethrown(() => unsealer.end())),
-    abort: () => { aborted = true; },
-  };
+  return new UnsealWorker(settings, onRows, true);
 }
 
-/** Bytes gathered before a message to the worker: one message per ~90 rows rather than per row. */
+/** Bytes gathered before a message to the worker: one message per many rows rather than per row. */
 const BATCH = 256 * 1024;
 
 /**
- * A worker thread that parses and unseals one COPY stream. Start it before the stream (it boots in ~40 ms,
- * meanwhile its input queues). `onRows` runs on the calling thread for every block the worker hands back.
+ * A worker thread (or, `here`, the calling thread) that parses and unseals one COPY stream. Start it before
+ * the stream (a worker takes a while to boot; meanwhile its input queues). `onRows` runs on the calling
+ * thread for every block the worker hands back.
  */
 export class UnsealWorker implements CopyPartSink {
-  private readonly worker: Worker;
-  /** Set once the copy is over or aborted: the worker skips whatever is still queued. */
-  private readonly stop = new Int32Array(new SharedArrayBuffer(4));
-  private batch = Buffer.allocUnsafeSlow(BATCH);
+  private readonly pool: WorkerPool;
+  private batch: Buffer | undefined;
   private used = 0;
-  private failure: Error | undefined;
   private closed = false;
-  private readonly outcome: Promise<{ rows: number; finished: boolean }>;
+  private retired!: (code: number) => void;
   /** The thread's exit code: 0 once it retired on its own (../../threads/retire.ts), 1 if it had to be terminated. */
-  readonly exited: Promise<number>;
+  readonly exited = new Promise<number>((resolve) => { this.retired = resolve; });
 
-  constructor(settings: UnsealSettings, onRows: (rows: TemplateRows) => void) {
-    this.worker = new Worker(WORKER_SOURCE, { eval: true });
-    this.exited = new Promise((resolve) => this.worker.once('exit', resolve));
-    this.outcome = new Promise((resolve, reject) => {
-      this.worker.on('message', (m: { block?: Omit<TemplateRows, 'release'>; done?: { rows: number; finished: boolean };
-        error?: { seal: boolean; message: string } }) => {
-        if (m.block) {
-          if (this.closed) return;  // aborted: a block already on its way is dropped
-          const { data } = m.block;
-          onRows({ ...m.block, release: () => this.recycle(data.buffer as ArrayBuffer) });
-        } else if (m.done) {
-          resolve(m.done);
-        } else if (m.error) {
-          this.failure ??= failureOf(m.error);
-          reject(this.failure);
-        }
-      });
-      this.worker.on('error', (err) => { this.failure ??= err; reject(err); });
-      this.worker.on('exit', () => reject(this.failure ?? new Error('unseal worker: exited before the end of its stream')));
-    });
-    this.outcome.catch(() => undefined);  // observed by end(); a failure before it must not be unhandled
-    this.worker.postMessage({ init: { key: settings.key, place: settings.place, modelId: settings.modelId, stop: this.stop } });
+  constructor(settings: UnsealSettings, onRows: (rows: TemplateRows) => void, here = false) {
+    this.pool = new WorkerPool({ source: HANDLE_SOURCE, size: 1, here, errorOf: failureOf, onEvent: (_, block) => {
+      if (this.closed) return;  // aborted: a block already on its way is dropped
+      const { data } = block as Omit<TemplateRows, 'release'>;
+      onRows({ ...(block as Omit<TemplateRows, 'release'>), release: () => this.recycle(data.buffer as ArrayBuffer) });
+    } });
+    this.pool.post(0, { init: { key: settings.key, place: settings.place, modelId: settings.modelId } });
+    if (!here) this.batch = Buffer.allocUnsafeSlow(BATCH);
   }
 
   push(chunk: Buffer): void {
     // The worker's failure stops the stream here rather than at its end.
-    if (this.failure) throw this.failure;
+    const failure = this.pool.failure(0);
+    if (failure) throw failure;
+    if (this.closed) return;
+    // On this thread the chunk is parsed at once, before the driver reuses its memory.
+    if (!this.batch) return this.pool.post(0, { chunk });
     let from = 0;
     while (from < chunk.length) {
       const n = Math.min(chunk.length - from, BATCH - this.used);
@@ -250,9 +218,8 @@ export class UnsealWorker implements CopyPartSink {
   async end(): Promise<{ rows: number; finished: boolean }> {
     if (this.closed) return { rows: 0, finished: false };
     if (this.used) this.send();
-    this.worker.postMessage({ end: true });
     try {
-      return await this.outcome;
+      return await this.pool.request<{ rows: number; finished: boolean }>(0, { end: true });
     } finally {
       this.abort();
     }
@@ -262,18 +229,18 @@ export class UnsealWorker implements CopyPartSink {
   abort(): void {
     if (this.closed) return;
     this.closed = true;
-    Atomics.store(this.stop, 0, 1);
-    void retireWorker(this.worker);
+    this.pool.abort();
+    void this.pool.close().then(([code]) => this.retired(code));
   }
 
   private send(): void {
-    const buffer = this.batch.buffer as ArrayBuffer;
-    this.worker.postMessage({ chunk: buffer, length: this.used }, [buffer]);
+    const buffer = this.batch!.buffer as ArrayBuffer;
+    this.pool.post(0, { chunk: new Uint8Array(buffer, 0, this.used) }, [buffer]);
     this.batch = Buffer.allocUnsafeSlow(BATCH);
     this.used = 0;
   }
 
   private recycle(buffer: ArrayBuffer): void {
-    if (!this.closed) this.worker.postMessage({ recycle: buffer }, [buffer]);
+    if (!this.closed) this.pool.post(0, { recycle: buffer }, [buffer]);
   }
 }
