@@ -37,13 +37,13 @@ t.test('the checks fail on a generated cycle and a wrong-way import', async (t) 
   write('services/a.ts', "import { b } from './b';\nexport const a = () => b;\n");
   // A type-only import closes the cycle: it still ties the two files together.
   write('services/b.ts', "import type { a } from './a';\nexport const b = 1;\nexport type A = typeof a;\n");
-  write('storage/store.ts', "import { a } from '../services/a';\nexport const s = a;\n");
+  write('storage/lmdb/store.ts', "import { a } from '../services/a';\nexport const s = a;\n");
   write('storage/index.ts', "export * from './store';\n");
   write('http/route.ts', "import { s } from '../storage';\nconst lazy = () => require('../services/b');\nexport { s, lazy };\n");
   const graph = importGraph(dir);
   t.same(graph.get('http/route.ts'), ['services/b.ts', 'storage/index.ts'], 'require() and folder imports resolve');
   t.same(importCycles(graph), [['services/a.ts', 'services/b.ts']], 'the cycle is found');
-  t.same(layerViolations(graph, RULES), ['storage/store.ts -> services/a.ts'], 'the wrong-way import is found');
+  t.same(layerViolations(graph, RULES), ['storage/lmdb/store.ts -> services/a.ts'], 'the wrong-way import is found');
 
   write('services/b.ts', 'export const b = 1;\n');
   t.same(importCycles(importGraph(dir)), [], 'no cycle once it is broken');

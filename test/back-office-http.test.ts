@@ -13,8 +13,8 @@ import { parseCookies } from '../src/back-office/cookies';
 import { CsrfTokens } from '../src/back-office/csrf';
 import { OneTimeReveals, REVEAL_TTL_MS } from '../src/back-office/reveals';
 import { lastDays, scaleTop, usageChart } from '../src/back-office/usage-chart';
-import { KeyUsageRepository } from '../src/storage/key-usage';
-import { openStore } from '../src/storage/store';
+import { KeyUsageRepository } from '../src/storage/lmdb/key-usage';
+import { openStore } from '../src/storage/lmdb/store';
 
 const PASSWORD = 'correct horse battery';
 

@@ -9,7 +9,7 @@ import { loadConfig } from '../src/config/load';
 import { ActivationCodes, activationCodeSha256, normaliseActivationCode } from '../src/licensing/activation-codes';
 import { publicKeySha256 } from '../src/licensing/licence-document';
 import { LicenceServer } from '../src/licensing/licence-server';
-import { openStore, type Store } from '../src/storage/store';
+import { openStore, type Store } from '../src/storage/lmdb/store';
 import { tempDir } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';
 import { writeTinyTarball } from './helpers/tiny-package';

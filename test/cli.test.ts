@@ -9,7 +9,7 @@ import { main, parseArgs } from '../src/cli';
 import { defaultConfig } from '../src/config/load';
 import { ensureFirstKey, FIRST_KEY_FILE, startService, stdoutIsJournal } from '../src/server';
 import { reindex } from '../src/services/reindex';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import { FAKE_MODEL_ID, FakeEngine, fakePhotoB64, OTHER_MODEL_IDS } from './helpers/fake-engine';
 import { testErrorCatalog, repoRoot } from './helpers/errors';
 import { startTestApp, tempDir } from './helpers/app';

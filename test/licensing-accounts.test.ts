@@ -12,10 +12,10 @@ import { verifyPassword } from '../src/licensing/passwords';
 import errorHandler from '../src/http/plugins/error-handler';
 import operatorSession from '../src/http/plugins/operator-session';
 import { SignInThrottle } from '../src/licensing/sign-in-throttle';
-import { hashSessionToken } from '../src/storage/sessions';
+import { hashSessionToken } from '../src/storage/lmdb/sessions';
 import { startTestApp, tempDir, type TestApp } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import { defaultConfig } from '../src/config/load';
 
 const START = Date.parse('2026-03-02T09:00:00.000Z');

@@ -13,7 +13,7 @@ import { ActivationCodes } from '../src/licensing/activation-codes';
 import { publicKeySha256 } from '../src/licensing/licence-document';
 import { LicenceServer } from '../src/licensing/licence-server';
 import { LicenceService } from '../src/licensing/licences';
-import { openStore, type Store } from '../src/storage/store';
+import { openStore, type Store } from '../src/storage/lmdb/store';
 import { startTestApp, tempDir } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';
 import { writeTinyTarball } from './helpers/tiny-package';

@@ -11,7 +11,7 @@ import { defaultConfig } from '../src/config/load';
 import { buildApp } from '../src/http/app';
 import { GalleryFollower } from '../src/matching/gallery-follower';
 import { readForFollower, type FollowedChange, type OwnChanges } from '../src/storage/postgres/change-log';
-import type { WrittenFence } from '../src/storage/postgres/interfaces';
+import type { WrittenFence } from '../src/storage/interfaces';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../src/storage/postgres/store';
 import { BOOTSTRAP_KEY, tempDir } from './helpers/app';

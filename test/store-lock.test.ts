@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { main } from '../src/cli';
-import { lockStore, StoreBusyError } from '../src/storage/process-lock';
+import { lockStore, StoreBusyError } from '../src/storage/lmdb/process-lock';
 import { tempDir } from './helpers/app';
 import { startServiceProcess, writeIni } from './helpers/service-process';
 

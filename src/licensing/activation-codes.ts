@@ -5,7 +5,7 @@
 // shown once, when issued.
 import crypto from 'node:crypto';
 import type { Plan } from '../domain/accounts';
-import type { ActivationCodeRecord, ActivationCodeRepository, RedeemCheck } from '../storage/activation-codes';
+import type { ActivationCodeRecord, ActivationCodeRepository, RedeemCheck } from '../storage/lmdb/activation-codes';
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const CODE_CHARACTERS = 16;

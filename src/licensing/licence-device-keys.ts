@@ -9,10 +9,10 @@ import type { ApiError, ErrorCatalog } from '../errors';
 import {
   deviceKeysOf, deviceKeySha256, generateDeviceKey, type DeviceKeyRecord,
 } from '../storage/device-keys';
-import type { ChangeOutcome, LicenceRecord } from '../storage/licences';
+import type { ChangeOutcome, LicenceRecord } from '../storage/lmdb/licences';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
-import type { AsyncStore } from '../storage/postgres/interfaces';
-import type { Store } from '../storage/store';
+import type { AsyncStore } from '../storage/interfaces';
+import type { Store } from '../storage/lmdb/store';
 import type { DocumentDeviceKey } from './licence-document';
 import { signingKeyOf } from './signing-key-request';
 import type { LicenceScope, LicenceService } from './licences';

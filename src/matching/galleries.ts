@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 
 import type { Gallery } from './gallery';
 import { IndexGallery } from './index-gallery';
-import type { PersonRepository, TemplateBlock } from '../storage/persons';
+import type { PersonRepository, TemplateBlock } from '../storage/lmdb/persons';
 import { restoreGalleries, type RestoreOptions, type RestoreReport } from './snapshot/restore';
 import type { SnapshotPlace } from './snapshot/place';
 

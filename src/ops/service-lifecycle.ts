@@ -9,8 +9,8 @@ import type { FaceEngine } from '../engine/types';
 import { DEFAULT_ACCOUNT } from '../services/auth';
 import { writeKeyFileAtomically } from '../storage/crypto/key-file';
 import { asyncStoreOf, lmdbStoreOf } from '../storage/lmdb/async-store';
-import type { AsyncStore } from '../storage/postgres/interfaces';
-import type { Store } from '../storage/store';
+import type { AsyncStore } from '../storage/interfaces';
+import type { Store } from '../storage/lmdb/store';
 
 export interface RunningService {
   app: FastifyInstance;

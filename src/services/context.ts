@@ -7,7 +7,7 @@ import type { PixelBudget } from '../image/pixel-budget';
 import type { Galleries } from '../matching/galleries';
 import type { SimilarityScale } from '../matching/similarity-scale';
 import type { OwnChanges } from '../storage/postgres/change-log';
-import type { AsyncStore } from '../storage/postgres/interfaces';
+import type { AsyncStore } from '../storage/interfaces';
 import type { LiveFaceSource } from '../device/live-face-source';
 import type { LicenceLimits } from '../domain/grants';
 import { operationOptions, type Operation } from './operation-stages';

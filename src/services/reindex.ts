@@ -5,8 +5,8 @@ import type { Config } from '../config/types';
 import type { FaceEngine } from '../engine/types';
 import { decodeImageBytes } from '../image/decode';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
-import type { AsyncStore } from '../storage/postgres/interfaces';
-import type { Store } from '../storage/store';
+import type { AsyncStore } from '../storage/interfaces';
+import type { Store } from '../storage/lmdb/store';
 import { operationOptions } from './operation-stages';
 
 export interface ReindexReport {

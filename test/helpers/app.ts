@@ -7,7 +7,7 @@ import { buildApp, type AppDeps } from '../../src/http/app';
 import { defaultConfig } from '../../src/config/load';
 import type { Config } from '../../src/config/types';
 import type { FaceEngine } from '../../src/engine/types';
-import { openStore, type Store } from '../../src/storage/store';
+import { openStore, type Store } from '../../src/storage/lmdb/store';
 import { FakeEngine } from './fake-engine';
 import { testErrorCatalog } from './errors';
 

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-import type { PersonRepository } from '../../storage/persons';
+import type { PersonRepository } from '../../storage/lmdb/persons';
 import type { Galleries } from '../galleries';
 import { IndexGallery } from '../index-gallery';
 import { snapshotFileName, type SnapshotPlace } from './place';

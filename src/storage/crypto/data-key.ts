@@ -7,7 +7,7 @@ import type { Database } from 'lmdb';
 import { KEY_BYTES, secretKey } from './aead';
 import { unwrapDataKey, wrapDataKey } from './key-wrap';
 import { createKeyFile, readKeyFile, StoreKeyError, writeKeyFileAtomically } from './key-file';
-import { COMPACT_PENDING } from '../compact';
+import { COMPACT_PENDING } from '../lmdb/compact';
 
 const WRAPPED = 'data-key';
 /** The data key wrapped by a key being rotated in, until its key file is in place (see rotateKeyFile). */

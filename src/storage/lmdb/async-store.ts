@@ -1,15 +1,15 @@
-// The LMDB store (../store.ts) behind the asynchronous storage interface (../postgres/interfaces.ts) that the
+// The LMDB store (./store.ts) behind the asynchronous storage interface (../interfaces.ts) that the
 // services use whichever backend serves them: synchronous reads become resolved promises, writes are
 // LMDB's own, the account lock is the in-process one, and what a cluster shares in its database is kept in
 // this process (./in-process-shared.ts). The LMDB store stays reachable (`lmdb`) for what only it has: the
 // gallery snapshots and the storage migrations.
 import type {
   AccountScope, AsyncChangeLog, AsyncPersonRepository, AsyncStore,
-} from '../postgres/interfaces';
-import { limitOfPlan } from '../postgres/interfaces';
-import type { ChangeLog } from '../change-log';
-import type { PersonRepository } from '../persons';
-import type { Store } from '../store';
+} from '../interfaces';
+import { limitOfPlan } from '../interfaces';
+import type { ChangeLog } from './change-log';
+import type { PersonRepository } from './persons';
+import type { Store } from './store';
 import { InProcessSettings, InProcessSignInThrottle } from './in-process-shared';
 
 export interface LmdbAsyncStore extends AsyncStore {

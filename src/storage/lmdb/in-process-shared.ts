@@ -4,7 +4,7 @@
 // (../request-signatures.ts): it must outlive a restart.
 import crypto from 'node:crypto';
 import { SignInThrottle, type ThrottleKey, type ThrottleOptions } from './sign-in-throttle';
-import type { SharedSettings, SharedSignInThrottle, ThrottleAttempt } from '../postgres/interfaces';
+import type { SharedSettings, SharedSignInThrottle, ThrottleAttempt } from '../interfaces';
 
 /** The in-process throttle behind the shared interface: one event loop makes check-and-count atomic. */
 export class InProcessSignInThrottle implements SharedSignInThrottle {

@@ -1,7 +1,7 @@
 // API keys in PostgreSQL, by the SHA-256 of the key (the key is shown once and never stored).
-import { generateKey, hashKey, LAST_USED_INTERVAL_MS, type ApiKeyRecord } from '../api-keys';
+import { generateKey, hashKey, LAST_USED_INTERVAL_MS, type ApiKeyRecord } from '../lmdb/api-keys';
 import type { Role } from '../../domain/roles';
-import type { AsyncApiKeyRepository } from './interfaces';
+import type { AsyncApiKeyRepository } from '../interfaces';
 import type { Db } from './pool';
 import { iso, isoOrNull } from './rows';
 

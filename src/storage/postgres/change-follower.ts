@@ -15,7 +15,7 @@
 import type { Client, Notification } from 'pg';
 import { ACCOUNT_CHANNEL } from './accounts';
 import { CHANGE_CHANNEL, readForFollower, type FollowedChange, type OwnChanges } from './change-log';
-import { DatabaseUnavailableError, unavailability } from './errors';
+import { DatabaseUnavailableError, unavailability } from '../errors';
 import { pg } from './pg-module';
 import { clientOptions, type PostgresSettings } from './pool';
 

@@ -1,7 +1,7 @@
 // The person change log: every person write appends (account, person, op, model) to person_changes in its
 // own transaction, moves the account's head (change_heads) and, through pg_notify, tells listening nodes
 // on commit (./change-follower.ts), so each node can keep its in-memory gallery in step with writes made by
-// the others. As in LMDB (src/storage/change-log.ts) an entry says who changed; readers take the person's
+// the others. As in LMDB (src/storage/lmdb/change-log.ts) an entry says who changed; readers take the person's
 // current state from the table, so replaying an entry twice gives the same gallery.
 //
 // A follower reads "seq > the last one I applied", which is only safe if sequence numbers become visible in
@@ -10,7 +10,7 @@
 // lock first; the lock is held until the commit has made the rows visible, so the next writer draws its
 // numbers only after. This serialises the commits of person writes (not their work), about one commit time
 // each. Numbers may have gaps (a transaction that failed at its commit, the sequence's cache after a crash).
-import type { Change } from '../change-log';
+import type { Change } from '../lmdb/change-log';
 import type { Db, Queryable, Tx } from './pool';
 
 /** LISTEN/NOTIFY channel; the payload is the highest seq the transaction appended. */
@@ -207,7 +207,7 @@ async function pruneThrough(db: Db, through: string | null): Promise<number> {
 }
 
 /** The log as the LMDB store's ChangeLog presents it, plus a time-based prune for a cluster's followers. */
-// Implements AsyncChangeLog (./interfaces.ts, checked where the store hands it out): not named here, since
+// Implements AsyncChangeLog (../interfaces.ts, checked where the store hands it out): not named here, since
 // interfaces.ts takes OwnChanges from this file.
 export class PgChangeLog {
   constructor(private readonly db: Db) {}

@@ -4,8 +4,8 @@
 import type { Grant } from '../../domain/grants';
 import {
   MAX_DAY_REQUESTS, reportAddedBefore, type LicenceUsageEntry, type LicenceUsageReportEntry, type UsageReportMark, type UsageRow,
-} from '../licence-usage';
-import type { AsyncLicenceUsageRepository } from './interfaces';
+} from '../lmdb/licence-usage';
+import type { AsyncLicenceUsageRepository } from '../interfaces';
 import { allRowsByKey } from './keyset';
 import type { Db, Queryable } from './pool';
 

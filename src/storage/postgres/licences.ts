@@ -10,10 +10,10 @@ import { deviceKeysOf, type DeviceKeyRecord } from '../device-keys';
 import {
   generateLicenceKey, licenceKeySha256, LICENCES_DB, movedLicence, type ChangeOutcome, type CreateOutcome, type CreateRules,
   type Decision, type LicenceRecord, type LicenceStatus, type NewLicence,
-} from '../licences';
-import type { UsageReportMark, UsageRow } from '../licence-usage';
+} from '../lmdb/licences';
+import type { UsageReportMark, UsageRow } from '../lmdb/licence-usage';
 import { checkCodeForUpdate, markCodeUsed } from './activation-codes';
-import type { AsyncLicenceRepository } from './interfaces';
+import type { AsyncLicenceRepository } from '../interfaces';
 import { addReportedUsage } from './licence-usage';
 import { lockKey } from './lock-keys';
 import type { Db, Queryable } from './pool';

@@ -7,11 +7,11 @@ import type crypto from 'node:crypto';
 import os from 'node:os';
 import type {
   AccountPersonMeta, CreateResult, PersonMeta, PersonRecord, TemplateBlock, TemplateInput,
-} from '../persons';
-import { IMAGES_DB } from '../persons';
+} from '../lmdb/persons';
+import { IMAGES_DB } from '../lmdb/persons';
 import type { Sealer } from '../crypto/sealer';
 import { appendChanges, PgChangeLog } from './change-log';
-import type { AsyncPersonRepository } from './interfaces';
+import type { AsyncPersonRepository } from '../interfaces';
 import { PostgresPool, type Db } from './pool';
 import { chooseTemplateUnsealer, NativeUnsealers, type SealedBlockConsumer, type TemplateUnsealer } from './native-unsealer';
 import { copyTemplateParts } from './template-copy';

@@ -5,7 +5,7 @@
 // keys cannot deadlock): attempts sent to several nodes at once cannot all pass the check while their
 // passwords are being hashed.
 import { limitOf, type ThrottleKey, type ThrottleLimit } from '../lmdb/sign-in-throttle';
-import type { SharedSignInThrottle, ThrottleAttempt } from './interfaces';
+import type { SharedSignInThrottle, ThrottleAttempt } from '../interfaces';
 import { lockKey } from './lock-keys';
 import type { Db, Queryable } from './pool';
 

@@ -1,6 +1,6 @@
 // Opens the PostgreSQL store of one node: the pool, the schema brought up to date (./migrations.ts), the
 // data key unwrapped with the node's key file (every node needs the same file), and the repositories over
-// them. What it returns implements the asynchronous storage interface (./interfaces.ts) and adds what only a
+// them. What it returns implements the asynchronous storage interface (../interfaces.ts) and adds what only a
 // shared database has: the change log's position and followers, pruning.
 import crypto from 'node:crypto';
 import path from 'node:path';
@@ -13,7 +13,7 @@ import { PgApiKeyRepository } from './api-keys';
 import { ChangeFollower, type ChangeFollowerOptions } from './change-follower';
 import type { PgChangeLog } from './change-log';
 import { rotateDataKeyWrap, unlockPostgresDataKey } from './data-key';
-import type { AsyncStore } from './interfaces';
+import type { AsyncStore } from '../interfaces';
 import { PgKeyUsageRepository } from './key-usage';
 import { PgLicenceUsageRepository } from './licence-usage';
 import { PgLicenceRepository } from './licences';

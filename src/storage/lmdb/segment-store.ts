@@ -10,7 +10,7 @@ import {
   withoutTemplate, withTemplate, type Segment,
 } from './template-segment';
 import { entriesWithPrefix, keysWithPrefix, lastNumberedKey } from './key-prefix';
-import type { Sealer } from './crypto/sealer';
+import type { Sealer } from '../crypto/sealer';
 
 export const TEMPLATES_DB = 'templates';
 

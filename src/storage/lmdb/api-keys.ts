@@ -1,7 +1,7 @@
 // API keys, stored by the SHA-256 of the key: the key itself is shown once at creation and never stored.
 import crypto from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
-import type { Role } from '../domain/roles';
+import type { Role } from '../../domain/roles';
 
 export interface ApiKeyRecord {
   /** Public identifier (first 12 hex digits of the hash), used to list and revoke. */

@@ -5,11 +5,11 @@
 // activation code, the first device to bind — are decided and written inside one LMDB write transaction.
 import crypto from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
-import type { Plan } from '../domain/accounts';
-import type { Grant, LicenceLimits } from '../domain/grants';
+import type { Plan } from '../../domain/accounts';
+import type { Grant, LicenceLimits } from '../../domain/grants';
 import type { ActivationCodeRepository, RedeemCheck } from './activation-codes';
-import type { Sealer } from './crypto/sealer';
-import type { DeviceKeyRecord } from './device-keys';
+import type { Sealer } from '../crypto/sealer';
+import type { DeviceKeyRecord } from '../device-keys';
 import { entriesWithPrefix } from './key-prefix';
 import type { LicenceUsageRepository, UsageReportMark, UsageRow } from './licence-usage';
 

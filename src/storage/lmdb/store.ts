@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type { RootDatabase, RootDatabaseOptionsWithPath } from 'lmdb';
-import { lmdb } from './lmdb/load';
+import { lmdb } from './load';
 import { PersonRepository } from './persons';
 import { ApiKeyRepository } from './api-keys';
 import { AccountRepository } from './accounts';
@@ -20,16 +20,16 @@ import { KeyUsageRepository } from './key-usage';
 import { QuotaRepository } from './quota';
 import { ServiceKeyRepository } from './service-key';
 import { AccountLocks } from './account-lock';
-import { rotateKeyFile, storedDataKeyWrap, unlockDataKey } from './crypto/data-key';
-import { DEFAULT_KEY_FILE } from './crypto/key-file';
-import { deriveFileKey } from './crypto/key-wrap';
-import { DataKeySealer, plainValues } from './crypto/sealer';
+import { rotateKeyFile, storedDataKeyWrap, unlockDataKey } from '../crypto/data-key';
+import { DEFAULT_KEY_FILE } from '../crypto/key-file';
+import { deriveFileKey } from '../crypto/key-wrap';
+import { DataKeySealer, plainValues } from '../crypto/sealer';
 import { privateFiles, privateFolder } from './file-modes';
 import { COMPACT_PENDING, replaceWithCompactCopy, soleUser } from './compact';
 import { endSealing, sealPlainStore } from './seal-migration';
 import { endTemplateRows, writeTemplateRows } from './template-rows-migration';
 import type { ChangeLog } from './change-log';
-import { lmdbDataFile, MapAdvice } from './lmdb/map-advice';
+import { lmdbDataFile, MapAdvice } from './map-advice';
 
 // 4: a sealed template row per person, template counts per account and the change log (./template-rows.ts,
 // ./segment-store.ts, ./change-log.ts); 3: templates,
@@ -37,14 +37,14 @@ import { lmdbDataFile, MapAdvice } from './lmdb/map-advice';
 // person records.
 export const SCHEMA_VERSION = 4;
 
-export { DEFAULT_KEY_FILE } from './crypto/key-file';
+export { DEFAULT_KEY_FILE } from '../crypto/key-file';
 
 export interface StoreOptions {
   /** The key-encryption key's file; default `<dir>/face-check.key`, made (0600) when a new store opens. */
   keyFile?: string;
   /**
    * The caller reads the whole store (face-check migrate): the map keeps the kernel's default read-ahead
-   * instead of random advice (./lmdb/map-advice.ts).
+   * instead of random advice (./map-advice.ts).
    */
   bulkReads?: boolean;
 }
@@ -110,7 +110,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
   privateFolder(dir);
   // lmdb-js opens at most 12 named databases by default; persons, keys, accounts, sessions and licences
   // need more. The bound is per open, not stored: raising it later needs no migration. noReadAhead: the
-  // map is advised random, scans excepted (./lmdb/map-advice.ts).
+  // map is advised random, scans excepted (./map-advice.ts).
   const root: RootDatabase = lmdb.open({ path: dir, compression: false, maxDbs: 64, noReadAhead: !options.bulkReads } as RootDatabaseOptionsWithPath);
   const mapAdvice = new MapAdvice(lmdbDataFile(dir), !options.bulkReads);
   let closed = false;

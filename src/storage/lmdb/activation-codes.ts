@@ -4,7 +4,7 @@
 // inside the licence creation's write transaction (./licences.ts): LMDB serialises write transactions, so
 // of two requests with one code exactly one finds it unused.
 import type { Database, RootDatabase } from 'lmdb';
-import type { Plan } from '../domain/accounts';
+import type { Plan } from '../../domain/accounts';
 
 export interface ActivationCodeRecord {
   /** First 8 hex digits of the code's hash: names the code in lists without revealing it. */

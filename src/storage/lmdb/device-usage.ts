@@ -8,7 +8,7 @@
 // write transaction, so a crash between any two steps leaves every request counted in exactly one place.
 import crypto from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
-import type { Grant } from '../domain/grants';
+import type { Grant } from '../../domain/grants';
 import { MAX_DAY_REQUESTS, type UsageRow } from './licence-usage';
 
 export const DEVICE_USAGE_DB = 'device-usage';

@@ -2,7 +2,7 @@
 // e-mail address is unique (compared lower-cased) through a second database that maps it to the account; the
 // password is stored only as its memory-hard hash (src/licensing/passwords.ts makes and checks it).
 import type { Database, RootDatabase } from 'lmdb';
-import type { AccountRole, Plan } from '../domain/accounts';
+import type { AccountRole, Plan } from '../../domain/accounts';
 
 export interface AccountRecord {
   accountId: string;

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { RootDatabase } from 'lmdb';
 
-import { lmdb } from './lmdb/load';
+import { lmdb } from './load';
 
 export const COMPACT_PENDING = 'compact-pending';
 

@@ -1,4 +1,4 @@
-// The asynchronous storage interface both backends are to implement: the LMDB store (src/storage/store.ts,
+// The asynchronous storage interface both backends are to implement: the LMDB store (src/storage/lmdb/store.ts,
 // whose reads are synchronous today) and the PostgreSQL store of this folder. One interface per repository,
 // with the LMDB repository's methods and records (imported, not copied), every method returning a Promise,
 // plus what one process keeps in memory today and several nodes behind a load balancer must share: the
@@ -8,21 +8,21 @@
 // migration) and the *Within helpers that only run inside a LMDB write transaction (activation-code
 // redemption and usage counting are part of LicenceRepository.create and checkIn here, as they are there).
 import type crypto from 'node:crypto';
-import type { AccountRecord } from '../accounts';
-import type { ActivationCodeRecord, RegistrationClaim } from '../activation-codes';
-import type { ApiKeyRecord } from '../api-keys';
-import type { Change } from '../change-log';
-import type { OwnChanges } from './change-log';
-import type { KeyUsageDay, KeyUsageEntry } from '../key-usage';
-import type { Grant } from '../../domain/grants';
-import type { LicenceUsageEntry, LicenceUsageReportEntry, UsageReportMark, UsageRow } from '../licence-usage';
-import type { ChangeOutcome, CreateOutcome, CreateRules, Decision, LicenceRecord, NewLicence } from '../licences';
-import type { AccountPersonMeta, CreateResult, PersonMeta, PersonRecord, TemplateBlock, TemplateInput } from '../persons';
-import type { Role } from '../../domain/roles';
-import type { QuotaEntry } from '../quota';
-import type { ServiceKeyPair } from '../service-key';
-import type { SessionRecord } from '../sessions';
-import type { ThrottleKey } from '../lmdb/sign-in-throttle';
+import type { AccountRecord } from './lmdb/accounts';
+import type { ActivationCodeRecord, RegistrationClaim } from './lmdb/activation-codes';
+import type { ApiKeyRecord } from './lmdb/api-keys';
+import type { Change } from './lmdb/change-log';
+import type { OwnChanges } from './postgres/change-log';
+import type { KeyUsageDay, KeyUsageEntry } from './lmdb/key-usage';
+import type { Grant } from '../domain/grants';
+import type { LicenceUsageEntry, LicenceUsageReportEntry, UsageReportMark, UsageRow } from './lmdb/licence-usage';
+import type { ChangeOutcome, CreateOutcome, CreateRules, Decision, LicenceRecord, NewLicence } from './lmdb/licences';
+import type { AccountPersonMeta, CreateResult, PersonMeta, PersonRecord, TemplateBlock, TemplateInput } from './lmdb/persons';
+import type { Role } from '../domain/roles';
+import type { QuotaEntry } from './lmdb/quota';
+import type { ServiceKeyPair } from './lmdb/service-key';
+import type { SessionRecord } from './lmdb/sessions';
+import type { ThrottleKey } from './lmdb/sign-in-throttle';
 
 export interface AsyncPersonRepository {
   /** Who changed, in commit order (the same log as the store's `changes`). */
@@ -58,7 +58,7 @@ export interface AsyncPersonRepository {
   count(accountId?: string): Promise<number>;
 }
 
-/** Who changed, in commit order (src/storage/change-log.ts): entries name a person, never its data. */
+/** Who changed, in commit order (src/storage/lmdb/change-log.ts): entries name a person, never its data. */
 export interface AsyncChangeLog {
   /** The last committed sequence number; 0 before the first change. */
   lastChange(): Promise<number>;

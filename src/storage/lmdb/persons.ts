@@ -9,8 +9,8 @@ import { ChangeLog } from './change-log';
 import { countWithPrefix } from './key-prefix';
 import { SegmentStore, sharedView, TEMPLATES_DB, type SegmentKey, type TemplateBlock } from './segment-store';
 import { TemplateRows, type PersonKey } from './template-rows';
-import type { Sealer } from './crypto/sealer';
-import type { MapAdvice } from './lmdb/map-advice';
+import type { Sealer } from '../crypto/sealer';
+import type { MapAdvice } from './map-advice';
 
 export { TEMPLATES_DB, type SegmentKey, type TemplateBlock };
 

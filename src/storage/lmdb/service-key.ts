@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Database, RootDatabase } from 'lmdb';
-import type { Sealer } from './crypto/sealer';
+import type { Sealer } from '../crypto/sealer';
 
 export interface ServiceKeyPair {
   /** PEM, PKCS#8. */

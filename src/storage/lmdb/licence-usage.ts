@@ -3,7 +3,7 @@
 // numbers its reports; the last number added is kept per licence (with the device and the report series),
 // so a report sent again after a lost answer is acknowledged without being added twice.
 import type { Database, RootDatabase } from 'lmdb';
-import type { Grant } from '../domain/grants';
+import type { Grant } from '../../domain/grants';
 import { entriesWithPrefix } from './key-prefix';
 import { raiseCounts } from './raise-counts';
 

@@ -3,7 +3,7 @@
 // an interrupted run resumes after the last sealed value instead of sealing a value twice.
 import type { Database, Key, RootDatabase } from 'lmdb';
 
-import type { Sealer } from './crypto/sealer';
+import type { Sealer } from '../crypto/sealer';
 import { IMAGES_DB, TEMPLATES_DB } from './persons';
 import type { ServiceKeyRepository } from './service-key';
 
