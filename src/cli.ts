@@ -41,7 +41,7 @@ import { DEFAULT_ACCOUNT } from './services/auth';
 import { reindex } from './services/reindex';
 import { checkedPublicKey } from './services/request-signing';
 import { startService, type RunningService } from './server';
-import { generateRsaKeyPair } from './storage/lmdb/service-key';
+import { generateRsaKeyPair } from './storage/records';
 import { MIGRATE_USAGE, migrateCommand } from './cli/migrate';
 import { openCommandStore } from './cli/open-store';
 import type { AsyncStore } from './storage/interfaces';

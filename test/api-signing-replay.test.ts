@@ -11,7 +11,7 @@ import { GalleryFollower } from '../src/matching/gallery-follower';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
 import { openStore } from '../src/storage/lmdb/store';
-import { generateRsaKeyPair } from '../src/storage/lmdb/service-key';
+import { generateRsaKeyPair } from '../src/storage/records';
 import { defaultConfig } from '../src/config/load';
 import { BOOTSTRAP_KEY, startTestApp, tempDir } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';

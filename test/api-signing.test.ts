@@ -9,7 +9,7 @@ import { fakePhotoB64 } from './helpers/fake-engine';
 import { startTestApp, tempDir, type TestApp } from './helpers/app';
 import type { ApiError } from '../src/errors';
 import { checkedPublicKey, RequestSigning, type SignedRequest } from '../src/services/request-signing';
-import { generateRsaKeyPair } from '../src/storage/lmdb/service-key';
+import { generateRsaKeyPair } from '../src/storage/records';
 import { openStore } from '../src/storage/lmdb/store';
 import { testErrorCatalog } from './helpers/errors';
 

@@ -10,7 +10,7 @@ import { LicenceService, type LicenceView } from '../licensing/licences';
 import { PackageFile } from '../licensing/package-file';
 import { publicUrl } from '../licensing/public-url';
 import { nativeErrorTable } from '../native';
-import type { LicenceRecord } from '../storage/lmdb/licences';
+import type { LicenceRecord } from '../storage/records';
 import type { AsyncStore } from '../storage/interfaces';
 import { DEVICE_KEY_USAGE, deviceKeyCommand } from './licence-device-keys';
 import { openCommandStore } from './open-store';

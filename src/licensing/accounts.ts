@@ -8,10 +8,9 @@ import type { AccountRole, Operator, Plan } from '../domain/accounts';
 import type { Role } from '../domain/roles';
 import type { ApiError, ErrorCatalog } from '../errors';
 import { requestsPerDayOf, utcDay } from '../services/quota';
-import type { AccountRecord } from '../storage/lmdb/accounts';
-import type { RegistrationClaim } from '../storage/lmdb/activation-codes';
-import type { ApiKeyRecord } from '../storage/lmdb/api-keys';
-import { hashSessionToken, idleEndMs } from '../storage/lmdb/sessions';
+import {
+  type AccountRecord, type ApiKeyRecord, hashSessionToken, idleEndMs, type RegistrationClaim,
+} from '../storage/records';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore, SharedSignInThrottle, ThrottleAttempt } from '../storage/interfaces';
 import type { Store } from '../storage/lmdb/store';

@@ -5,7 +5,8 @@
 // shown once, when issued.
 import crypto from 'node:crypto';
 import type { Plan } from '../domain/accounts';
-import type { ActivationCodeRecord, ActivationCodeRepository, RedeemCheck } from '../storage/lmdb/activation-codes';
+import type { ActivationCodeRepository } from '../storage/lmdb/activation-codes';
+import type { ActivationCodeRecord, RedeemCheck } from '../storage/records';
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const CODE_CHARACTERS = 16;

@@ -9,7 +9,7 @@ import type { ApiError, ErrorCatalog } from '../errors';
 import {
   deviceKeysOf, deviceKeySha256, generateDeviceKey, type DeviceKeyRecord,
 } from '../storage/device-keys';
-import type { ChangeOutcome, LicenceRecord } from '../storage/lmdb/licences';
+import type { ChangeOutcome, LicenceRecord } from '../storage/records';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore } from '../storage/interfaces';
 import type { Store } from '../storage/lmdb/store';

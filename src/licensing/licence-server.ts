@@ -9,8 +9,9 @@ import crypto from 'node:crypto';
 import type { Config } from '../config/types';
 import { GRANTS, isGrant } from '../domain/grants';
 import type { ApiError, ErrorCatalog } from '../errors';
-import { licenceKeySha256, type LicenceRecord } from '../storage/lmdb/licences';
-import { MAX_DAY_REQUESTS, type UsageReportMark, type UsageRow } from '../storage/lmdb/licence-usage';
+import {
+  licenceKeySha256, type LicenceRecord, MAX_DAY_REQUESTS, type UsageReportMark, type UsageRow,
+} from '../storage/records';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore } from '../storage/interfaces';
 import type { Store } from '../storage/lmdb/store';

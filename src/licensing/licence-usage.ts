@@ -11,8 +11,7 @@
 // one succeeds: the cloud adds a report's number once and acknowledges a repeat without adding it, so an
 // answer lost on the way back (or a device killed before it deleted the report) never counts twice.
 import type { Grant } from '../domain/grants';
-import type { TakenReport, UsageReport } from '../storage/lmdb/device-usage';
-import type { UsageRow } from '../storage/lmdb/licence-usage';
+import type { TakenReport, UsageReport, UsageRow } from '../storage/records';
 
 /** The wire contract's bound on one check's usage list. */
 export const MAX_USAGE_ENTRIES = 400;

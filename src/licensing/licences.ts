@@ -9,7 +9,7 @@ import type { Config } from '../config/types';
 import type { Plan } from '../domain/accounts';
 import { parseGrants, type Grant, type LicenceLimits } from '../domain/grants';
 import type { ApiError, ErrorCatalog } from '../errors';
-import type { ChangeOutcome, LicenceRecord, NewLicence } from '../storage/lmdb/licences';
+import type { ChangeOutcome, LicenceRecord, NewLicence } from '../storage/records';
 import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore } from '../storage/interfaces';
 import type { Store } from '../storage/lmdb/store';

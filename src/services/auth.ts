@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import type { ErrorCatalog } from '../errors';
 import type { AsyncApiKeyRepository, AsyncKeyUsageRepository } from '../storage/interfaces';
-import { hashKey } from '../storage/lmdb/api-keys';
+import { hashKey } from '../storage/records';
 import type { Role } from '../domain/roles';
 import { roleAllows, type Permission } from './permissions';
 

@@ -5,8 +5,7 @@
 // An operator's account (one with an AccountRecord, cloud) gets its plan's [plans] *_requests_per_day instead;
 // accounts without a record (keys made by `face-check keys create --account`, the bootstrap key) keep [quota].
 import type { Config } from '../config/types';
-import type { AccountRecord } from '../storage/lmdb/accounts';
-import type { PersonMeta } from '../storage/lmdb/persons';
+import type { AccountRecord, PersonMeta } from '../storage/records';
 import { limitOfPlan, type MeterRequest, type PlanLimits } from '../storage/interfaces';
 import type { ServiceContext } from './context';
 

@@ -8,20 +8,15 @@
 // migration) and the *Within helpers that only run inside a LMDB write transaction (activation-code
 // redemption and usage counting are part of LicenceRepository.create and checkIn here, as they are there).
 import type crypto from 'node:crypto';
-import type { AccountRecord } from './lmdb/accounts';
-import type { ActivationCodeRecord, RegistrationClaim } from './lmdb/activation-codes';
-import type { ApiKeyRecord } from './lmdb/api-keys';
-import type { Change } from './lmdb/change-log';
+import type {
+  AccountPersonMeta, AccountRecord, ActivationCodeRecord, ApiKeyRecord, Change, ChangeOutcome, CreateOutcome,
+  CreateResult, CreateRules, Decision, KeyUsageDay, KeyUsageEntry, LicenceRecord, LicenceUsageEntry,
+  LicenceUsageReportEntry, NewLicence, PersonMeta, PersonRecord, QuotaEntry, RegistrationClaim, ServiceKeyPair,
+  SessionRecord, TemplateBlock, TemplateInput, UsageReportMark, UsageRow,
+} from './records';
 import type { OwnChanges } from './postgres/change-log';
-import type { KeyUsageDay, KeyUsageEntry } from './lmdb/key-usage';
 import type { Grant } from '../domain/grants';
-import type { LicenceUsageEntry, LicenceUsageReportEntry, UsageReportMark, UsageRow } from './lmdb/licence-usage';
-import type { ChangeOutcome, CreateOutcome, CreateRules, Decision, LicenceRecord, NewLicence } from './lmdb/licences';
-import type { AccountPersonMeta, CreateResult, PersonMeta, PersonRecord, TemplateBlock, TemplateInput } from './lmdb/persons';
 import type { Role } from '../domain/roles';
-import type { QuotaEntry } from './lmdb/quota';
-import type { ServiceKeyPair } from './lmdb/service-key';
-import type { SessionRecord } from './lmdb/sessions';
 import type { ThrottleKey } from './lmdb/sign-in-throttle';
 
 export interface AsyncPersonRepository {

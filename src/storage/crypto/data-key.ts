@@ -7,9 +7,10 @@ import type { Database } from 'lmdb';
 import { KEY_BYTES, secretKey } from './aead';
 import { unwrapDataKey, wrapDataKey } from './key-wrap';
 import { createKeyFile, readKeyFile, StoreKeyError, writeKeyFileAtomically } from './key-file';
-import { COMPACT_PENDING } from '../lmdb/compact';
 
 const WRAPPED = 'data-key';
+/** Set when freed pages may still hold a plain value or an old wrap: the next sole open compacts (LMDB). */
+export const COMPACT_PENDING = 'compact-pending';
 /** The data key wrapped by a key being rotated in, until its key file is in place (see rotateKeyFile). */
 const WRAPPED_NEXT = 'data-key-next';
 

@@ -7,9 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { RootDatabase } from 'lmdb';
 
+import { COMPACT_PENDING } from '../crypto/data-key';
 import { lmdb } from './load';
-
-export const COMPACT_PENDING = 'compact-pending';
 
 /** No other live process has the environment open (its reader table lists only this process). */
 export function soleUser(root: RootDatabase): boolean {

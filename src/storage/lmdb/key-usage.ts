@@ -4,21 +4,11 @@
 // statistics, not acknowledged data (the quota, which refuses requests, has its own transactional counter).
 import type { Database, RootDatabase } from 'lmdb';
 import { raiseCounts } from './raise-counts';
+import { FLUSH_INTERVAL_MS, type KeyUsageDay, type KeyUsageEntry } from '../records';
 
 export const KEY_USAGE_DB = 'key-usage';
-export const FLUSH_INTERVAL_MS = 5_000;
 
 type UsageKey = [string, string];
-
-export interface KeyUsageDay {
-  day: string;
-  requests: number;
-}
-
-/** One key's written count of one day (moving a store: face-check migrate). */
-export interface KeyUsageEntry extends KeyUsageDay {
-  keyId: string;
-}
 
 export class KeyUsageRepository {
   private readonly root: RootDatabase;

@@ -5,75 +5,15 @@
 // activation code, the first device to bind — are decided and written inside one LMDB write transaction.
 import crypto from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
-import type { Plan } from '../../domain/accounts';
-import type { Grant, LicenceLimits } from '../../domain/grants';
-import type { ActivationCodeRepository, RedeemCheck } from './activation-codes';
+import type { ActivationCodeRepository } from './activation-codes';
 import type { Sealer } from '../crypto/sealer';
-import type { DeviceKeyRecord } from '../device-keys';
 import { entriesWithPrefix } from './key-prefix';
-import type { LicenceUsageRepository, UsageReportMark, UsageRow } from './licence-usage';
-
-export type LicenceStatus = 'active' | 'revoked';
-
-export interface LicenceRecord {
-  /** "lic_" + 16 hex digits. */
-  licenceId: string;
-  accountId: string;
-  label: string;
-  /** Revoking is final. */
-  status: LicenceStatus;
-  grants: Grant[];
-  limits: LicenceLimits;
-  /** ISO 8601, or null: no expiry. */
-  expires: string | null;
-  created: string;
-  updated: string;
-  revoked: string | null;
-  /** SHA-256 (hex) of the licence key. */
-  keySha256: string;
-  /** The licence key, sealed (place: this database, licenceId). */
-  sealedKey: Uint8Array;
-  /** The device the licence is bound to (its first check), or null. */
-  device: null | { fingerprint: string; boundAt: string };
-  lastCheck: null | { at: string; address: string; version: string; persons: number };
-  /** Keys the licensed device accepts (./device-keys.ts); absent on a record stored before they existed. */
-  deviceKeys?: DeviceKeyRecord[];
-}
-
-/** What the creator chooses; the rest is made here. */
-export type NewLicence = Pick<LicenceRecord, 'accountId' | 'label' | 'grants' | 'limits' | 'expires'>;
-
-export interface CreateRules {
-  now: Date;
-  /** Licences not revoked the account may hold, this one included; 0 = no limit. */
-  maxLicences: number;
-  /** A code to redeem with this creation; it must be for `plan`. */
-  activationCode?: { sha256: string; plan: Plan };
-}
-
-export type CreateOutcome =
-  | { outcome: 'created'; record: LicenceRecord; licenceKey: string }
-  | { outcome: 'limit-reached'; held: number }
-  | { outcome: 'code-refused'; check: Exclude<RedeemCheck, { outcome: 'ok' }> };
-
-/** A change's verdict on the current record: the record to write, or a refusal handed back as is. */
-export type Decision<R> = { accept: LicenceRecord } | { refuse: R };
-
-export type ChangeOutcome<R> =
-  | { outcome: 'missing' }
-  | { outcome: 'refused'; reason: R }
-  | { outcome: 'written'; record: LicenceRecord };
-
-export const LICENCES_DB = 'licences';
-
-/** A fresh licence key: "fcl_" + 32 base64url characters (192 random bits). */
-export function generateLicenceKey(): string {
-  return `fcl_${crypto.randomBytes(24).toString('base64url')}`;
-}
-
-export function licenceKeySha256(key: string): string {
-  return crypto.createHash('sha256').update(key, 'utf8').digest('hex');
-}
+import type { LicenceUsageRepository } from './licence-usage';
+import {
+  type ChangeOutcome, type CreateOutcome, type CreateRules, type Decision, generateLicenceKey,
+  licenceKeySha256, type LicenceRecord, LICENCES_DB, movedLicence, type NewLicence, type UsageReportMark,
+  type UsageRow,
+} from '../records';
 
 export class LicenceRepository {
   private readonly root: RootDatabase;
@@ -215,13 +155,3 @@ function byCreated(records: LicenceRecord[]): LicenceRecord[] {
   return records.sort((a, b) => a.created.localeCompare(b.created) || a.licenceId.localeCompare(b.licenceId));
 }
 
-/** The moved record with its key sealed by `sealer`; a key that is not the record's is refused. */
-export function movedLicence(record: LicenceRecord, licenceKey: string, sealer: Sealer): LicenceRecord {
-  if (licenceKeySha256(licenceKey) !== record.keySha256) throw new Error(`licence ${record.licenceId}: the key does not match its hash`);
-  const plain = Buffer.from(licenceKey, 'utf8');
-  try {
-    return { ...record, sealedKey: sealer.seal(LICENCES_DB, record.licenceId, plain) };
-  } finally {
-    plain.fill(0);
-  }
-}

@@ -4,7 +4,8 @@
 import type { Database, Key, RootDatabase } from 'lmdb';
 
 import type { Sealer } from '../crypto/sealer';
-import { IMAGES_DB, TEMPLATES_DB } from './persons';
+import { TEMPLATES_DB } from './persons';
+import { IMAGES_DB } from '../records';
 import type { ServiceKeyRepository } from './service-key';
 
 const PROGRESS = 'sealing';

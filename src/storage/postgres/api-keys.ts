@@ -1,5 +1,5 @@
 // API keys in PostgreSQL, by the SHA-256 of the key (the key is shown once and never stored).
-import { generateKey, hashKey, LAST_USED_INTERVAL_MS, type ApiKeyRecord } from '../lmdb/api-keys';
+import { generateKey, hashKey, LAST_USED_INTERVAL_MS, type ApiKeyRecord } from '../records';
 import type { Role } from '../../domain/roles';
 import type { AsyncApiKeyRepository } from '../interfaces';
 import type { Db } from './pool';

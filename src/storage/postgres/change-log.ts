@@ -10,7 +10,7 @@
 // lock first; the lock is held until the commit has made the rows visible, so the next writer draws its
 // numbers only after. This serialises the commits of person writes (not their work), about one commit time
 // each. Numbers may have gaps (a transaction that failed at its commit, the sequence's cache after a crash).
-import type { Change } from '../lmdb/change-log';
+import type { Change } from '../records';
 import type { Db, Queryable, Tx } from './pool';
 
 /** LISTEN/NOTIFY channel; the payload is the highest seq the transaction appended. */

@@ -2,7 +2,7 @@
 // counts in memory; each node adds its counts to the shared rows every FLUSH_INTERVAL_MS and when it closes
 // (a crash loses at most one interval: statistics, not acknowledged data). A node's range() sees its own
 // unwritten counts and the others' once they have flushed.
-import { FLUSH_INTERVAL_MS, type KeyUsageDay, type KeyUsageEntry } from '../lmdb/key-usage';
+import { FLUSH_INTERVAL_MS, type KeyUsageDay, type KeyUsageEntry } from '../records';
 import type { AsyncKeyUsageRepository } from '../interfaces';
 import { allRowsByKey } from './keyset';
 import type { Db } from './pool';

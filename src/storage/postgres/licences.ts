@@ -8,10 +8,10 @@ import type { Grant, LicenceLimits } from '../../domain/grants';
 import type { Sealer } from '../crypto/sealer';
 import { deviceKeysOf, type DeviceKeyRecord } from '../device-keys';
 import {
-  generateLicenceKey, licenceKeySha256, LICENCES_DB, movedLicence, type ChangeOutcome, type CreateOutcome, type CreateRules,
-  type Decision, type LicenceRecord, type LicenceStatus, type NewLicence,
-} from '../lmdb/licences';
-import type { UsageReportMark, UsageRow } from '../lmdb/licence-usage';
+  type ChangeOutcome, type CreateOutcome, type CreateRules, type Decision, generateLicenceKey,
+  licenceKeySha256, type LicenceRecord, LICENCES_DB, type LicenceStatus, movedLicence, type NewLicence,
+  type UsageReportMark, type UsageRow,
+} from '../records';
 import { checkCodeForUpdate, markCodeUsed } from './activation-codes';
 import type { AsyncLicenceRepository } from '../interfaces';
 import { addReportedUsage } from './licence-usage';

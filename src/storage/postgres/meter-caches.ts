@@ -14,7 +14,7 @@
 // the table in pages in the background (`source`), keeping no row whose person a delivered change wrote
 // while the fill ran (FollowedCache.beginFill). Until the fill is done a request reads as before.
 import type { Plan } from '../../domain/accounts';
-import type { PersonMeta } from '../lmdb/persons';
+import type { PersonMeta } from '../records';
 import type { FollowedChange } from './change-log';
 import { FollowedCache } from './followed-cache';
 import { MetaSlots } from './meta-slots';

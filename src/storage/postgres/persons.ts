@@ -5,10 +5,10 @@
 // Every write appends to the change log in the same transaction (./change-log.ts).
 import type crypto from 'node:crypto';
 import os from 'node:os';
-import type {
-  AccountPersonMeta, CreateResult, PersonMeta, PersonRecord, TemplateBlock, TemplateInput,
-} from '../lmdb/persons';
-import { IMAGES_DB } from '../lmdb/persons';
+import {
+  type AccountPersonMeta, type CreateResult, IMAGES_DB, type PersonMeta, type PersonRecord, type TemplateBlock,
+  type TemplateInput,
+} from '../records';
 import type { Sealer } from '../crypto/sealer';
 import { appendChanges, PgChangeLog } from './change-log';
 import type { AsyncPersonRepository } from '../interfaces';
