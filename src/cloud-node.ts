@@ -58,7 +58,7 @@ export async function startCloudNode(config: Config, opts: StartOptions = {}): P
     }
     // This node's own files (the first key's file under a service manager, packages) stay in [storage] path.
     fs.mkdirSync(config.storage.path, { recursive: true, mode: 0o700 });
-    await ensureFirstKey(store, print, new Date(), undefined, config.storage.path);
+    await ensureFirstKey(store, config.storage.path, print);
     const app = await buildApp({
       config, engine, store, errors, galleries: follower.galleries, galleryFeed: follower, camera: opts.camera,
       logger: opts.logger ?? logOptions(config.log.level),

@@ -91,9 +91,9 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       print(`face-check: ${stale} person(s) have templates of another model and cannot match until "face-check reindex" runs`);
     }
     ownCamera = await cameraReady;
-    await ensureFirstKey(store, print);
+    await ensureFirstKey(lmdbAsyncStore(store), config.storage.path, print);
     const app = await buildApp({
-      config, engine, store, errors, galleries, camera: opts.camera ?? ownCamera, licence,
+      config, engine, store: lmdbAsyncStore(store), errors, galleries, camera: opts.camera ?? ownCamera, licence,
       logger: opts.logger ?? logOptions(config.log.level),
     });
     app.log.info(restoreSummary(restored), 'galleries loaded');

@@ -17,6 +17,7 @@ import { startTestApp, tempDir, type TestApp } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';
 import { openStore } from '../src/storage/lmdb/store';
 import { defaultConfig } from '../src/config/load';
+import { lmdbAsyncStore } from '../src/storage/lmdb/async-store';
 
 const START = Date.parse('2026-03-02T09:00:00.000Z');
 const PASSWORD = 'correct horse battery';
@@ -375,7 +376,7 @@ t.test('operator-session plugin: administrator routes refuse operators (403), mi
   const store = await openStore(path.join(dir, 'db'));
   t.teardown(() => store.close());
   const errors = testErrorCatalog();
-  const accounts = new AccountService({ config, store, errors });
+  const accounts = new AccountService({ config, store: lmdbAsyncStore(store), errors });
   await accounts.createByAdministrator('root@example.com', PASSWORD, { plan: 'paid', role: 'administrator' });
   await accounts.createByAdministrator('op@example.com', PASSWORD, { plan: 'free', role: 'operator' });
   const app = Fastify();

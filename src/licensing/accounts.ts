@@ -11,9 +11,7 @@ import { requestsPerDayOf, utcDay } from '../services/quota';
 import {
   type AccountRecord, type ApiKeyRecord, hashSessionToken, idleEndMs, type RegistrationClaim,
 } from '../storage/records';
-import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore, SharedSignInThrottle, ThrottleAttempt } from '../storage/interfaces';
-import type { Store } from '../storage/lmdb/store';
 import { activationCodeSha256, normaliseActivationCode } from './activation-codes';
 import { passwordProblem } from './password-policy';
 import { dummyVerify, hashPassword, verifyPassword } from './passwords';
@@ -22,7 +20,7 @@ import { signingKeyOf } from './signing-key-request';
 
 export interface AccountServiceDeps {
   config: Config;
-  store: Store | AsyncStore;
+  store: AsyncStore;
   errors: ErrorCatalog;
   /** Injectable for tests (session expiry, the throttle's window, quota days). */
   now?: () => Date;
@@ -118,7 +116,7 @@ export class AccountService {
 
   constructor(deps: AccountServiceDeps) {
     this.config = deps.config;
-    this.store = asyncStoreOf(deps.store);
+    this.store = deps.store;
     this.errors = deps.errors;
     this.now = deps.now ?? (() => new Date());
     this.rules = new ThrottleRules(this.config.accounts);

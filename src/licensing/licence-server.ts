@@ -12,9 +12,7 @@ import type { ApiError, ErrorCatalog } from '../errors';
 import {
   licenceKeySha256, type LicenceRecord, MAX_DAY_REQUESTS, type UsageReportMark, type UsageRow,
 } from '../storage/records';
-import { asyncStoreOf } from '../storage/lmdb/async-store';
 import type { AsyncStore } from '../storage/interfaces';
-import type { Store } from '../storage/lmdb/store';
 import { DOCUMENT_FORMAT, signLicenceDocument, type LicenceDocument, type SignedLicence } from './licence-document';
 import { documentKeysOf } from './licence-device-keys';
 import { implausibleUsage } from './usage-bounds';
@@ -46,7 +44,7 @@ const MAX_PERSONS = 1_000_000_000;
 
 export interface LicenceServerDeps {
   config: Config;
-  store: Store | AsyncStore;
+  store: AsyncStore;
   errors: ErrorCatalog;
   now: () => Date;
 }
@@ -56,7 +54,7 @@ export class LicenceServer {
   private readonly store: AsyncStore;
 
   constructor(private readonly deps: LicenceServerDeps) {
-    this.store = asyncStoreOf(deps.store);
+    this.store = deps.store;
   }
 
   /** Answers a check from `address`; throws the refusal's ApiError. */

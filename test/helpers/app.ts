@@ -7,6 +7,9 @@ import { buildApp, type AppDeps } from '../../src/http/app';
 import { defaultConfig } from '../../src/config/load';
 import type { Config } from '../../src/config/types';
 import type { FaceEngine } from '../../src/engine/types';
+import { Galleries } from '../../src/matching/galleries';
+import { snapshotPlaceOf } from '../../src/matching/snapshot/place';
+import { lmdbAsyncStore } from '../../src/storage/lmdb/async-store';
 import { openStore, type Store } from '../../src/storage/lmdb/store';
 import { FakeEngine } from './fake-engine';
 import { testErrorCatalog } from './errors';
@@ -34,6 +37,13 @@ export interface TestAppOptions {
   deps?: Partial<AppDeps>;
 }
 
+/** An LMDB store's galleries as the start builds them: from their snapshots ([index] snapshot), else the store. */
+export async function lmdbGalleries(store: Store, modelId: string, config: Config): Promise<Galleries> {
+  const galleries = Galleries.forStore(store.persons);
+  await galleries.restore(store.persons, modelId, config.index.snapshot ? snapshotPlaceOf(store) : undefined);
+  return galleries;
+}
+
 export function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-test-'));
 }
@@ -46,12 +56,14 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   opts.tune?.(config);
   const store = await openStore(config.storage.path);
   const engine = opts.engine ?? new FakeEngine();
-  const app = await buildApp({ config, engine, store, errors: testErrorCatalog(), ...opts.deps });
+  const own = opts.deps?.galleries ? undefined : await lmdbGalleries(store, engine.modelId, config);
+  const app = await buildApp({ config, engine, store: lmdbAsyncStore(store), errors: testErrorCatalog(), galleries: own!, ...opts.deps });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     await app.close();
+    own?.close();
     await store.close();
   };
   return {
