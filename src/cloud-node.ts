@@ -11,12 +11,13 @@ import { ErrorCatalog } from './errors';
 import { buildApp } from './http/app';
 import { GalleryFollower } from './matching/gallery-follower';
 import { nativeErrorTable } from './native';
-import { clusterHousekeeping } from './ops/housekeeping';
 import { engineForStart } from './ops/early-start';
 import { logOptions } from './ops/log-options';
 import { closeWhenIdle, drain, ensureFirstKey, type RunningService, type StartOptions } from './ops/service-lifecycle';
 import { openBackend, type OpenedBackend } from './storage/open-backend';
+import { clusterHousekeeping } from './storage/postgres/cluster-housekeeping';
 import type { PostgresStore } from './storage/postgres/store';
+import { ThrottleRules } from './licensing/sign-in-throttle';
 
 function followerOf(store: PostgresStore, config: Config, modelId: string, log: () => FastifyBaseLogger | undefined): GalleryFollower {
   return new GalleryFollower(store, {
@@ -71,7 +72,7 @@ export async function startCloudNode(config: Config, opts: StartOptions = {}): P
     const openFollower = follower;
     const openBackendRef = backend;
     // Change-log pruning and session purges for the cluster: one node at a time does them.
-    const housekeeping = clusterHousekeeping(store.pool, config, () => logger);
+    const housekeeping = clusterHousekeeping(store.pool, config, new ThrottleRules(config.accounts).retentionMs, () => logger);
     housekeeping.start();
     return {
       app, store, engine, address,

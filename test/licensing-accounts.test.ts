@@ -11,7 +11,7 @@ import { AccountService } from '../src/licensing/accounts';
 import { verifyPassword } from '../src/licensing/passwords';
 import errorHandler from '../src/http/plugins/error-handler';
 import operatorSession from '../src/http/plugins/operator-session';
-import { SignInThrottle } from '../src/licensing/sign-in-throttle';
+import { SignInThrottle } from '../src/storage/lmdb/sign-in-throttle';
 import { hashSessionToken } from '../src/storage/records';
 import { startTestApp, tempDir, type TestApp } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';

@@ -9,7 +9,7 @@ import t from 'tap';
 import { startCloudNode } from '../src/cloud-node';
 import { defaultConfig } from '../src/config/load';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
-import { ClusterHousekeeping, type HousekeepingLog } from '../src/ops/housekeeping';
+import { ClusterHousekeeping, type HousekeepingLog } from '../src/storage/postgres/cluster-housekeeping';
 import type { HousekeepingSettings } from '../src/storage/postgres/housekeeping';
 import { HOUSEKEEPING_LOCK } from '../src/storage/postgres/lock-keys';
 import { postgresSettings } from '../src/storage/postgres/pool';

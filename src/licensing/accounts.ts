@@ -11,11 +11,11 @@ import { requestsPerDayOf, utcDay } from '../services/quota';
 import {
   type AccountRecord, type ApiKeyRecord, hashSessionToken, idleEndMs, type RegistrationClaim,
 } from '../storage/records';
-import type { AsyncStore, SharedSignInThrottle, ThrottleAttempt } from '../storage/interfaces';
+import type { AsyncStore, SharedSignInThrottle, ThrottleAttempt, ThrottleLimit } from '../storage/interfaces';
 import { activationCodeSha256, normaliseActivationCode } from './activation-codes';
 import { passwordProblem } from './password-policy';
 import { dummyVerify, hashPassword, verifyPassword } from './passwords';
-import { ThrottleRules, type ThrottleLimit } from './sign-in-throttle';
+import { ThrottleRules } from './sign-in-throttle';
 import { signingKeyOf } from './signing-key-request';
 
 export interface AccountServiceDeps {

@@ -24,10 +24,8 @@
 // refuse it. Wrong current passwords are counted per session (sign_in_max_failures per window), so a stolen
 // session cannot guess the password either.
 import type { AccountsConfig } from '../config/types';
-import type { ThrottleLimit } from '../storage/lmdb/sign-in-throttle';
+import type { ThrottleLimit } from '../storage/interfaces';
 import { clientNetwork } from './client-network';
-
-export { SignInThrottle, type Attempt, type ThrottleLimit, type ThrottleOptions } from '../storage/lmdb/sign-in-throttle';
 
 type ThrottleSettings = Pick<AccountsConfig, 'sign_in_max_failures' | 'sign_in_address_max_failures' | 'sign_in_account_max_failures'
   | 'sign_in_lockout_minutes' | 'registrations_per_address' | 'registrations_per_network' | 'registration_window_hours'>;

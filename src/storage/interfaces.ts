@@ -14,10 +14,10 @@ import type {
   LicenceUsageReportEntry, NewLicence, PersonMeta, PersonRecord, QuotaEntry, RegistrationClaim, ServiceKeyPair,
   SessionRecord, TemplateBlock, TemplateInput, UsageReportMark, UsageRow,
 } from './records';
-import type { OwnChanges } from './postgres/change-log';
+
 import type { Grant } from '../domain/grants';
 import type { Role } from '../domain/roles';
-import type { ThrottleKey } from './lmdb/sign-in-throttle';
+
 
 export interface AsyncPersonRepository {
   /** Who changed, in commit order (the same log as the store's `changes`). */
@@ -320,4 +320,44 @@ export interface AsyncStore {
    */
   deriveKey(purpose: string, salt: Uint8Array): crypto.KeyObject;
   close(): Promise<void>;
+}
+
+export type ChangeOp = 'create' | 'replace' | 'template' | 'remove';
+
+export interface PersonChange extends Change {
+  op: ChangeOp;
+  /** The model of the template written (for a removal: of the template removed). */
+  modelId: string;
+  /** The database's clock at the append, just before the commit (ISO 8601). */
+  at: string;
+}
+
+/**
+ * A transaction's own changes, as a follower would have read them right after its commit, and the log's
+ * last seq before them: a follower standing exactly at `after` may apply them without reading the log.
+ */
+export interface OwnChanges {
+  after: number;
+  changes: FollowedChange[];
+}
+
+/** A change as the follower reads it, with what the persons table holds now when asked for. */
+export interface FollowedChange extends PersonChange {
+  /** The person's current model, sealed template and meta; null when the person is gone. Absent unless asked for. */
+  current?: { modelId: string; sealedTemplate: Buffer; created: Date; updated: Date } | null;
+}
+
+/** One counter an attempt is checked and counted against: refused at `max` events within `windowMs`. */
+export interface ThrottleLimit {
+  key: string;
+  max: number;
+  windowMs: number;
+}
+
+/** A counter by name (the options' limit and window) or with its own limit. */
+export type ThrottleKey = string | ThrottleLimit;
+
+/** A key's limit: its own, or the options' for a key given by name. */
+export function limitOf(key: ThrottleKey, defaults: { maxFailures: number; windowMs: number }): ThrottleLimit {
+  return typeof key === 'string' ? { key, max: defaults.maxFailures, windowMs: defaults.windowMs } : key;
 }

@@ -3,8 +3,8 @@
 // memory is the whole truth for them. The request-signing replay cache is in the store itself
 // (../request-signatures.ts): it must outlive a restart.
 import crypto from 'node:crypto';
-import { SignInThrottle, type ThrottleKey, type ThrottleOptions } from './sign-in-throttle';
-import type { SharedSettings, SharedSignInThrottle, ThrottleAttempt } from '../interfaces';
+import { SignInThrottle, type ThrottleOptions } from './sign-in-throttle';
+import { type SharedSettings, type SharedSignInThrottle, type ThrottleAttempt, type ThrottleKey } from '../interfaces';
 
 /** The in-process throttle behind the shared interface: one event loop makes check-and-count atomic. */
 export class InProcessSignInThrottle implements SharedSignInThrottle {

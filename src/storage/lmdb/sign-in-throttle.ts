@@ -7,6 +7,7 @@
 //
 // One node holds these exactly (LMDB: ./in-process-shared.ts). Several nodes share them in PostgreSQL instead
 // (../postgres/sign-in-throttle.ts).
+import { limitOf, type ThrottleKey } from '../interfaces';
 
 /** Keys tracked at most; past it, entries with no event left in the window go first, then the oldest. */
 const DEFAULT_MAX_KEYS = 100_000;
@@ -19,16 +20,6 @@ export interface ThrottleOptions {
   maxKeys?: number;
 }
 
-/** One counter an attempt is checked and counted against: refused at `max` events within `windowMs`. */
-export interface ThrottleLimit {
-  key: string;
-  max: number;
-  windowMs: number;
-}
-
-/** A counter by name (the options' limit and window) or with its own limit. */
-export type ThrottleKey = string | ThrottleLimit;
-
 /** One attempt under way: the keys it counted against and when. */
 export interface Attempt {
   keys: readonly string[];
@@ -40,11 +31,6 @@ interface Counter {
   times: number[];
   max: number;
   windowMs: number;
-}
-
-/** A key's limit: its own, or the options' for a key given by name. */
-export function limitOf(key: ThrottleKey, defaults: { maxFailures: number; windowMs: number }): ThrottleLimit {
-  return typeof key === 'string' ? { key, max: defaults.maxFailures, windowMs: defaults.windowMs } : key;
 }
 
 export class SignInThrottle {

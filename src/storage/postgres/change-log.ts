@@ -10,35 +10,16 @@
 // lock first; the lock is held until the commit has made the rows visible, so the next writer draws its
 // numbers only after. This serialises the commits of person writes (not their work), about one commit time
 // each. Numbers may have gaps (a transaction that failed at its commit, the sequence's cache after a crash).
-import type { Change } from '../records';
 import type { Db, Queryable, Tx } from './pool';
+import type { ChangeOp, FollowedChange, OwnChanges, PersonChange } from '../interfaces';
 
 /** LISTEN/NOTIFY channel; the payload is the highest seq the transaction appended. */
 export const CHANGE_CHANNEL = 'face_check_person_changes';
-
-export type ChangeOp = 'create' | 'replace' | 'template' | 'remove';
-
-export interface PersonChange extends Change {
-  op: ChangeOp;
-  /** The model of the template written (for a removal: of the template removed). */
-  modelId: string;
-  /** The database's clock at the append, just before the commit (ISO 8601). */
-  at: string;
-}
 
 export type NewChange = Pick<PersonChange, 'accountId' | 'personId' | 'op' | 'modelId'> & {
   /** What the write leaves in the persons table for this person (null: gone), as a follower would read it. */
   current?: FollowedChange['current'];
 };
-
-/**
- * A transaction's own changes, as a follower would have read them right after its commit, and the log's
- * last seq before them: a follower standing exactly at `after` may apply them without reading the log.
- */
-export interface OwnChanges {
-  after: number;
-  changes: FollowedChange[];
-}
 
 /** Meta row naming the highest seq pruned: a follower behind it has missed changes and must rebuild. */
 export const PRUNED_THROUGH = 'change-log-pruned-through';
@@ -114,12 +95,6 @@ interface ChangeRow {
 
 function changeOf(r: ChangeRow): PersonChange {
   return { seq: Number(r.seq), accountId: r.account_id, personId: r.person_id, op: r.op, modelId: r.model_id, at: r.at.toISOString() };
-}
-
-/** A change as the follower reads it, with what the persons table holds now when asked for. */
-export interface FollowedChange extends PersonChange {
-  /** The person's current model, sealed template and meta; null when the person is gone. Absent unless asked for. */
-  current?: { modelId: string; sealedTemplate: Buffer; created: Date; updated: Date } | null;
 }
 
 /** What one follower read returns: the prune horizon, the log's last seq and the changes after the position. */

@@ -15,7 +15,7 @@
 // while the fill ran (FollowedCache.beginFill). Until the fill is done a request reads as before.
 import type { Plan } from '../../domain/accounts';
 import type { PersonMeta } from '../records';
-import type { FollowedChange } from './change-log';
+import type { FollowedChange } from '../interfaces';
 import { FollowedCache } from './followed-cache';
 import { MetaSlots } from './meta-slots';
 import type { PersonMetaPosition, PersonMetaRow } from './persons';

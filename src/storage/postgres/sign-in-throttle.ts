@@ -4,8 +4,9 @@
 // does both in one transaction under an advisory lock per key (taken in sorted order, so two attempts sharing
 // keys cannot deadlock): attempts sent to several nodes at once cannot all pass the check while their
 // passwords are being hashed.
-import { limitOf, type ThrottleKey, type ThrottleLimit } from '../lmdb/sign-in-throttle';
-import type { SharedSignInThrottle, ThrottleAttempt } from '../interfaces';
+import {
+  limitOf, type SharedSignInThrottle, type ThrottleAttempt, type ThrottleKey, type ThrottleLimit,
+} from '../interfaces';
 import { lockKey } from './lock-keys';
 import type { Db, Queryable } from './pool';
 
