@@ -361,3 +361,37 @@ export type ThrottleKey = string | ThrottleLimit;
 export function limitOf(key: ThrottleKey, defaults: { maxFailures: number; windowMs: number }): ThrottleLimit {
   return typeof key === 'string' ? { key, max: defaults.maxFailures, windowMs: defaults.windowMs } : key;
 }
+
+/**
+ * What galleries kept beside an in-process store (LMDB) read from it without waiting: the start restores them
+ * from snapshots and the change log (src/matching/snapshot/), and their indexes re-rank with stored templates.
+ */
+export interface LocalPersonRepository {
+  readonly changes: LocalChangeLog;
+  meta(accountId: string, personId: string): (PersonMeta & { modelId: string }) | undefined;
+  templatesOf(accountId: string, personIds: readonly string[]): Array<Float32Array | undefined>;
+  templateBlocks(modelId: string, accountId?: string): Iterable<TemplateBlock>;
+  templateBlocksOf(modelId: string, accountIds: readonly string[]): Iterable<TemplateBlock>;
+  accountsWithTemplates(modelId: string): string[];
+  templateCount(modelId: string, accountId: string): number;
+  count(accountId?: string): number;
+}
+
+/** The in-process change log (AsyncChangeLog's reads, answered at once), with one entry by its sequence. */
+export interface LocalChangeLog {
+  lastChange(): number;
+  accountHead(accountId: string): number;
+  at(seq: number): Change | undefined;
+  covers(seq: number): boolean;
+  changesSince(seq: number, limit?: number): Iterable<Change>;
+  prune(keep: number): Promise<number>;
+}
+
+/** An in-process store's folder and keys, where its galleries' snapshots are kept and sealed. */
+export interface LocalStore {
+  readonly path: string;
+  readonly persons: LocalPersonRepository;
+  deriveKey(purpose: string, salt: Uint8Array): crypto.KeyObject;
+  /** The data key as the key file wraps it (a snapshot carries it, so a start opens snapshots before the store). */
+  dataKeyWrap(): Uint8Array | undefined;
+}

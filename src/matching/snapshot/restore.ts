@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { IndexError, type SealedImportResult } from '../../index/similarity-index';
-import type { PersonRepository } from '../../storage/lmdb/persons';
+import type { LocalPersonRepository as PersonRepository } from '../../storage/interfaces';
 import type { Gallery } from '../gallery';
 import { IndexGallery } from '../index-gallery';
 import type { EarlyImport, EarlySnapshotImports } from './early-import';
