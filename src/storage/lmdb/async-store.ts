@@ -82,7 +82,6 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
   const ses = store.sessions;
   const lic = store.licences;
   const usage = store.licenceUsage;
-  const keyUsage = store.keyUsage;
   const view: LmdbAsyncStore = {
     backend: 'lmdb',
     lmdb: store,
@@ -160,14 +159,7 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       reportEntries: async () => usage.reportEntries(),
       importReports: (entries) => usage.importReports(entries),
     },
-    keyUsage: {
-      record: (keyId, at) => keyUsage.record(keyId, at),
-      flush: () => keyUsage.flush(),
-      range: async (keyId, from, to) => keyUsage.range(keyId, from, to),
-      entries: async () => keyUsage.entries(),
-      importCounts: (entries) => keyUsage.importCounts(entries),
-      close: () => keyUsage.close(),
-    },
+    keyUsage: store.keyUsage,
     replayCache: store.requestSignatures,
     settings: new InProcessSettings(),
     knownAddresses: {

@@ -2,7 +2,7 @@
 // person's metadata, template and reference image are written in one transaction. Templates, reference
 // images and the service's private key are sealed under the store's data key (./crypto/), which the key file
 // unwraps; the folder is 0700 and its files 0600.
-import crypto from 'node:crypto';
+import type crypto from 'node:crypto';
 import path from 'node:path';
 import type { RootDatabase, RootDatabaseOptionsWithPath } from 'lmdb';
 import { lmdb } from './load';
@@ -16,13 +16,13 @@ import { LicenceRepository } from './licences';
 import { LicenceUsageRepository } from './licence-usage';
 import { DeviceUsageRepository } from './device-usage';
 import { KnownAddressRepository } from './known-addresses';
-import { KeyUsageRepository } from './key-usage';
+import { lmdbKeyUsage } from './key-usage';
+import type { WriteBehindKeyUsage } from '../key-usage-counter';
 import { QuotaRepository } from './quota';
 import { ServiceKeyRepository } from './service-key';
 import { AccountLocks } from './account-lock';
-import { COMPACT_PENDING, rotateKeyFile, storedDataKeyWrap, unlockDataKey } from '../crypto/data-key';
+import { COMPACT_PENDING, dataKeyUses, rotateKeyFile, storedDataKeyWrap, unlockDataKey } from '../crypto/data-key';
 import { DEFAULT_KEY_FILE } from '../crypto/key-file';
-import { deriveFileKey } from '../crypto/key-wrap';
 import { DataKeySealer, plainValues } from '../crypto/sealer';
 import { privateFiles, privateFolder } from './file-modes';
 import { replaceWithCompactCopy, soleUser } from './compact';
@@ -72,7 +72,7 @@ export interface Store {
   /** A licensed device's answered requests until the cloud acknowledged them (device mode). */
   readonly deviceUsage: DeviceUsageRepository;
   /** Requests per API key and UTC day (statistics, written every few seconds: ./key-usage.ts). */
-  readonly keyUsage: KeyUsageRepository;
+  readonly keyUsage: WriteBehindKeyUsage;
   /** Signed requests accepted within the timestamp window (a replay is refused, also after a restart). */
   readonly requestSignatures: RequestSignatureRepository;
   /**
@@ -153,7 +153,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
     const locks = new AccountLocks();
     const activationCodes = new ActivationCodeRepository(root);
     const licenceUsage = new LicenceUsageRepository(root);
-    const keyUsage = new KeyUsageRepository(root);
+    const keyUsage = lmdbKeyUsage(root);
     return {
       path: dir,
       keyFile,
@@ -172,17 +172,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       keyUsage,
       requestSignatures: new RequestSignatureRepository(root),
       exclusive: (accountId, fn) => locks.run(accountId, fn),
-      rotateKey: async (newKeyFile) => {
-        const target = path.resolve(newKeyFile || keyFile);
-        await rotateKeyFile(meta, dataKey, target);
-        return target;
-      },
-      deriveKey: (purpose, salt) => {
-        const raw = deriveFileKey(dataKey, purpose, salt);
-        const key = crypto.createSecretKey(raw);  // keeps its own copy
-        raw.fill(0);
-        return key;
-      },
+      ...dataKeyUses(dataKey, keyFile, (target) => rotateKeyFile(meta, dataKey, target)),
       dataKeyWrap: () => storedDataKeyWrap(meta),
       close: async () => {
         await keyUsage.close();
