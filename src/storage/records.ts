@@ -228,6 +228,30 @@ export function movedLicence(record: LicenceRecord, licenceKey: string, sealer: 
   }
 }
 
+/** One try at writing a new licence under a fresh id: refused, 'id-taken' (try another id) or 'created'. */
+export type CreateAttempt = Exclude<CreateOutcome, { outcome: 'created' }> | 'id-taken' | 'created';
+
+/**
+ * A new licence with a fresh key, its id drawn again while `attempt` (the backend's one transaction: the
+ * limit, the activation code and the write) finds it taken.
+ */
+export async function createLicence(licence: NewLicence, now: Date, sealer: Sealer,
+  attempt: (record: LicenceRecord) => Promise<CreateAttempt>): Promise<CreateOutcome> {
+  const licenceKey = generateLicenceKey();
+  const at = now.toISOString();
+  for (;;) {
+    const licenceId = `lic_${crypto.randomBytes(8).toString('hex')}`;
+    const record: LicenceRecord = {
+      ...licence, licenceId, status: 'active', created: at, updated: at, revoked: null, keySha256: licenceKeySha256(licenceKey),
+      sealedKey: sealer.seal(LICENCES_DB, licenceId, Buffer.from(licenceKey, 'utf8')),
+      device: null, lastCheck: null,
+    };
+    const outcome = await attempt(record);
+    if (outcome === 'created') return { outcome, record, licenceKey };
+    if (outcome !== 'id-taken') return outcome;
+  }
+}
+
 export interface PersonMeta {
   personId: string;
   /** ISO 8601 with milliseconds and Z. */

@@ -3,16 +3,14 @@
 // uses) and a copy sealed under the store's data key (./crypto/sealer.ts), so the licence line can show its
 // installation command again. Rules that span a check and a write — the plan's licence limit, a one-time
 // activation code, the first device to bind — are decided and written inside one LMDB write transaction.
-import crypto from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
 import type { ActivationCodeRepository } from './activation-codes';
 import type { Sealer } from '../crypto/sealer';
 import { entriesWithPrefix } from './key-prefix';
 import type { LicenceUsageRepository } from './licence-usage';
 import {
-  type ChangeOutcome, type CreateOutcome, type CreateRules, type Decision, generateLicenceKey,
-  licenceKeySha256, type LicenceRecord, LICENCES_DB, movedLicence, type NewLicence, type UsageReportMark,
-  type UsageRow,
+  type ChangeOutcome, type CreateAttempt, createLicence, type CreateOutcome, type CreateRules, type Decision,
+  type LicenceRecord, LICENCES_DB, movedLicence, type NewLicence, type UsageReportMark, type UsageRow,
 } from '../records';
 
 export class LicenceRepository {
@@ -33,35 +31,24 @@ export class LicenceRepository {
    * Adds a licence with a fresh key unless the account's licence limit is reached or the activation code is
    * refused; the limit, the code and the write are one transaction (a refused creation uses no code).
    */
-  async create(licence: NewLicence, rules: CreateRules): Promise<CreateOutcome> {
-    const licenceKey = generateLicenceKey();
-    const keySha256 = licenceKeySha256(licenceKey);
-    const now = rules.now.toISOString();
-    for (;;) {
-      const licenceId = `lic_${crypto.randomBytes(8).toString('hex')}`;
-      const record: LicenceRecord = {
-        ...licence, licenceId, status: 'active', created: now, updated: now, revoked: null, keySha256,
-        sealedKey: this.sealer.seal(LICENCES_DB, licenceId, Buffer.from(licenceKey, 'utf8')),
-        device: null, lastCheck: null,
-      };
-      // Every check comes before the first write: a callback that throws midway would not undo earlier puts.
-      const outcome = await this.root.transaction((): CreateOutcome | 'id-taken' => {
-        if (this.db.get(licenceId) !== undefined) return 'id-taken';
-        const held = this.heldWithin(licence.accountId);
-        if (rules.maxLicences > 0 && held >= rules.maxLicences) return { outcome: 'limit-reached', held };
-        const code = rules.activationCode;
-        if (code) {
-          const check = this.codes.checkWithin(code.sha256, code.plan, rules.now);
-          if (check.outcome !== 'ok') return { outcome: 'code-refused', check };
-          this.codes.markUsedWithin(code.sha256, check.record, { at: now, accountId: licence.accountId, licenceId });
-        }
-        this.db.put(licenceId, record);
-        this.byKeyDb.put(keySha256, licenceId);
-        this.byAccountDb.put([licence.accountId, licenceId], true);
-        return { outcome: 'created', record, licenceKey };
-      });
-      if (outcome !== 'id-taken') return outcome;
-    }
+  create(licence: NewLicence, rules: CreateRules): Promise<CreateOutcome> {
+    // Every check comes before the first write: a callback that throws midway would not undo earlier puts.
+    return createLicence(licence, rules.now, this.sealer, (record) => this.root.transaction((): CreateAttempt => {
+      const { licenceId, accountId } = record;
+      if (this.db.get(licenceId) !== undefined) return 'id-taken';
+      const held = this.heldWithin(accountId);
+      if (rules.maxLicences > 0 && held >= rules.maxLicences) return { outcome: 'limit-reached', held };
+      const code = rules.activationCode;
+      if (code) {
+        const check = this.codes.checkWithin(code.sha256, code.plan, rules.now);
+        if (check.outcome !== 'ok') return { outcome: 'code-refused', check };
+        this.codes.markUsedWithin(code.sha256, check.record, { at: record.created, accountId, licenceId });
+      }
+      this.db.put(licenceId, record);
+      this.byKeyDb.put(record.keySha256, licenceId);
+      this.byAccountDb.put([accountId, licenceId], true);
+      return 'created';
+    }));
   }
 
   get(licenceId: string): LicenceRecord | undefined {

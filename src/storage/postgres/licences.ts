@@ -3,14 +3,13 @@
 // creation takes the account's licence lock (so two creations cannot both pass the plan's limit) and locks
 // the activation code's row (so a code is redeemed once), then writes, in one transaction; an update and a
 // check-in lock the licence's row, so of two devices checking in first at once exactly one binds.
-import crypto from 'node:crypto';
 import type { Grant, LicenceLimits } from '../../domain/grants';
 import type { Sealer } from '../crypto/sealer';
 import { deviceKeysOf, type DeviceKeyRecord } from '../device-keys';
 import {
-  type ChangeOutcome, type CreateOutcome, type CreateRules, type Decision, generateLicenceKey,
-  licenceKeySha256, type LicenceRecord, LICENCES_DB, type LicenceStatus, movedLicence, type NewLicence,
-  type UsageReportMark, type UsageRow,
+  type ChangeOutcome, type CreateAttempt, createLicence, type CreateOutcome, type CreateRules, type Decision,
+  type LicenceRecord, LICENCES_DB, type LicenceStatus, movedLicence, type NewLicence, type UsageReportMark,
+  type UsageRow,
 } from '../records';
 import { checkCodeForUpdate, markCodeUsed } from './activation-codes';
 import type { AsyncLicenceRepository } from '../interfaces';
@@ -61,35 +60,24 @@ function byCreated(records: LicenceRecord[]): LicenceRecord[] {
 export class PgLicenceRepository implements AsyncLicenceRepository {
   constructor(private readonly db: Db, private readonly sealer: Sealer) {}
 
-  async create(licence: NewLicence, rules: CreateRules): Promise<CreateOutcome> {
-    const licenceKey = generateLicenceKey();
-    const keySha256 = licenceKeySha256(licenceKey);
-    const now = rules.now.toISOString();
-    for (;;) {
-      const licenceId = `lic_${crypto.randomBytes(8).toString('hex')}`;
-      const record: LicenceRecord = {
-        ...licence, licenceId, status: 'active', created: now, updated: now, revoked: null, keySha256,
-        sealedKey: this.sealer.seal(LICENCES_DB, licenceId, Buffer.from(licenceKey, 'utf8')),
-        device: null, lastCheck: null,
-      };
-      const outcome = await this.db.transaction(async (tx): Promise<CreateOutcome | 'id-taken'> => {
-        // Held to the commit: the count below and the insert are one step for this account on every node.
-        await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey('licences-of-account', licence.accountId)]);
-        const taken = await tx.query('SELECT 1 FROM licences WHERE licence_id = $1', [licenceId]);
-        if (taken.rows.length) return 'id-taken';
-        const held = await heldBy(tx, licence.accountId);
-        if (rules.maxLicences > 0 && held >= rules.maxLicences) return { outcome: 'limit-reached', held };
-        const code = rules.activationCode;
-        if (code) {
-          const check = await checkCodeForUpdate(tx, code.sha256, code.plan, rules.now);
-          if (check.outcome !== 'ok') return { outcome: 'code-refused', check };
-          await markCodeUsed(tx, code.sha256, { at: now, accountId: licence.accountId, licenceId });
-        }
-        await insertLicence(tx, record);
-        return { outcome: 'created', record, licenceKey };
-      });
-      if (outcome !== 'id-taken') return outcome;
-    }
+  create(licence: NewLicence, rules: CreateRules): Promise<CreateOutcome> {
+    return createLicence(licence, rules.now, this.sealer, (record) => this.db.transaction(async (tx): Promise<CreateAttempt> => {
+      const { licenceId, accountId } = record;
+      // Held to the commit: the count below and the insert are one step for this account on every node.
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey('licences-of-account', accountId)]);
+      const taken = await tx.query('SELECT 1 FROM licences WHERE licence_id = $1', [licenceId]);
+      if (taken.rows.length) return 'id-taken';
+      const held = await heldBy(tx, accountId);
+      if (rules.maxLicences > 0 && held >= rules.maxLicences) return { outcome: 'limit-reached', held };
+      const code = rules.activationCode;
+      if (code) {
+        const check = await checkCodeForUpdate(tx, code.sha256, code.plan, rules.now);
+        if (check.outcome !== 'ok') return { outcome: 'code-refused', check };
+        await markCodeUsed(tx, code.sha256, { at: record.created, accountId, licenceId });
+      }
+      await insertLicence(tx, record);
+      return 'created';
+    }));
   }
 
   async get(licenceId: string): Promise<LicenceRecord | undefined> {
