@@ -89,6 +89,13 @@ export function hashKey(key: string): string {
   return crypto.createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
+/** Whether a use of key `keyId` at `now` is written: at most once per LAST_USED_INTERVAL_MS per key and process. */
+export function lastUseDue(written: Map<string, number>, keyId: string, now: Date): boolean {
+  if (now.getTime() - (written.get(keyId) ?? -Infinity) < LAST_USED_INTERVAL_MS) return false;
+  written.set(keyId, now.getTime());
+  return true;
+}
+
 /** A fresh key: "fc_" + 32 base64url characters (192 random bits). */
 export function generateKey(): string {
   return `fc_${crypto.randomBytes(24).toString('base64url')}`;

@@ -1,7 +1,7 @@
 // API keys, stored by the SHA-256 of the key: the key itself is shown once at creation and never stored.
 import type { Database, RootDatabase } from 'lmdb';
 import type { Role } from '../../domain/roles';
-import { type ApiKeyRecord, generateKey, hashKey, LAST_USED_INTERVAL_MS } from '../records';
+import { type ApiKeyRecord, generateKey, hashKey, lastUseDue } from '../records';
 
 export class ApiKeyRepository {
   private readonly db: Database<ApiKeyRecord, string>;
@@ -34,10 +34,7 @@ export class ApiKeyRepository {
   /** Records that `key` authenticated at `now`, unless its lastUsed was written less than a minute before. */
   async recordUse(key: string, now: Date): Promise<void> {
     const hash = hashKey(key);
-    const keyId = hash.slice(0, 12);
-    const t = now.getTime();
-    if (t - (this.lastUseWritten.get(keyId) ?? -Infinity) < LAST_USED_INTERVAL_MS) return;
-    this.lastUseWritten.set(keyId, t);
+    if (!lastUseDue(this.lastUseWritten, hash.slice(0, 12), now)) return;
     await this.db.transaction(() => {
       // Read inside the write: a revocation made meanwhile is kept.
       const current = this.db.get(hash);
