@@ -42,6 +42,17 @@ function backendImports(graph: Map<string, string[]>): string[] {
   return out.sort();
 }
 
+/** A temporary source tree for a check to fail on, removed when the test ends. */
+function generatedTree(t: { teardown(fn: () => void): void }) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-arch-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const write = (file: string, text: string) => {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(dir, file), text);
+  };
+  return { dir, write };
+}
+
 t.test('src/ has no import cycle', async (t) => {
   const graph = importGraph(src);
   t.ok(graph.size > 50, `read ${graph.size} files`);
@@ -57,12 +68,7 @@ t.test('only the start, the backend chooser and the storage CLI tools import a s
 });
 
 t.test('the checks fail on a generated cycle and a wrong-way import', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-arch-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const write = (file: string, text: string) => {
-    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    fs.writeFileSync(path.join(dir, file), text);
-  };
+  const { dir, write } = generatedTree(t);
   write('services/a.ts', "import { b } from './b';\nexport const a = () => b;\n");
   // A type-only import closes the cycle: it still ties the two files together.
   write('services/b.ts', "import type { a } from './a';\nexport const b = 1;\nexport type A = typeof a;\n");
@@ -79,12 +85,7 @@ t.test('the checks fail on a generated cycle and a wrong-way import', async (t) 
 });
 
 t.test('the backend checks fail on a service, another layer or the other backend importing a backend', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-arch-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const write = (file: string, text: string) => {
-    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    fs.writeFileSync(path.join(dir, file), text);
-  };
+  const { dir, write } = generatedTree(t);
   write('storage/interfaces.ts', 'export interface AsyncStore { close(): Promise<void> }\n');
   write('storage/lmdb/store.ts', "import type { AsyncStore } from '../interfaces';\nexport type S = AsyncStore;\n");
   write('storage/lmdb/persons.ts', "import type { S } from './store';\nexport type P = S;\n");
