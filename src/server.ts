@@ -4,6 +4,7 @@ import type { FaceEngine } from './engine/types';
 import { ErrorCatalog } from './errors';
 import { buildApp } from './http/app';
 import { Galleries } from './matching/galleries';
+import { LocalGalleryFeed } from './matching/local-gallery-feed';
 import { snapshotPlaceOf } from './matching/snapshot/place';
 import { stopSnapshotReadAhead } from './matching/snapshot/read-ahead';
 import type { RestoreReport } from './matching/snapshot/restore';
@@ -92,14 +93,20 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     }
     ownCamera = await cameraReady;
     await ensureFirstKey(lmdbAsyncStore(store), config.storage.path, print);
+    const openStoreRef = store;
+    // The store's own commits reach the galleries through its change log, as a PostgreSQL node's do.
+    const feed = new LocalGalleryFeed(galleries, persons, engine.modelId);
     const app = await buildApp({
-      config, engine, store: lmdbAsyncStore(store), errors, galleries, camera: opts.camera ?? ownCamera, licence,
+      config, engine, store: lmdbAsyncStore(store), errors, galleries, galleryFeed: feed, camera: opts.camera ?? ownCamera, licence,
       logger: opts.logger ?? logOptions(config.log.level),
     });
     app.log.info(restoreSummary(restored), 'galleries loaded');
     // Writes the snapshots (when [index] snapshot is on) and keeps the change log bounded either way.
     const snapshots = new SnapshotScheduler({
-      galleries, persons, exclusive: store.exclusive, modelId: engine.modelId, place, log: app.log,
+      // A snapshot is taken under the account's lock with every committed change in its gallery.
+      galleries, persons,
+      exclusive: (accountId, fn) => openStoreRef.exclusive(accountId, async () => { await feed.catchUp(); return fn(); }),
+      modelId: engine.modelId, place, log: app.log,
       settings: {
         intervalS: config.index.snapshot_interval_s, minChanges: config.index.snapshot_min_changes,
         stopTimeoutS: config.index.snapshot_stop_timeout_s, changeLogKeep: config.index.change_log_keep,
@@ -109,7 +116,6 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     app.log.info({ mode: config.server.mode, persons: loaded, storage: config.storage.path }, 'face-check ready');
     const stopCameraCheck = ownCamera ? warnWhenCameraAbsent(ownCamera, app.log) : undefined;
     snapshots.begin(restored);
-    const openStoreRef = store;
     const openEngine = engine;
     const openGalleries = galleries;
     return {

@@ -43,8 +43,8 @@ export interface AppDeps {
   engine: FaceEngine;
   store: AsyncStore;
   errors: ErrorCatalog;
-  /** Set where a change follower fills `galleries` (PostgreSQL: they must be given then). */
-  galleryFeed?: GalleryFeed;
+  /** What keeps `galleries` in step with the store's commits. */
+  galleryFeed: GalleryFeed;
   /** One gallery per account of engine.modelId, built (and kept in step) by the start. */
   galleries: Galleries;
   scale?: SimilarityScale;

@@ -15,6 +15,7 @@ import { postgresSettings } from '../../src/storage/postgres/pool';
 import { openPostgresStore } from '../../src/storage/postgres/store';
 import { openStore } from '../../src/storage/lmdb/store';
 import type { Galleries } from '../../src/matching/galleries';
+import type { GalleryFeed } from '../../src/services/context';
 import { BOOTSTRAP_KEY, lmdbGalleries, tempDir } from './app';
 import { testErrorCatalog } from './errors';
 import { FakeEngine } from './fake-engine';
@@ -67,6 +68,7 @@ export async function startBackendApp(backend: Backend, opts: BackendAppOptions 
   let store: AsyncStore;
   let follower: GalleryFollower | undefined;
   let galleries: Galleries;
+  let galleryFeed: GalleryFeed;
   if (backend === 'postgres') {
     const pg = await sharedPostgres();
     const url = await pg.createDatabase(`contract_${process.pid}_${++databases}`);
@@ -74,14 +76,14 @@ export async function startBackendApp(backend: Backend, opts: BackendAppOptions 
     follower = new GalleryFollower(store as Awaited<ReturnType<typeof openPostgresStore>>, { modelId: engine.modelId, waitTimeoutMs: 5_000 });
     await follower.start();
     galleries = follower.galleries;
+    galleryFeed = follower;
   } else {
     const lmdb = await openStore(config.storage.path);
-    galleries = await lmdbGalleries(lmdb, engine.modelId, config);
+    ({ galleries, galleryFeed } = await lmdbGalleries(lmdb, engine.modelId, config));
     store = lmdbAsyncStore(lmdb);
   }
   const app = await buildApp({
-    config, engine, store, errors: testErrorCatalog(), galleries,
-    ...(follower ? { galleryFeed: follower } : {}),
+    config, engine, store, errors: testErrorCatalog(), galleries, galleryFeed,
     ...opts.deps,
   });
   let closed = false;
