@@ -1,7 +1,6 @@
 // The throttle's rules for both storage backends: which counters an attempt is checked and counted against,
-// and their limits. The counters live with the storage (in this process for LMDB: ../storage/lmdb/sign-in-
-// throttle.ts; shared by every node in PostgreSQL: ../storage/postgres/sign-in-throttle.ts); both take the
-// limits from here, so the rules are written once.
+// and their limits. How a counter refuses (a sliding window) is ../storage/sign-in-throttle.ts's, also for
+// both; each backend only keeps the events (in this process for LMDB, shared by every node in PostgreSQL).
 //
 // Sign-in throttles the guesser, not the owner:
 // - failures per (account, client address) pair: sign_in_max_failures per lockout window refuses that pair;

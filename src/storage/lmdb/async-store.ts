@@ -3,14 +3,15 @@
 // LMDB's own, the account lock is the in-process one, and what a cluster shares in its database is kept in
 // this process (./in-process-shared.ts). The LMDB store stays reachable (`lmdb`) for what only it has: the
 // gallery snapshots and the storage migrations.
-import type {
-  AccountScope, AsyncChangeLog, AsyncPersonRepository, AsyncStore,
+import {
+  type AccountScope, type AsyncChangeLog, type AsyncPersonRepository, type AsyncStore, limitOfPlan,
 } from '../interfaces';
-import { limitOfPlan } from '../interfaces';
 import type { ChangeLog } from './change-log';
 import type { PersonRepository } from './persons';
 import type { Store } from './store';
-import { InProcessSettings, InProcessSignInThrottle } from './in-process-shared';
+import { InProcessSettings } from './in-process-shared';
+import { InProcessThrottleEvents } from './sign-in-throttle';
+import { SignInThrottle } from '../sign-in-throttle';
 
 export interface LmdbAsyncStore extends AsyncStore {
   readonly backend: 'lmdb';
@@ -166,7 +167,7 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       isKnown: async (accountId, address) => store.knownAddresses.isKnown(accountId, address),
       remember: async (accountId, address, at, keep) => { await store.knownAddresses.remember(accountId, address, at, keep); },
     },
-    signInThrottle: (options) => new InProcessSignInThrottle(options),
+    signInThrottle: (o) => new SignInThrottle(new InProcessThrottleEvents({ retentionMs: o.retentionMs ?? o.windowMs }), o),
     // LMDB's galleries are written in-process by the writer itself, so no follower needs a fence or waits for
     // what a section wrote: the fence names the last change, and `written` stays 0, only so that the scope
     // reads the same on both backends.

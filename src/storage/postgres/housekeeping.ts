@@ -10,7 +10,7 @@ import { HOUSEKEEPING_LOCK } from './lock-keys';
 import { JoinedTransaction, type Db, type Queryable } from './pool';
 import { PgReplayCache } from './replay-cache';
 import { PgSessionRepository } from './sessions';
-import { PgSignInThrottle } from './sign-in-throttle';
+import { PgThrottleEvents } from './sign-in-throttle';
 
 export interface HousekeepingSettings {
   /** Change-log entries kept ([index] change_log_keep, as LMDB prunes its own). */
@@ -45,7 +45,7 @@ export async function housekeepOnce(db: Db, settings: HousekeepingSettings, now:
       changesPruned: await pruneInSteps(new PgChangeLog(joined), settings.changeLogKeep),
       sessionsPurged: await new PgSessionRepository(joined).purgeExpired(now, settings.sessionIdleMs),
       signaturesPruned: await new PgReplayCache(joined).prune(now),
-      signInFailuresPruned: await new PgSignInThrottle(joined, { maxFailures: 1, windowMs: settings.signInWindowMs, now: () => now.getTime() })
+      signInFailuresPruned: await new PgThrottleEvents(joined, { retentionMs: settings.signInWindowMs, now: () => now.getTime() })
         .prune(now.getTime()),
     };
     await tx.query(`INSERT INTO meta (key, value) VALUES ($1, convert_to($2, 'UTF8'))

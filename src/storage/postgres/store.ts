@@ -26,7 +26,8 @@ import { PgReplayCache } from './replay-cache';
 import { PgServiceKeyRepository } from './service-keys';
 import { PgSessionRepository } from './sessions';
 import { PgSharedSettings } from './shared-settings';
-import { PgSignInThrottle } from './sign-in-throttle';
+import { PgThrottleEvents } from './sign-in-throttle';
+import { SignInThrottle } from '../sign-in-throttle';
 import { PgKnownAddressRepository } from './known-addresses';
 
 export interface PostgresStoreOptions {
@@ -79,7 +80,7 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
       replayCache: new PgReplayCache(pool),
       settings: new PgSharedSettings(pool, sealer),
       knownAddresses: new PgKnownAddressRepository(pool),
-      signInThrottle: (o) => new PgSignInThrottle(pool, o),
+      signInThrottle: (o) => new SignInThrottle(new PgThrottleEvents(pool, { now: o.now, retentionMs: o.retentionMs ?? o.windowMs }), o),
       exclusive: (accountId, fn) => exclusiveForAccount(pool, sealer, accountId, fn),
       ...dataKeyUses(dataKey, keyFile, (target) => rotateDataKeyWrap(pool, dataKey, target)),
       followChanges: (o) => new ChangeFollower({ ...o, settings, observer: meterCaches }),
