@@ -5,6 +5,7 @@
 // change committed before the answer. One application at a time, in log order.
 import type { LocalPersonRepository } from '../storage/interfaces';
 import type { Galleries } from './galleries';
+import { replay } from './snapshot/restore';
 
 export class LocalGalleryFeed {
   private applied: number;
@@ -32,7 +33,7 @@ export class LocalGalleryFeed {
     return this.applied;
   }
 
-  /** Each changed person's current template of the model goes in, anything else out (a change may repeat). */
+  /** Each changed person's current template of the model goes in, anything else out, as a restore replays them. */
   private async apply(): Promise<void> {
     const last = this.persons.changes.lastChange();
     if (last <= this.applied) return;
@@ -43,15 +44,8 @@ export class LocalGalleryFeed {
       if (!ids) changed.set(c.accountId, (ids = new Set()));
       ids.add(c.personId);
     }
-    for (const [accountId, set] of changed) {
-      const ids = [...set];
-      const templates = this.persons.templatesOf(accountId, ids);
-      const gallery = this.galleries.of(accountId);
-      for (let i = 0; i < ids.length; i++) {
-        const template = templates[i];
-        if (template && this.persons.meta(accountId, ids[i])?.modelId === this.modelId) await gallery.upsert(ids[i], template);
-        else await gallery.remove(ids[i]);
-      }
+    for (const [accountId, ids] of changed) {
+      await replay(this.galleries.of(accountId), this.persons, this.modelId, accountId, [...ids]);
     }
     this.applied = last;
   }

@@ -1,12 +1,12 @@
-// The asynchronous storage interface both backends are to implement: the LMDB store (src/storage/lmdb/store.ts,
-// whose reads are synchronous today) and the PostgreSQL store of this folder. One interface per repository,
-// with the LMDB repository's methods and records (imported, not copied), every method returning a Promise,
-// plus what one process keeps in memory today and several nodes behind a load balancer must share: the
-// request-signing replay cache, the sign-in throttle and small shared settings.
+// The storage contract: what everything outside storage/ sees, whichever backend serves (LMDB: ./lmdb/,
+// behind ./lmdb/async-store.ts; PostgreSQL: ./postgres/). One interface per repository, over the records of
+// ./records.ts, every method returning a Promise, plus what one process keeps in memory and several nodes
+// behind a load balancer must share: the request-signing replay cache, the sign-in throttle and small
+// shared settings; and, at the end, what galleries kept beside an in-process store read from it.
 //
 // Left out on purpose: LMDB's storage migrations (moveInlineTemplates, sealPlainKeys, the template-row
 // migration) and the *Within helpers that only run inside a LMDB write transaction (activation-code
-// redemption and usage counting are part of LicenceRepository.create and checkIn here, as they are there).
+// redemption and usage counting are part of LicenceRepository.create and checkIn here).
 import type crypto from 'node:crypto';
 import type {
   AccountPersonMeta, AccountRecord, ActivationCodeRecord, ApiKeyRecord, Change, ChangeOutcome, CreateOutcome,

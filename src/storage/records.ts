@@ -235,6 +235,14 @@ export function movedLicence(record: LicenceRecord, licenceKey: string, sealer: 
   }
 }
 
+/** `decide` on the current record: refused, or the record to write, keeping what ties it to its account and key. */
+export function decidedLicence<R>(current: LicenceRecord, decide: (current: LicenceRecord) => Decision<R>): ChangeOutcome<R> {
+  const decision = decide(current);
+  if ('refuse' in decision) return { outcome: 'refused', reason: decision.refuse };
+  const { licenceId, accountId, created, keySha256, sealedKey } = current;
+  return { outcome: 'written', record: { ...decision.accept, licenceId, accountId, created, keySha256, sealedKey } };
+}
+
 /** One try at writing a new licence under a fresh id: refused, 'id-taken' (try another id) or 'created'. */
 export type CreateAttempt = Exclude<CreateOutcome, { outcome: 'created' }> | 'id-taken' | 'created';
 

@@ -349,7 +349,7 @@ function unfit(snapshot: OpenSnapshot, accountId: string, modelId: string, layou
 }
 
 /** Applies the current state of `ids` to the gallery; returns how many were replayed. */
-async function replay(gallery: Gallery, persons: PersonRepository, modelId: string, accountId: string,
+export async function replay(gallery: Gallery, persons: PersonRepository, modelId: string, accountId: string,
   ids: string[]): Promise<number> {
   const current = persons.templatesOf(accountId, ids);
   const upserts: Array<{ id: string; template: Float32Array }> = [];

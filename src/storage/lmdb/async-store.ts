@@ -182,19 +182,3 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
   wrapped.set(store, view);
   return view;
 }
-
-/** Whether `store` is already the asynchronous interface (either backend) rather than the LMDB store itself. */
-function isAsyncStore(store: Store | AsyncStore): store is AsyncStore {
-  return 'replayCache' in store;
-}
-
-/** The asynchronous interface of either: an LMDB store is wrapped (once), an asynchronous store is itself. */
-export function asyncStoreOf(store: Store | AsyncStore): AsyncStore {
-  return isAsyncStore(store) ? store : lmdbAsyncStore(store);
-}
-
-/** The LMDB store behind `store`, or undefined when another backend serves it. */
-export function lmdbStoreOf(store: Store | AsyncStore): Store | undefined {
-  if (!isAsyncStore(store)) return store;
-  return (store as Partial<LmdbAsyncStore>).backend === 'lmdb' ? (store as LmdbAsyncStore).lmdb : undefined;
-}

@@ -9,8 +9,9 @@ import type { Sealer } from '../crypto/sealer';
 import { entriesWithPrefix } from './key-prefix';
 import type { LicenceUsageRepository } from './licence-usage';
 import {
-  type ChangeOutcome, type CreateAttempt, createLicence, type CreateOutcome, type CreateRules, type Decision,
-  type LicenceRecord, LICENCES_DB, movedLicence, type NewLicence, type UsageReportMark, type UsageRow,
+  type ChangeOutcome, type CreateAttempt, createLicence, type CreateOutcome, type CreateRules, decidedLicence,
+  type Decision, type LicenceRecord, LICENCES_DB, movedLicence, type NewLicence, type UsageReportMark,
+  type UsageRow,
 } from '../records';
 
 export class LicenceRepository {
@@ -117,15 +118,9 @@ export class LicenceRepository {
 
   private decideWithin<R>(current: LicenceRecord | undefined, decide: (current: LicenceRecord) => Decision<R>): ChangeOutcome<R> {
     if (!current) return { outcome: 'missing' };
-    const decision = decide(current);
-    if ('refuse' in decision) return { outcome: 'refused', reason: decision.refuse };
-    // What ties the record to its account and key never changes.
-    const record: LicenceRecord = {
-      ...decision.accept, licenceId: current.licenceId, accountId: current.accountId, created: current.created,
-      keySha256: current.keySha256, sealedKey: current.sealedKey,
-    };
-    this.db.put(record.licenceId, record);
-    return { outcome: 'written', record };
+    const outcome = decidedLicence(current, decide);
+    if (outcome.outcome === 'written') this.db.put(outcome.record.licenceId, outcome.record);
+    return outcome;
   }
 
   /** Licences not revoked of the account (inside a transaction: the count a creation is judged by). */

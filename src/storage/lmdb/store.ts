@@ -2,7 +2,7 @@
 // person's metadata, template and reference image are written in one transaction. Templates, reference
 // images and the service's private key are sealed under the store's data key (./crypto/), which the key file
 // unwraps; the folder is 0700 and its files 0600.
-import type crypto from 'node:crypto';
+import type { AsyncStore, LocalStore } from '../interfaces';
 import path from 'node:path';
 import type { RootDatabase, RootDatabaseOptionsWithPath } from 'lmdb';
 import { lmdb } from './load';
@@ -49,8 +49,12 @@ export interface StoreOptions {
   bulkReads?: boolean;
 }
 
-export interface Store {
-  readonly path: string;
+/**
+ * The store itself (what only LMDB has: synchronous reads, the snapshots' keys, the storage migrations); the
+ * services see it through ./async-store.ts. rotateKey leaves the old wrap in a freed page until the next open
+ * with no other reader compacts the store: close and reopen (the rotate-key command does).
+ */
+export interface Store extends LocalStore, Pick<AsyncStore, 'rotateKey' | 'deriveKey'> {
   /** The key file that opened the store. */
   readonly keyFile: string;
   readonly persons: PersonRepository;
@@ -80,24 +84,6 @@ export interface Store {
    * yet) hold under concurrent requests.
    */
   exclusive<T>(accountId: string, fn: () => Promise<T>): Promise<T>;
-  /**
-   * Wraps the data key under a fresh key-encryption key written to `newKeyFile` (default: the current key
-   * file, replaced atomically); afterwards the old key no longer opens the store. No record is rewritten.
-   * The old wrap lingers in a freed page until the next open with no other reader compacts the store: close
-   * and reopen (the rotate-key command does). Returns the new key file's path.
-   */
-  rotateKey(newKeyFile?: string): Promise<string>;
-  /**
-   * A 256-bit key for files kept beside the store (the gallery snapshots), derived from the data key with
-   * HKDF-SHA256 for `purpose` and `salt`: it opens nothing in the store, and a file sealed with it opens only
-   * with this store's data key.
-   */
-  deriveKey(purpose: string, salt: Uint8Array): crypto.KeyObject;
-  /**
-   * The data key as wrapped by the key file (the `meta` value): a gallery snapshot carries it so that a
-   * start can open its snapshots before the store (docs/index-snapshot.md). Opens nothing without the key file.
-   */
-  dataKeyWrap(): Uint8Array | undefined;
   close(): Promise<void>;
 }
 

@@ -7,9 +7,9 @@ import type { Grant, LicenceLimits } from '../../domain/grants';
 import type { Sealer } from '../crypto/sealer';
 import { deviceKeysOf, type DeviceKeyRecord } from '../device-keys';
 import {
-  type ChangeOutcome, type CreateAttempt, createLicence, type CreateOutcome, type CreateRules, type Decision,
-  type LicenceRecord, LICENCES_DB, type LicenceStatus, movedLicence, type NewLicence, type UsageReportMark,
-  type UsageRow,
+  type ChangeOutcome, type CreateAttempt, createLicence, type CreateOutcome, type CreateRules, decidedLicence,
+  type Decision, type LicenceRecord, LICENCES_DB, type LicenceStatus, movedLicence, type NewLicence,
+  type UsageReportMark, type UsageRow,
 } from '../records';
 import { checkCodeForUpdate, markCodeUsed } from './activation-codes';
 import type { AsyncLicenceRepository } from '../interfaces';
@@ -152,16 +152,12 @@ function licenceValues(r: LicenceRecord): unknown[] {
 async function decideAndWrite<R>(tx: Queryable, row: LicenceRow | undefined,
   decide: (current: LicenceRecord) => Decision<R>): Promise<ChangeOutcome<R>> {
   if (!row) return { outcome: 'missing' };
-  const current = recordOf(row);
-  const decision = decide(current);
-  if ('refuse' in decision) return { outcome: 'refused', reason: decision.refuse };
-  const record: LicenceRecord = {
-    ...decision.accept, licenceId: current.licenceId, accountId: current.accountId, created: current.created,
-    keySha256: current.keySha256, sealedKey: current.sealedKey,
-  };
+  const outcome = decidedLicence(recordOf(row), decide);
+  if (outcome.outcome !== 'written') return outcome;
+  const { record } = outcome;
   await tx.query(`UPDATE licences SET label = $2, status = $3, grants = $4, limits = $5, expires = $6, updated = $7,
     revoked = $8, device = $9, last_check = $10, device_keys = $11 WHERE licence_id = $1`,
   [record.licenceId, record.label, record.status, JSON.stringify(record.grants), JSON.stringify(record.limits), record.expires,
     record.updated, record.revoked, json(record.device), json(record.lastCheck), JSON.stringify(deviceKeysOf(record))]);
-  return { outcome: 'written', record };
+  return outcome;
 }
