@@ -16,7 +16,7 @@ export interface ThrottleEventReads {
   add(keys: readonly string[], at: number): Promise<string[]>;
 }
 
-export interface ThrottleEvents extends ThrottleEventReads {
+export interface ThrottleEvents extends Pick<ThrottleEventReads, 'latest'> {
   /** Runs `fn` with the events of `keys` held: no other attempt on them (on any node) reads or adds meanwhile. */
   exclusive<T>(keys: readonly string[], fn: (events: ThrottleEventReads) => Promise<T>): Promise<T>;
   /** Takes back the attempt's events and ends the whole count of each of `clearKeys`. */

@@ -1,6 +1,6 @@
 // One housekeeping pass over a cluster's database: the change log pruned to the entries kept, expired sign-in
 // sessions purged, expired request signatures and sign-in failures that left their window deleted. Every
-// node runs passes on an interval (src/ops/housekeeping.ts); a pass first takes a transaction-scoped advisory
+// node runs passes on an interval (./cluster-housekeeping.ts); a pass first takes a transaction-scoped advisory
 // try-lock, so one node works at a time and the others skip at once instead of queueing, and it does nothing
 // when another node finished one less than `minGapMs` ago, so the work is done about once per interval for
 // the whole cluster. The whole pass is one transaction on one connection, released at its end or when its

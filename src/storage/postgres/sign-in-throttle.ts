@@ -32,10 +32,6 @@ export class PgThrottleEvents implements ThrottleEvents {
     return latestOn(this.db, limits, now);
   }
 
-  add(keys: readonly string[], at: number): Promise<string[]> {
-    return this.addOn(this.db, keys, at);
-  }
-
   async remove(attempt: ThrottleAttempt, clearKeys: readonly string[]): Promise<void> {
     await this.db.query('DELETE FROM sign_in_failures WHERE id = ANY($1::bigint[]) OR key = ANY($2::text[])', [[...attempt.ids], [...clearKeys]]);
   }
