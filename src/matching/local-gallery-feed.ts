@@ -28,11 +28,6 @@ export class LocalGalleryFeed {
     return run;
   }
 
-  /** The last change applied. */
-  get position(): number {
-    return this.applied;
-  }
-
   /** Each changed person's current template of the model goes in, anything else out, as a restore replays them. */
   private async apply(): Promise<void> {
     const last = this.persons.changes.lastChange();
