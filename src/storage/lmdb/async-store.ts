@@ -168,9 +168,8 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       remember: async (accountId, address, at, keep) => { await store.knownAddresses.remember(accountId, address, at, keep); },
     },
     signInThrottle: (o) => new SignInThrottle(new InProcessThrottleEvents({ retentionMs: o.retentionMs ?? o.windowMs }), o),
-    // LMDB's galleries are written in-process by the writer itself, so no follower needs a fence or waits for
-    // what a section wrote: the fence names the last change, and `written` stays 0, only so that the scope
-    // reads the same on both backends.
+    // The fence names the last change, for the gallery feed to reach before a duplicate search; `written`
+    // stays 0: a section's writes commit as it runs, so the feed then catches up with every change.
     exclusive: (accountId, fn) => store.exclusive(accountId, () => {
       const scope: AccountScope = { persons, fence: { seq: store.changes.lastChange() }, written: { seq: 0 } };
       return fn(scope);
