@@ -31,6 +31,19 @@ function asyncChanges(log: ChangeLog): AsyncChangeLog {
   };
 }
 
+/** The methods `names` of `repo`, each answering with a promise (a synchronous read resolves at once). */
+function promised<T extends object, K extends keyof T>(repo: T, names: readonly K[]): Promised<Pick<T, K>> {
+  const view: Record<PropertyKey, unknown> = {};
+  for (const name of names) {
+    view[name] = async (...args: unknown[]) => (repo[name] as (...a: unknown[]) => unknown).apply(repo, args);
+  }
+  return view as Promised<Pick<T, K>>;
+}
+
+type Promised<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never;
+};
+
 async function* toAsync<T>(items: Iterable<T>): AsyncGenerator<T> {
   yield* items;
 }
@@ -78,26 +91,16 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
   const existing = wrapped.get(store);
   if (existing) return existing;
   const persons = asyncPersons(store.persons);
-  const a = store.apiKeys;
   const acc = store.accounts;
-  const ses = store.sessions;
   const lic = store.licences;
-  const usage = store.licenceUsage;
   const view: LmdbAsyncStore = {
     backend: 'lmdb',
     lmdb: store,
     persons,
     changes: persons.changes,
-    apiKeys: {
-      create: (accountId, role, label, now, signingPublicKey) => a.create(accountId, role, label, now, signingPublicKey),
-      lookup: async (key) => a.lookup(key),
-      list: async () => a.list(),
-      recordUse: (key, now) => a.recordUse(key, now),
-      revoke: (keyId, now, accountId) => a.revoke(keyId, now, accountId),
-      isEmpty: async () => a.isEmpty(),
-      entries: async () => a.entries(),
-      importEntry: (keySha256, record) => a.importEntry(keySha256, record),
-    },
+    apiKeys: promised(store.apiKeys, [
+      'create', 'lookup', 'list', 'recordUse', 'revoke', 'isEmpty', 'entries', 'importEntry',
+    ]),
     quota: {
       tryConsume: (accountId, day, limit) => store.quota.tryConsume(accountId, day, limit),
       // LMDB's reads cost no round trip: the plan and the person are read beside the counter's transaction.
@@ -116,22 +119,8 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       responseSigning: () => store.serviceKeys.responseSigning(),
       importResponseSigning: (pair) => store.serviceKeys.importResponseSigning(pair),
     },
-    accounts: {
-      get: async (accountId) => acc.get(accountId),
-      byEmail: async (email) => acc.byEmail(email),
-      create: (record) => acc.create(record),
-      update: (accountId, change) => acc.update(accountId, change),
-      list: async () => acc.list(),
-    },
-    sessions: {
-      create: (tokenHash, record) => ses.create(tokenHash, record),
-      get: async (tokenHash) => ses.get(tokenHash),
-      touch: (tokenHash, now) => ses.touch(tokenHash, now),
-      delete: (tokenHash) => ses.delete(tokenHash),
-      deleteAllOf: (accountId, exceptHash) => ses.deleteAllOf(accountId, exceptHash),
-      purgeExpired: (now, idleMs) => ses.purgeExpired(now, idleMs),
-      count: async () => ses.count(),
-    },
+    accounts: promised(acc, ['get', 'byEmail', 'create', 'update', 'list']),
+    sessions: promised(store.sessions, ['create', 'get', 'touch', 'delete', 'deleteAllOf', 'purgeExpired', 'count']),
     licences: {
       create: (licence, rules) => lic.create(licence, rules),
       get: async (licenceId) => lic.get(licenceId),
@@ -143,23 +132,12 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       checkIn: (keySha256, decide, rows, report) => lic.checkIn(keySha256, decide, rows, report),
       importRecord: (record, licenceKey) => lic.importRecord(record, licenceKey),
     },
-    activationCodes: {
-      add: (codeSha256, record) => store.activationCodes.add(codeSha256, record),
-      list: async () => store.activationCodes.list(),
-      claimForRegistration: (codeSha256, email, accountId, now, invitationOnly) =>
-        store.activationCodes.claimForRegistration(codeSha256, email, accountId, now, invitationOnly),
-      releaseRegistration: (codeSha256, accountId) => store.activationCodes.releaseRegistration(codeSha256, accountId),
-      entries: async () => store.activationCodes.entries(),
-    },
-    licenceUsage: {
-      add: (licenceId, rows) => usage.add(licenceId, rows),
-      range: async (licenceId, from, to) => usage.range(licenceId, from, to),
-      day: async (licenceId, day) => usage.day(licenceId, day),
-      entries: async () => usage.entries(),
-      importCounts: (entries) => usage.importCounts(entries),
-      reportEntries: async () => usage.reportEntries(),
-      importReports: (entries) => usage.importReports(entries),
-    },
+    activationCodes: promised(store.activationCodes, [
+      'add', 'list', 'claimForRegistration', 'releaseRegistration', 'entries',
+    ]),
+    licenceUsage: promised(store.licenceUsage, [
+      'add', 'range', 'day', 'entries', 'importCounts', 'reportEntries', 'importReports',
+    ]),
     keyUsage: store.keyUsage,
     replayCache: store.requestSignatures,
     settings: new InProcessSettings(),
