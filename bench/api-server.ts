@@ -15,8 +15,8 @@ import { createEngine } from '../src/engine';
 import type { AnalyzeOptions, FaceEngine, RgbImage } from '../src/engine/types';
 import { ALL_STAGES, stageOptions } from '../src/services/operation-stages';
 import { startService } from '../src/server';
-import { generateRsaKeyPair } from '../src/storage/service-key';
-import { openStore } from '../src/storage/store';
+import { generateRsaKeyPair } from '../src/storage/records';
+import { openStore } from '../src/storage/lmdb/store';
 
 export const BENCH_KEY = 'bench-api-key-0123456789abcdef';
 

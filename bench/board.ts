@@ -36,7 +36,7 @@ import { createEngine } from '../src/engine';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
 import { Galleries } from '../src/matching/galleries';
 import { packageRoot } from '../src/package-root';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import { acceptsConnections, printJsonLine } from './common';
 import { serviceProcessEnv } from './service-env';
 

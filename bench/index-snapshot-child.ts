@@ -37,7 +37,7 @@ async function child(storeDir: string, modelId: string, probe: number, from: str
   if (from !== 'rebuild' && process.env.SNAPSHOT_BENCH_EARLY !== '0') early = beginSnapshotStart(storeDir, path.resolve(storeDir, DEFAULT_KEY_FILE), modelId);
   else if (from !== 'rebuild' && process.env.SNAPSHOT_BENCH_READ_AHEAD !== '0') startSnapshotReadAhead(storeDir);
   const [{ openStore }, { Galleries }, { snapshotPlaceOf }, { templateSize }] = await Promise.all([
-    import('../src/storage/store'), import('../src/matching/galleries'), import('../src/matching/snapshot/place'), import('../src/engine/template-spec'),
+    import('../src/storage/lmdb/store'), import('../src/matching/galleries'), import('../src/matching/snapshot/place'), import('../src/engine/template-spec'),
   ]);
   marks.modulesMs = performance.now() - marks.main;
   const t0 = performance.now();

@@ -34,7 +34,7 @@ import { closeSnapshot, openSnapshot } from '../src/matching/snapshot/read';
 import type { Unsealer } from '../src/matching/snapshot/restore';
 import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
 import { benchTemplate } from './index-snapshot-child';
-import { openStore, SCHEMA_VERSION } from '../src/storage/store';
+import { openStore, SCHEMA_VERSION } from '../src/storage/lmdb/store';
 import { describeHost, measureHostInChild } from './host';
 import { serviceProcessEnv } from './service-env';
 

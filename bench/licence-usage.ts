@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LicenceUsage } from '../src/licensing/licence-usage';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 
 const ROUNDS = 5;
 const SEQUENTIAL = 400;

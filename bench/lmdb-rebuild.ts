@@ -15,9 +15,9 @@ import { open as openLmdb } from 'lmdb';
 import { similarityIndex } from '../src/index/similarity-index';
 import { Galleries } from '../src/matching/galleries';
 import { templateSize } from '../src/engine/template-spec';
-import { openStore } from '../src/storage/store';
-import { entriesWithPrefix } from '../src/storage/key-prefix';
-import { PersonRepository } from '../src/storage/persons';
+import { openStore } from '../src/storage/lmdb/store';
+import { entriesWithPrefix } from '../src/storage/lmdb/key-prefix';
+import { PersonRepository } from '../src/storage/lmdb/persons';
 import { plainValues } from '../src/storage/crypto/sealer';
 
 // The engine's template size unless INDEX_BENCH_DIM says otherwise (bench:index passes it on to this child).

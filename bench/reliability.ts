@@ -16,7 +16,7 @@ import { Worker } from 'node:worker_threads';
 
 import { templateModelId, templateSize } from '../src/engine/template-spec';
 import { packageRoot } from '../src/package-root';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import { percentile, printJsonLine } from './common';
 import { faceCrops } from './face-crops';
 import { runFuzz } from './reliability-fuzz';

@@ -23,7 +23,7 @@ import { Client } from 'pg';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import { fakePhotoB64, templateFor } from '../test/helpers/fake-engine';
 import { startPostgres } from '../test/helpers/postgres';
 import { acceptsConnections, mapLimit, percentile, printJsonLine } from './common';

@@ -41,12 +41,12 @@ import { DEFAULT_ACCOUNT } from './services/auth';
 import { reindex } from './services/reindex';
 import { checkedPublicKey } from './services/request-signing';
 import { startService, type RunningService } from './server';
-import { generateRsaKeyPair } from './storage/service-key';
+import { generateRsaKeyPair } from './storage/records';
 import { MIGRATE_USAGE, migrateCommand } from './cli/migrate';
 import { openCommandStore } from './cli/open-store';
-import type { AsyncStore } from './storage/postgres/interfaces';
-import { openStore } from './storage/store';
-import { lockStore } from './storage/process-lock';
+import type { AsyncStore } from './storage/interfaces';
+import { openStore } from './storage/lmdb/store';
+import { lockStore } from './storage/lmdb/process-lock';
 
 export const USAGE = `usage:
   face-check serve   [--config <file.ini>]

@@ -9,8 +9,8 @@ import { fakePhotoB64 } from './helpers/fake-engine';
 import { startTestApp, tempDir, type TestApp } from './helpers/app';
 import type { ApiError } from '../src/errors';
 import { checkedPublicKey, RequestSigning, type SignedRequest } from '../src/services/request-signing';
-import { generateRsaKeyPair } from '../src/storage/service-key';
-import { openStore } from '../src/storage/store';
+import { generateRsaKeyPair } from '../src/storage/records';
+import { openStore } from '../src/storage/lmdb/store';
 import { testErrorCatalog } from './helpers/errors';
 
 const BASE = 'https://faces.example.com';

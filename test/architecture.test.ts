@@ -10,12 +10,48 @@ const src = path.resolve(__dirname, '..', 'src');
 
 const RULES: readonly LayerRule[] = [
   { from: 'storage/', notTo: ['services/', 'http/', 'licensing/', 'back-office/'] },
-  { from: 'services/', notTo: ['http/', 'back-office/'] },
+  // Services hold the rules for every backend: they see the storage contract, never a backend.
+  { from: 'services/', notTo: ['http/', 'back-office/', 'storage/lmdb/', 'storage/postgres/'] },
   // Accounts, licences and the licence server hold rules; the routes and the back-office are views over them.
   { from: 'licensing/', notTo: ['http/', 'back-office/'] },
   // Helpers for worker threads, under every layer that starts one.
   { from: 'threads/', notTo: ['storage/', 'matching/', 'index/', 'engine/', 'services/', 'licensing/', 'http/', 'back-office/'] },
 ];
+
+/** The storage backends: each sees only itself and the contract at the storage root. */
+const BACKENDS = ['storage/lmdb/', 'storage/postgres/'];
+/**
+ * The only files outside a backend that see one: the start and its per-backend gallery sources (with
+ * PostgreSQL's gallery follower, which follows that backend's change log), the chooser and the storage CLI tools.
+ */
+const BACKEND_DOORS = [
+  'server.ts', 'gallery-sources.ts', 'matching/gallery-follower.ts', 'storage/open-backend.ts',
+  'cli.ts', 'cli/open-store.ts', 'cli/migrate.ts',
+];
+
+/** Imports of a backend's folder from outside it, other than by the doors, as "importer -> imported". */
+function backendImports(graph: Map<string, string[]>): string[] {
+  const out: string[] = [];
+  for (const [file, targets] of graph) {
+    if (BACKEND_DOORS.includes(file)) continue;
+    for (const target of targets) {
+      const backend = BACKENDS.find((b) => target.startsWith(b));
+      if (backend && !file.startsWith(backend)) out.push(`${file} -> ${target}`);
+    }
+  }
+  return out.sort();
+}
+
+/** A temporary source tree for a check to fail on, removed when the test ends. */
+function generatedTree(t: { teardown(fn: () => void): void }) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-arch-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const write = (file: string, text: string) => {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(dir, file), text);
+  };
+  return { dir, write };
+}
 
 t.test('src/ has no import cycle', async (t) => {
   const graph = importGraph(src);
@@ -27,13 +63,12 @@ t.test('storage imports no layer above it; services and licensing do not import 
   t.same(layerViolations(importGraph(src), RULES), []);
 });
 
+t.test('only the start, the backend chooser and the storage CLI tools import a storage backend', async (t) => {
+  t.same(backendImports(importGraph(src)), []);
+});
+
 t.test('the checks fail on a generated cycle and a wrong-way import', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-arch-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const write = (file: string, text: string) => {
-    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    fs.writeFileSync(path.join(dir, file), text);
-  };
+  const { dir, write } = generatedTree(t);
   write('services/a.ts', "import { b } from './b';\nexport const a = () => b;\n");
   // A type-only import closes the cycle: it still ties the two files together.
   write('services/b.ts', "import type { a } from './a';\nexport const b = 1;\nexport type A = typeof a;\n");
@@ -47,4 +82,23 @@ t.test('the checks fail on a generated cycle and a wrong-way import', async (t) 
 
   write('services/b.ts', 'export const b = 1;\n');
   t.same(importCycles(importGraph(dir)), [], 'no cycle once it is broken');
+});
+
+t.test('the backend checks fail on a service, another layer or the other backend importing a backend', async (t) => {
+  const { dir, write } = generatedTree(t);
+  write('storage/interfaces.ts', 'export interface AsyncStore { close(): Promise<void> }\n');
+  write('storage/lmdb/store.ts', "import type { AsyncStore } from '../interfaces';\nexport type S = AsyncStore;\n");
+  write('storage/lmdb/persons.ts', "import type { S } from './store';\nexport type P = S;\n");
+  write('storage/postgres/store.ts', "import type { S } from '../lmdb/store';\nexport type Q = S;\n");
+  write('storage/open-backend.ts', "import type { S } from './lmdb/store';\nimport type { Q } from './postgres/store';\nexport type B = S | Q;\n");
+  write('server.ts', "import type { B } from './storage/open-backend';\nimport type { S } from './storage/lmdb/store';\nexport type R = B | S;\n");
+  write('services/persons.ts', "import type { AsyncStore } from '../storage/interfaces';\nimport type { P } from '../storage/lmdb/persons';\nexport type X = AsyncStore | P;\n");
+  write('matching/galleries.ts', "const pg = () => require('../storage/postgres/store');\nexport { pg };\n");
+  const graph = importGraph(dir);
+  t.same(backendImports(graph), [
+    'matching/galleries.ts -> storage/postgres/store.ts',
+    'services/persons.ts -> storage/lmdb/persons.ts',
+    'storage/postgres/store.ts -> storage/lmdb/store.ts',
+  ], 'a layer and the other backend are refused; the start, the chooser and the backend itself pass');
+  t.same(layerViolations(graph, RULES), ['services/persons.ts -> storage/lmdb/persons.ts'], 'a service importing a backend is found');
 });

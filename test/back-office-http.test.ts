@@ -13,8 +13,8 @@ import { parseCookies } from '../src/back-office/cookies';
 import { CsrfTokens } from '../src/back-office/csrf';
 import { OneTimeReveals, REVEAL_TTL_MS } from '../src/back-office/reveals';
 import { lastDays, scaleTop, usageChart } from '../src/back-office/usage-chart';
-import { KeyUsageRepository } from '../src/storage/key-usage';
-import { openStore } from '../src/storage/store';
+import { lmdbKeyUsage } from '../src/storage/lmdb/key-usage';
+import { openStore } from '../src/storage/lmdb/store';
 
 const PASSWORD = 'correct horse battery';
 
@@ -488,12 +488,12 @@ t.test('every authenticated request is counted per key and day; written in batch
   for (let i = 0; i < 3; i++) await a.call({ method: 'GET', url: '/person/face/x', key });
   await a.call({ method: 'GET', url: '/person/face/x', key: 'fc_unknown' });
   const [today] = lastDays(new Date(), 1);
-  t.same(a.store.keyUsage.range(keyId, today, today), [{ day: today, requests: 3 }], 'counted (unknown keys not)');
+  t.same(await a.store.keyUsage.range(keyId, today, today), [{ day: today, requests: 3 }], 'counted (unknown keys not)');
   const usage = await v.get('/back-office/usage');
   t.match(usage.body, new RegExp(`data-day="${today}" data-requests="3"`), 'the chart shows them');
   await a.stop();
   const store = await openStore(a.config.storage.path);
-  t.same(store.keyUsage.range(keyId, today, today), [{ day: today, requests: 3 }], 'written when the store closed');
+  t.same(await store.keyUsage.range(keyId, today, today), [{ day: today, requests: 3 }], 'written when the store closed');
   await store.close();
   await a.close();
 });
@@ -502,23 +502,23 @@ t.test('key usage: increments stay in memory until a flush writes them in one go
   const dir = tempDir();
   const root = open({ path: path.join(dir, 'db'), compression: false, maxDbs: 4 });
   t.teardown(async () => { await root.close(); });
-  const counting = new KeyUsageRepository(root, 60_000);
-  const reader = new KeyUsageRepository(root);
+  const counting = lmdbKeyUsage(root, 60_000);
+  const reader = lmdbKeyUsage(root);
   counting.record('k1', new Date('2026-03-01T10:00:00Z'));
   counting.record('k1', new Date('2026-03-01T23:59:59Z'));
   counting.record('k1', new Date('2026-03-02T00:00:00Z'));
   counting.record('k2', new Date('2026-03-01T12:00:00Z'));
-  t.same(reader.range('k1', '2026-03-01', '2026-03-31'), [], 'nothing written yet');
-  t.same(counting.range('k1', '2026-03-01', '2026-03-31'), [{ day: '2026-03-01', requests: 2 }, { day: '2026-03-02', requests: 1 }]);
+  t.same(await reader.range('k1', '2026-03-01', '2026-03-31'), [], 'nothing written yet');
+  t.same(await counting.range('k1', '2026-03-01', '2026-03-31'), [{ day: '2026-03-01', requests: 2 }, { day: '2026-03-02', requests: 1 }]);
   await counting.flush();
-  t.same(reader.range('k1', '2026-03-01', '2026-03-31'), [{ day: '2026-03-01', requests: 2 }, { day: '2026-03-02', requests: 1 }]);
-  t.same(reader.range('k1', '2026-03-02', '2026-03-02'), [{ day: '2026-03-02', requests: 1 }], 'a range is bounded by its days');
-  t.same(reader.range('k2', '2026-03-01', '2026-03-31'), [{ day: '2026-03-01', requests: 1 }]);
+  t.same(await reader.range('k1', '2026-03-01', '2026-03-31'), [{ day: '2026-03-01', requests: 2 }, { day: '2026-03-02', requests: 1 }]);
+  t.same(await reader.range('k1', '2026-03-02', '2026-03-02'), [{ day: '2026-03-02', requests: 1 }], 'a range is bounded by its days');
+  t.same(await reader.range('k2', '2026-03-01', '2026-03-31'), [{ day: '2026-03-01', requests: 1 }]);
   counting.record('k1', new Date('2026-03-01T11:00:00Z'));
   await counting.close();
-  t.same(reader.range('k1', '2026-03-01', '2026-03-01'), [{ day: '2026-03-01', requests: 3 }], 'added to, at close');
+  t.same(await reader.range('k1', '2026-03-01', '2026-03-01'), [{ day: '2026-03-01', requests: 3 }], 'added to, at close');
   counting.record('k1', new Date('2026-03-01T11:00:00Z'));
-  t.same(counting.range('k1', '2026-03-01', '2026-03-01'), [{ day: '2026-03-01', requests: 3 }], 'nothing counted after close');
+  t.same(await counting.range('k1', '2026-03-01', '2026-03-01'), [{ day: '2026-03-01', requests: 3 }], 'nothing counted after close');
 });
 
 t.test('html escapes every value unless it is markup made by html or trusted()', async (t) => {

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import t from 'tap';
 import { main } from '../src/cli';
 import { verifyPassword } from '../src/licensing/passwords';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import { tempDir } from './helpers/app';
 import { repoRoot } from './helpers/errors';
 

@@ -9,10 +9,11 @@ import { loadConfig } from '../src/config/load';
 import { ActivationCodes, activationCodeSha256, normaliseActivationCode } from '../src/licensing/activation-codes';
 import { publicKeySha256 } from '../src/licensing/licence-document';
 import { LicenceServer } from '../src/licensing/licence-server';
-import { openStore, type Store } from '../src/storage/store';
+import { openStore, type Store } from '../src/storage/lmdb/store';
 import { tempDir } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';
 import { writeTinyTarball } from './helpers/tiny-package';
+import { lmdbAsyncStore } from '../src/storage/lmdb/async-store';
 
 const SERVER_URL = 'https://licences.example.com';
 
@@ -86,7 +87,7 @@ t.test('licence create | list | install-command | release | revoke', async (t) =
   const fingerprint = crypto.createHash('sha256').update('board').digest('hex');
   const today = new Date().toISOString().slice(0, 10);
   await s.withStore(async (store) => {
-    await new LicenceServer({ config: s.config, store, errors: testErrorCatalog(), now: () => new Date() }).check({
+    await new LicenceServer({ config: s.config, store: lmdbAsyncStore(store), errors: testErrorCatalog(), now: () => new Date() }).check({
       licenceKey: key, fingerprint, nonce: crypto.randomBytes(16).toString('base64url'), version: '0.1.0', persons: 2,
       usage: [{ day: today, operation: 'identify', requests: 3 }, { day: today, operation: 'verify', requests: 1 }],
     }, '192.0.2.7');
@@ -215,7 +216,7 @@ t.test('licence device-key create | list | revoke: keys printed once, only their
 
   // The licence check's document carries the hash; the store never the key.
   const document = await s.withStore(async (store) => {
-    const signed = await new LicenceServer({ config: s.config, store, errors: testErrorCatalog(), now: () => new Date() }).check({
+    const signed = await new LicenceServer({ config: s.config, store: lmdbAsyncStore(store), errors: testErrorCatalog(), now: () => new Date() }).check({
       licenceKey, fingerprint: 'cd'.repeat(32), nonce: crypto.randomBytes(16).toString('base64url'), version: '0.1.0', persons: 0, usage: [],
     }, '192.0.2.7');
     return Buffer.from(signed.document, 'base64').toString('utf8');

@@ -9,10 +9,11 @@ import { main, parseArgs } from '../src/cli';
 import { defaultConfig } from '../src/config/load';
 import { ensureFirstKey, FIRST_KEY_FILE, startService, stdoutIsJournal } from '../src/server';
 import { reindex } from '../src/services/reindex';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import { FAKE_MODEL_ID, FakeEngine, fakePhotoB64, OTHER_MODEL_IDS } from './helpers/fake-engine';
 import { testErrorCatalog, repoRoot } from './helpers/errors';
 import { startTestApp, tempDir } from './helpers/app';
+import { lmdbAsyncStore } from '../src/storage/lmdb/async-store';
 
 function capture() {
   const out: string[] = [];
@@ -143,12 +144,12 @@ t.test('reindex recomputes templates of another model from the stored images; cr
 
   const store = await openStore(a.config.storage.path);
   const progress: string[] = [];
-  const report = await reindex(a.config, store, new FakeEngine(FAKE_MODEL_ID), { progress: (l) => progress.push(l) });
+  const report = await reindex(a.config, lmdbAsyncStore(store), new FakeEngine(FAKE_MODEL_ID), { progress: (l) => progress.push(l) });
   t.same([report.done, report.skipped, report.failed], [1, 0, []]);
   t.same(progress, ['reindexed default/alice']);
-  const again = await reindex(a.config, store, new FakeEngine(FAKE_MODEL_ID));
+  const again = await reindex(a.config, lmdbAsyncStore(store), new FakeEngine(FAKE_MODEL_ID));
   t.same([again.done, again.skipped], [0, 1], 'current templates are skipped');
-  t.same((await reindex(a.config, store, new FakeEngine(FAKE_MODEL_ID), { all: true })).done, 1, '--all recomputes');
+  t.same((await reindex(a.config, lmdbAsyncStore(store), new FakeEngine(FAKE_MODEL_ID), { all: true })).done, 1, '--all recomputes');
   t.equal(store.persons.get('default', 'alice')!.modelId, FAKE_MODEL_ID);
   await store.close();
 
@@ -170,7 +171,7 @@ t.test('first key under systemd: written to a 0600 file in the store, never prin
   const store = await openStore(path.join(dir, 'store'));
   t.teardown(() => store.close());
   const printed: string[] = [];
-  const key = await ensureFirstKey(store, (l) => printed.push(l), new Date(), true);
+  const key = await ensureFirstKey(lmdbAsyncStore(store), store.path, (l) => printed.push(l), new Date(), true);
   t.match(key, /^fc_/);
   t.notMatch(printed.join('\n'), key!, 'the key is not in what was printed');
   const file = path.join(store.path, FIRST_KEY_FILE);

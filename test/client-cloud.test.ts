@@ -236,7 +236,7 @@ t.test('signing keys: requests signed, every answer verified, repeated requests 
   t.ok(err instanceof client.PersonNotFoundError, 'a signed error answer is a typed error');
   t.same(await c.removePerson('sam').then((p) => p.personId), 'sam');
 
-  const other = (await import('../src/storage/service-key')).generateRsaKeyPair;
+  const other = (await import('../src/storage/records')).generateRsaKeyPair;
   const wrongKey = clientFor({ apiKey: s.apiKey, signingKey: s.signingKey, servicePublicKey: (await other()).publicKey });
   const refused = await rejection(t, wrongKey.getPerson('somebody-else'));
   t.ok(refused instanceof client.ResponseSignatureError, 'an answer signed by another key is refused');

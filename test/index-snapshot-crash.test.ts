@@ -9,7 +9,7 @@ import t from 'tap';
 
 import { SNAPSHOT_FOLDER } from '../src/matching/snapshot/place';
 import { TEMP_MARK } from '../src/matching/snapshot/write';
-import { openStore, SCHEMA_VERSION } from '../src/storage/store';
+import { openStore, SCHEMA_VERSION } from '../src/storage/lmdb/store';
 import { tempDir } from './helpers/app';
 import { FAKE_MODEL_ID, fakePhotoB64, templateFor } from './helpers/fake-engine';
 import { request, startServiceProcess, writeIni, type ServiceProcess } from './helpers/service-process';

@@ -17,7 +17,7 @@ import { snapshotFileName, snapshotPlaceOf } from '../src/matching/snapshot/plac
 import { stopSnapshotReadAhead } from '../src/matching/snapshot/read-ahead';
 import { beginEarlySnapshots, snapshotImportsForStart } from '../src/ops/early-start';
 import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
-import { openStore, type Store } from '../src/storage/store';
+import { openStore, type Store } from '../src/storage/lmdb/store';
 import { tempDir } from './helpers/app';
 import { FAKE_MODEL_ID, templateFor } from './helpers/fake-engine';
 

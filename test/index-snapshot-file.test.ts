@@ -17,7 +17,7 @@ import { snapshotFileName, snapshotPlaceOf } from '../src/matching/snapshot/plac
 import type { RestoreOptions } from '../src/matching/snapshot/restore';
 import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
 import { removeStaleTemps, SnapshotAbandoned, TEMP_MARK, writeSnapshot } from '../src/matching/snapshot/write';
-import { openStore, type Store } from '../src/storage/store';
+import { openStore, type Store } from '../src/storage/lmdb/store';
 import { tempDir } from './helpers/app';
 import { FAKE_MODEL_ID, templateFor } from './helpers/fake-engine';
 

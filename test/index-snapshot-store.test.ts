@@ -9,9 +9,9 @@ import t from 'tap';
 
 import { DataKeySealer, type Sealer } from '../src/storage/crypto/sealer';
 import { unlockDataKey } from '../src/storage/crypto/data-key';
-import { PersonRepository } from '../src/storage/persons';
-import { DEFAULT_KEY_FILE, openStore, SCHEMA_VERSION } from '../src/storage/store';
-import { writeTemplateRows } from '../src/storage/template-rows-migration';
+import { PersonRepository } from '../src/storage/lmdb/persons';
+import { DEFAULT_KEY_FILE, openStore, SCHEMA_VERSION } from '../src/storage/lmdb/store';
+import { writeTemplateRows } from '../src/storage/lmdb/template-rows-migration';
 import { tempDir } from './helpers/app';
 import { FAKE_MODEL_ID, OTHER_MODEL_IDS, templateFor } from './helpers/fake-engine';
 

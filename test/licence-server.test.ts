@@ -11,6 +11,7 @@ import type { LicenceView } from '../src/licensing/licences';
 import { startTestApp, type TestApp } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';
 import { writeTinyTarball } from './helpers/tiny-package';
+import { lmdbAsyncStore } from '../src/storage/lmdb/async-store';
 
 const CHECK = '/licence/v1/check';
 
@@ -183,7 +184,7 @@ t.test('bad bodies are R_003 (R_002 when not JSON)', async (t) => {
   const rows = (n: number) => Array.from({ length: n }, (_, i) => ({
     day: new Date(Date.UTC(2030, 4, 6 + Math.floor(i / 8))).toISOString().slice(0, 10), operation: operations[i % 8], requests: 1,
   }));
-  const server = new LicenceServer({ config: c.a.config, store: c.a.store, errors: testErrorCatalog(), now: () => c.clock.now });
+  const server = new LicenceServer({ config: c.a.config, store: lmdbAsyncStore(c.a.store), errors: testErrorCatalog(), now: () => c.clock.now });
   await t.rejects(server.check({ ...good, usage: rows(401) }, '127.0.0.1'),
     { code: 'R_003', publicMessage: 'Fields validation exception: usage: a list of at most 400 rows' });
   const notJson = await c.a.call({ method: 'POST', url: CHECK, key: null, headers: { 'content-type': 'application/json' }, payload: '{"licenceKey":' });

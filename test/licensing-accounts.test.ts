@@ -11,12 +11,14 @@ import { AccountService } from '../src/licensing/accounts';
 import { verifyPassword } from '../src/licensing/passwords';
 import errorHandler from '../src/http/plugins/error-handler';
 import operatorSession from '../src/http/plugins/operator-session';
-import { SignInThrottle } from '../src/licensing/sign-in-throttle';
-import { hashSessionToken } from '../src/storage/sessions';
+import { InProcessThrottleEvents } from '../src/storage/lmdb/sign-in-throttle';
+import { SignInThrottle } from '../src/storage/sign-in-throttle';
+import { hashSessionToken } from '../src/storage/records';
 import { startTestApp, tempDir, type TestApp } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import { defaultConfig } from '../src/config/load';
+import { lmdbAsyncStore } from '../src/storage/lmdb/async-store';
 
 const START = Date.parse('2026-03-02T09:00:00.000Z');
 const PASSWORD = 'correct horse battery';
@@ -375,7 +377,7 @@ t.test('operator-session plugin: administrator routes refuse operators (403), mi
   const store = await openStore(path.join(dir, 'db'));
   t.teardown(() => store.close());
   const errors = testErrorCatalog();
-  const accounts = new AccountService({ config, store, errors });
+  const accounts = new AccountService({ config, store: lmdbAsyncStore(store), errors });
   await accounts.createByAdministrator('root@example.com', PASSWORD, { plan: 'paid', role: 'administrator' });
   await accounts.createByAdministrator('op@example.com', PASSWORD, { plan: 'free', role: 'operator' });
   const app = Fastify();
@@ -396,15 +398,16 @@ t.test('operator-session plugin: administrator routes refuse operators (403), mi
 
 t.test('the throttle\'s memory stays bounded: quiet entries go first, then the longest quiet', async (t) => {
   let now = 0;
-  const throttle = new SignInThrottle({ maxFailures: 2, windowMs: 1000, now: () => now, maxKeys: 100 });
-  throttle.begin(['address:kept']);
-  throttle.begin(['address:kept']);
+  const events = new InProcessThrottleEvents({ retentionMs: 1000, maxKeys: 100 });
+  const throttle = new SignInThrottle(events, { maxFailures: 2, windowMs: 1000, now: () => now });
+  await throttle.tryBegin(['address:kept']);
+  await throttle.tryBegin(['address:kept']);
   now = 2000;  // the two failures above left the window
-  for (let i = 0; i < 150; i++) throttle.begin([`account:${i}@example.com`]);
-  t.ok(throttle.size <= 100, `at most maxKeys entries (${throttle.size})`);
-  t.equal(throttle.retryAfterSeconds(['account:149@example.com']), 0, 'one failure is not a lock');
-  throttle.begin(['account:149@example.com']);
-  t.equal(throttle.retryAfterSeconds(['account:149@example.com']), 1, 'the latest entries are kept');
+  for (let i = 0; i < 150; i++) await throttle.tryBegin([`account:${i}@example.com`]);
+  t.ok(events.size <= 100, `at most maxKeys entries (${events.size})`);
+  t.equal(await throttle.retryAfterSeconds(['account:149@example.com']), 0, 'one failure is not a lock');
+  await throttle.tryBegin(['account:149@example.com']);
+  t.equal(await throttle.retryAfterSeconds(['account:149@example.com']), 1, 'the latest entries are kept');
 });
 
 t.test('expired sessions are purged from the store', async (t) => {

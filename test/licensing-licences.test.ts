@@ -13,10 +13,11 @@ import { ActivationCodes } from '../src/licensing/activation-codes';
 import { publicKeySha256 } from '../src/licensing/licence-document';
 import { LicenceServer } from '../src/licensing/licence-server';
 import { LicenceService } from '../src/licensing/licences';
-import { openStore, type Store } from '../src/storage/store';
+import { openStore, type Store } from '../src/storage/lmdb/store';
 import { startTestApp, tempDir } from './helpers/app';
 import { testErrorCatalog } from './helpers/errors';
 import { writeTinyTarball } from './helpers/tiny-package';
+import { lmdbAsyncStore } from '../src/storage/lmdb/async-store';
 
 const PACKAGE_SHA = crypto.createHash('sha256').update('the package').digest('hex');
 const SERVER_URL = 'https://cloud.example.com';
@@ -45,10 +46,10 @@ async function fixture(t: Test, tune?: (c: Config) => void): Promise<Fixture> {
     f.store = await openStore(config.storage.path);
     const now = () => clock.now;
     f.licences = new LicenceService({
-      config, store: f.store, errors, now, devicePackage: async () => ({ sha256: PACKAGE_SHA, nodeMinimum: '20.9.0' }), serverUrl: () => SERVER_URL,
+      config, store: lmdbAsyncStore(f.store), errors, now, devicePackage: async () => ({ sha256: PACKAGE_SHA, nodeMinimum: '20.9.0' }), serverUrl: () => SERVER_URL,
     });
     f.codes = new ActivationCodes(f.store.activationCodes);
-    f.server = new LicenceServer({ config, store: f.store, errors, now });
+    f.server = new LicenceServer({ config, store: lmdbAsyncStore(f.store), errors, now });
   };
   await build();
   Object.assign(f, {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import t from 'tap';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
 import { lmdbAsyncStore } from '../src/storage/lmdb/async-store';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import { tempDir } from './helpers/app';
 
 const MODEL = templateModelId();

@@ -19,7 +19,7 @@ function inFreshNode(script: string, env: NodeJS.ProcessEnv = {}): Record<string
 const dist = (file: string) => JSON.stringify(path.join(repoRoot, 'dist', 'src', file));
 const probe = `
   const before = new Set(process.moduleLoadList);
-  const { openStore } = require(${dist('storage/store.js')});
+  const { openStore } = require(${dist('storage/lmdb/store.js')});
   const dir = require('node:fs').mkdtempSync(require('node:path').join(require('node:os').tmpdir(), 'face-check-lmdb-load-'));
   const loadedBeforeOpen = process.moduleLoadList.filter((m) => !before.has(m) && /NativeModule (child_process|dgram|net)$/.test(m));
   openStore(dir).then(async (store) => {

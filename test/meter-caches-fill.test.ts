@@ -4,7 +4,7 @@
 // page says; a reconnection during a fill stops it and starts another; a resync fills again; the fill stops at
 // the cache's bound; a failed page stops the fill, and requests then read as before.
 import t from 'tap';
-import type { FollowedChange } from '../src/storage/postgres/change-log';
+import type { FollowedChange } from '../src/storage/interfaces';
 import { MeterCaches, type PersonMetaSource } from '../src/storage/postgres/meter-caches';
 import type { PersonMetaPosition, PersonMetaRow } from '../src/storage/postgres/persons';
 

@@ -8,7 +8,7 @@ import { licencePage } from '../src/back-office/views/licence';
 import { licencesPage } from '../src/back-office/views/licences';
 import { main } from '../src/cli';
 import { loadConfig } from '../src/config/load';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import { startTestApp, tempDir } from './helpers/app';
 import { writeIni } from './helpers/service-process';
 import { BOARD_PREBUILDS, writeTinyTarball } from './helpers/tiny-package';

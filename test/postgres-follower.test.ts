@@ -8,7 +8,7 @@
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import type { ChangeFollower } from '../src/storage/postgres/change-follower';
-import type { PersonChange } from '../src/storage/postgres/change-log';
+import type { PersonChange } from '../src/storage/interfaces';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
 import { postgresSkipReason, postgresCluster } from './helpers/postgres';

@@ -6,10 +6,10 @@
 import path from 'node:path';
 import { Client } from 'pg';
 import t from 'tap';
-import { startCloudNode } from '../src/cloud-node';
+import { startService } from '../src/server';
 import { defaultConfig } from '../src/config/load';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
-import { ClusterHousekeeping, type HousekeepingLog } from '../src/ops/housekeeping';
+import { ClusterHousekeeping, type HousekeepingLog } from '../src/storage/postgres/cluster-housekeeping';
 import type { HousekeepingSettings } from '../src/storage/postgres/housekeeping';
 import { HOUSEKEEPING_LOCK } from '../src/storage/postgres/lock-keys';
 import { postgresSettings } from '../src/storage/postgres/pool';
@@ -115,7 +115,7 @@ async function run(): Promise<void> {
     Object.assign(config.storage, { path: path.join(dir, 'node'), backend: 'postgres', postgres_url: url, key_file: keyFile });
     // Below the ini's bounds, set directly: a pass every second down to ten entries.
     Object.assign(config.index, { snapshot_interval_s: 1, change_log_keep: KEEP });
-    const node = await startCloudNode(config, { engine: new FakeEngine(MODEL), print: () => undefined, logger: false });
+    const node = await startService(config, { engine: new FakeEngine(MODEL), print: () => undefined, logger: false });
     let stopped = false;
     t.teardown(() => (stopped ? undefined : node.close()));
     await writeChanges(a, 30);

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { Client } from 'pg';
 import t from 'tap';
-import type { PlanLimits } from '../src/storage/postgres/interfaces';
+import type { PlanLimits } from '../src/storage/interfaces';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../src/storage/postgres/store';
 import type { ChangeFollower } from '../src/storage/postgres/change-follower';

@@ -16,13 +16,12 @@ import { ActivationCodes, activationCodeSha256, normaliseActivationCode } from '
 import { DeviceKeyService } from '../src/licensing/licence-device-keys';
 import { personChecksums } from '../src/ops/migrate-store';
 import { lmdbAsyncStore } from '../src/storage/lmdb/async-store';
-import { licenceKeySha256, type LicenceRecord } from '../src/storage/licences';
-import type { AsyncStore } from '../src/storage/postgres/interfaces';
+import { hashSessionToken, licenceKeySha256, type LicenceRecord } from '../src/storage/records';
+import type { AsyncStore } from '../src/storage/interfaces';
 import { allRowsByKey } from '../src/storage/postgres/keyset';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
-import { hashSessionToken } from '../src/storage/sessions';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import { testErrorCatalog } from './helpers/errors';
 import { postgresSkipReason, postgresCluster } from './helpers/postgres';
 

@@ -5,7 +5,7 @@
 // Schema 2 moves the persons' sealed templates written under schema 1 (TOASTed) into the table's rows.
 import t from 'tap';
 import { Client } from 'pg';
-import { SchemaTooNewError } from '../src/storage/postgres/errors';
+import { SchemaTooNewError } from '../src/storage/errors';
 import { migrate, MIGRATIONS, SCHEMA_VERSION, schemaVersion } from '../src/storage/postgres/migrations';
 import type { Migration } from '../src/storage/postgres/migrations/migration';
 import { PostgresPool, postgresSettings } from '../src/storage/postgres/pool';

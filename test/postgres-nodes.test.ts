@@ -14,7 +14,7 @@ import { Client } from 'pg';
 import t from 'tap';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../src/storage/postgres/store';
-import { generateRsaKeyPair } from '../src/storage/service-key';
+import { generateRsaKeyPair } from '../src/storage/records';
 import { BOOTSTRAP_KEY } from './helpers/app';
 import { fakePhotoB64 } from './helpers/fake-engine';
 import { postgresSkipReason, postgresCluster } from './helpers/postgres';

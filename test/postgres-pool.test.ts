@@ -6,7 +6,7 @@
 // a generous outer bound (a hang would exceed it), not a timing target.
 import net from 'node:net';
 import t from 'tap';
-import { DatabaseUnavailableError } from '../src/storage/postgres/errors';
+import { DatabaseUnavailableError } from '../src/storage/errors';
 import { PostgresPool, postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
 import { postgresSkipReason, startPostgres } from './helpers/postgres';

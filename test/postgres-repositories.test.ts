@@ -4,10 +4,7 @@
 // quota, shared settings. Records come back exactly as written, timestamps included.
 import path from 'node:path';
 import t from 'tap';
-import { hashKey } from '../src/storage/api-keys';
-import type { AccountRecord } from '../src/storage/accounts';
-import type { ActivationCodeRecord } from '../src/storage/activation-codes';
-import type { LicenceRecord } from '../src/storage/licences';
+import { type AccountRecord, type ActivationCodeRecord, hashKey, type LicenceRecord } from '../src/storage/records';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';
 import { postgresSkipReason, postgresCluster } from './helpers/postgres';

@@ -12,8 +12,8 @@ import { main } from '../src/cli';
 import { Galleries } from '../src/matching/galleries';
 import { snapshotFileName, snapshotPlaceOf } from '../src/matching/snapshot/place';
 import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
-import { lockStore } from '../src/storage/process-lock';
-import { openStore, DEFAULT_KEY_FILE, type Store } from '../src/storage/store';
+import { lockStore } from '../src/storage/lmdb/process-lock';
+import { openStore, DEFAULT_KEY_FILE, type Store } from '../src/storage/lmdb/store';
 import { tempDir } from './helpers/app';
 import { FAKE_MODEL_ID, templateFor } from './helpers/fake-engine';
 

@@ -12,10 +12,10 @@ import t from 'tap';
 import { Galleries } from '../src/matching/galleries';
 import { unlockDataKey } from '../src/storage/crypto/data-key';
 import { DataKeySealer, type Sealer } from '../src/storage/crypto/sealer';
-import { sealPlainStore } from '../src/storage/seal-migration';
-import { ServiceKeyRepository } from '../src/storage/service-key';
-import { openStore, DEFAULT_KEY_FILE } from '../src/storage/store';
-import { encodeSegment, emptySegment, withAppended } from '../src/storage/template-segment';
+import { sealPlainStore } from '../src/storage/lmdb/seal-migration';
+import { ServiceKeyRepository } from '../src/storage/lmdb/service-key';
+import { openStore, DEFAULT_KEY_FILE } from '../src/storage/lmdb/store';
+import { encodeSegment, emptySegment, withAppended } from '../src/storage/lmdb/template-segment';
 import { tempDir } from './helpers/app';
 import { FAKE_MODEL_ID, templateFor } from './helpers/fake-engine';
 

@@ -3,8 +3,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { hashKey } from '../src/storage/api-keys';
-import { openStore } from '../src/storage/store';
+import { hashKey } from '../src/storage/records';
+import { openStore } from '../src/storage/lmdb/store';
 import { templateFor, FAKE_MODEL_ID, OTHER_MODEL_IDS } from './helpers/fake-engine';
 
 const MODEL = FAKE_MODEL_ID;

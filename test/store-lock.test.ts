@@ -4,7 +4,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { main } from '../src/cli';
-import { lockStore, StoreBusyError } from '../src/storage/process-lock';
+import { lockStore } from '../src/storage/lmdb/process-lock';
+import { StoreBusyError } from '../src/storage/errors';
 import { tempDir } from './helpers/app';
 import { startServiceProcess, writeIni } from './helpers/service-process';
 

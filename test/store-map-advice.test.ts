@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import { tempDir } from './helpers/app';
 import { FAKE_MODEL_ID, templateFor } from './helpers/fake-engine';
 

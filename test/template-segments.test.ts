@@ -1,4 +1,4 @@
-// Templates live in LMDB in segments of 32 (src/storage/template-segment.ts) so the gallery rebuild
+// Templates live in LMDB in segments of 32 (src/storage/lmdb/template-segment.ts) so the gallery rebuild
 // reads segments, not persons. Codec, the repository against a plain Map model (fast-check), bulk create,
 // the migration from storage schema 1 (templates inside person records) and the block-wise rebuild.
 import fs from 'node:fs';
@@ -7,11 +7,11 @@ import { open } from 'lmdb';
 import t from 'tap';
 
 import { Galleries } from '../src/matching/galleries';
-import { openStore } from '../src/storage/store';
+import { openStore } from '../src/storage/lmdb/store';
 import {
   decodeSegment, emptySegment, encodeSegment, SEGMENT_CAPACITY, templateOf, withAppended,
   withoutTemplate, withTemplate,
-} from '../src/storage/template-segment';
+} from '../src/storage/lmdb/template-segment';
 import { tempDir } from './helpers/app';
 import { DIM, templateFor, FAKE_MODEL_ID, OTHER_MODEL_IDS } from './helpers/fake-engine';
 

@@ -5,7 +5,7 @@ import type { AccountService } from '../licensing/accounts';
 import type { ActivationCodes } from '../licensing/activation-codes';
 import type { DeviceKeyService } from '../licensing/licence-device-keys';
 import type { LicenceService } from '../licensing/licences';
-import type { AsyncKeyUsageRepository } from '../storage/postgres/interfaces';
+import type { AsyncKeyUsageRepository } from '../storage/interfaces';
 import type { CsrfTokens } from './csrf';
 import type { OneTimeReveals } from './reveals';
 

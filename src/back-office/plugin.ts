@@ -12,10 +12,8 @@ import type { AccountService } from '../licensing/accounts';
 import { ActivationCodes } from '../licensing/activation-codes';
 import type { DeviceKeyService } from '../licensing/licence-device-keys';
 import type { LicenceService } from '../licensing/licences';
-import { asyncStoreOf } from '../storage/lmdb/async-store';
-import { DatabaseUnavailableError } from '../storage/postgres/errors';
-import type { AsyncStore } from '../storage/postgres/interfaces';
-import type { Store } from '../storage/store';
+import { DatabaseUnavailableError } from '../storage/errors';
+import type { AsyncStore } from '../storage/interfaces';
 import type { BackOfficeContext } from './context';
 import { CsrfTokens } from './csrf';
 import { acceptFormBodies } from './form-body';
@@ -36,7 +34,7 @@ import { failurePage, notFoundPage } from './views/errors';
 
 export interface BackOfficeOptions {
   config: Config;
-  store: Store | AsyncStore;
+  store: AsyncStore;
   accounts: AccountService;
   licences: LicenceService;
   deviceKeys: DeviceKeyService;
@@ -50,7 +48,7 @@ const CSRF_SECRET = 'back-office-csrf';
 
 const backOfficeScope: FastifyPluginAsync<BackOfficeOptions> = async (scope, opts) => {
   const now = opts.now ?? (() => new Date());
-  const store = asyncStoreOf(opts.store);
+  const store = opts.store;
   const ctx: BackOfficeContext = {
     config: opts.config,
     accounts: opts.accounts,

@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Operator } from '../domain/accounts';
 import { ApiError } from '../errors';
-import { hashSessionToken } from '../storage/sessions';
+import { hashSessionToken } from '../storage/records';
 import type { BackOfficeContext } from './context';
 import { clearedSessionCookie, COOKIE_PATH, parseCookies, SESSION_COOKIE } from './cookies';
 import { CSRF_FIELD } from './csrf';

@@ -4,8 +4,7 @@
 // did not verify; 78 (EX_CONFIG) the ini is wrong; anything else 1.
 import { ConfigError } from '../config/load';
 import { LicenceStartError } from '../licensing/device-licence';
-import { DatabaseUnavailableError } from '../storage/postgres/errors';
-import { StoreBusyError } from '../storage/process-lock';
+import { DatabaseUnavailableError, StoreBusyError } from '../storage/errors';
 import type { Io } from './args';
 
 export function failureExitCode(err: unknown, io: Pick<Io, 'err'>): number {

@@ -5,7 +5,7 @@ import { isRole, ROLES } from '../domain/roles';
 import { DeviceKeyService, type DeviceKeyRequest } from '../licensing/licence-device-keys';
 import type { LicenceService } from '../licensing/licences';
 import type { ErrorCatalog } from '../errors';
-import type { AsyncStore } from '../storage/postgres/interfaces';
+import type { AsyncStore } from '../storage/interfaces';
 import { stringFlag, UsageError, type Args, type Io } from './args';
 
 export const DEVICE_KEY_USAGE = `  face-check licence device-key create [--config <file.ini>] <licenceId> [--role ${ROLES.join('|')}] [--label <text>]

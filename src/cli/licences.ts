@@ -9,8 +9,8 @@ import { ActivationCodes, DEFAULT_CODE_VALID_DAYS } from '../licensing/activatio
 import { LicenceService, type LicenceView } from '../licensing/licences';
 import { PackageFile } from '../licensing/package-file';
 import { publicUrl } from '../licensing/public-url';
-import type { LicenceRecord } from '../storage/licences';
-import type { AsyncStore } from '../storage/postgres/interfaces';
+import type { LicenceRecord } from '../storage/records';
+import type { AsyncStore } from '../storage/interfaces';
 import { DEVICE_KEY_USAGE, deviceKeyCommand } from './licence-device-keys';
 import { openCommandStore } from './open-store';
 import { ACCOUNT_ID, configOf, stringFlag, UsageError, type Args, type Io } from './args';

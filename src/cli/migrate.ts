@@ -6,9 +6,9 @@
 import { loadConfig } from '../config/load';
 import type { Config } from '../config/types';
 import { migrateStore, STORE_SCOPE, verifyStores, type ScopeVerdict } from '../ops/migrate-store';
-import type { AsyncStore } from '../storage/postgres/interfaces';
+import type { AsyncStore } from '../storage/interfaces';
 import { lmdbDataFile } from '../storage/lmdb/map-advice';
-import { lockStore, type StoreLock } from '../storage/process-lock';
+import { lockStore, type StoreLock } from '../storage/lmdb/process-lock';
 import fs from 'node:fs';
 import { type Args, type Io, UsageError } from './args';
 import { openCommandStore } from './open-store';

@@ -3,9 +3,9 @@
 import type { Config } from '../config/types';
 import { lmdbAsyncStore } from '../storage/lmdb/async-store';
 import { postgresSettingsOf } from '../storage/open-backend';
-import type { AsyncStore } from '../storage/postgres/interfaces';
+import type { AsyncStore } from '../storage/interfaces';
 import { openPostgresStore } from '../storage/postgres/store';
-import { openStore } from '../storage/store';
+import { openStore } from '../storage/lmdb/store';
 
 /** `bulkReads`: the command reads the whole store (StoreOptions.bulkReads). */
 export async function openCommandStore(config: Config, options: { bulkReads?: boolean } = {}): Promise<AsyncStore> {

@@ -79,7 +79,7 @@ export const configSchema: ConfigSchema = {
   },
   storage: {
     path: { default: './data', parse: text({ allowEmpty: false }) },
-    // Empty: <path>/face-check.key (src/storage/store.ts).
+    // Empty: <path>/face-check.key (src/storage/lmdb/store.ts).
     key_file: { default: '', parse: text({ allowEmpty: true }) },
     // lmdb: one process on a local folder; postgres: several cloud nodes over one database (docs/postgres.md).
     backend: { default: 'lmdb', parse: oneOf('lmdb', 'postgres') },

@@ -1,4 +1,4 @@
-// Operators' accounts: the plans an account can be on and who may do what. Stored by src/storage/accounts.ts
+// Operators' accounts: the plans an account can be on and who may do what. Stored by src/storage/lmdb/accounts.ts
 // and ruled by src/licensing/, so the names live below both.
 export const PLANS = ['free', 'paid'] as const;
 export type Plan = (typeof PLANS)[number];

@@ -1,6 +1,6 @@
 // The fastify application: plugins (request id, JSON bodies, auth, errors, OpenAPI), the person routes and,
 // in cloud mode, the operators' half (operators-half.ts).
-// buildApp does not listen and does not own the engine or the store: the caller opens and closes them.
+// buildApp does not listen and does not own the engine, the store or the galleries: the caller opens and closes them.
 import crypto from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import './fastify-types';
@@ -8,8 +8,7 @@ import type { Config } from '../config/types';
 import type { FaceEngine } from '../engine/types';
 import type { ErrorCatalog } from '../errors';
 import { PixelBudget } from '../image/pixel-budget';
-import { Galleries } from '../matching/galleries';
-import { snapshotPlaceOf } from '../matching/snapshot/place';
+import type { Galleries } from '../matching/galleries';
 import { SimilarityScale } from '../matching/similarity-scale';
 import { Authenticator, type LicenceKeySource } from '../services/auth';
 import { RequestSigning } from '../services/request-signing';
@@ -18,9 +17,7 @@ import type { PackageFile } from '../licensing/package-file';
 import { readiness } from '../ops/health';
 import { cameraMetricsSourceOf, followerMetricsSourceOf, ServiceMetrics, type LicenceMetricsSource } from '../ops/metrics';
 import { timedEngine } from '../ops/timed-engine';
-import type { Store } from '../storage/store';
-import type { AsyncStore } from '../storage/postgres/interfaces';
-import { asyncStoreOf, lmdbStoreOf } from '../storage/lmdb/async-store';
+import type { AsyncStore } from '../storage/interfaces';
 import type { GalleryFeed } from '../services/context';
 import { answerUnroutable, clientErrorHandler } from './client-errors';
 import authPlugin from './plugins/auth';
@@ -44,13 +41,12 @@ import verifyFace from './routes/verify-face';
 export interface AppDeps {
   config: Config;
   engine: FaceEngine;
-  /** The LMDB store, or either backend behind the asynchronous interface. */
-  store: Store | AsyncStore;
+  store: AsyncStore;
   errors: ErrorCatalog;
-  /** Set where a change follower fills `galleries` (PostgreSQL: they must be given then). */
-  galleryFeed?: GalleryFeed;
-  /** Default (LMDB only): one gallery per account of engine.modelId, from its snapshot or else the store ([index] snapshot). */
-  galleries?: Galleries;
+  /** What keeps `galleries` in step with the store's commits. */
+  galleryFeed: GalleryFeed;
+  /** One gallery per account of engine.modelId, built (and kept in step) by the start. */
+  galleries: Galleries;
   scale?: SimilarityScale;
   /** Device mode live-face source; absent = camera not connected (R_400). */
   camera?: LiveFaceSource;
@@ -70,15 +66,7 @@ const MAX_PARAM_LENGTH = 16 * 1024;
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, errors } = deps;
-  const store = asyncStoreOf(deps.store);
-  let galleries = deps.galleries;
-  const ownGalleries = !galleries;
-  if (!galleries) {
-    const lmdb = lmdbStoreOf(deps.store);
-    if (!lmdb) throw new Error('buildApp: galleries over PostgreSQL are built and followed by the caller (server.ts)');
-    galleries = Galleries.forStore(lmdb.persons);
-    await galleries.restore(lmdb.persons, deps.engine.modelId, config.index.snapshot ? snapshotPlaceOf(lmdb) : undefined);
-  }
+  const { store, galleries } = deps;
   const metrics = new ServiceMetrics({
     config, store, galleries, licence: deps.licence, camera: cameraMetricsSourceOf(deps.camera), follower: followerMetricsSourceOf(deps.galleryFeed),
     now: deps.now ?? (() => new Date()),
@@ -178,8 +166,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(verifyFace, { mode });
   await app.register(compareFace, { mode });
   if (mode === 'cloud') await registerOperatorRoutes(app, operators);
-  // Galleries built here are released with the app; a caller's own (server.ts) are the caller's to close.
-  if (ownGalleries) app.addHook('onClose', async () => galleries.close());
   await app.ready();
   return app;
 }

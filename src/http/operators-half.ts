@@ -10,7 +10,7 @@ import { DeviceKeyService } from '../licensing/licence-device-keys';
 import { LicenceService } from '../licensing/licences';
 import { PackageFile } from '../licensing/package-file';
 import { publicUrl } from '../licensing/public-url';
-import type { AsyncStore } from '../storage/postgres/interfaces';
+import type { AsyncStore } from '../storage/interfaces';
 import backOffice from '../back-office/plugin';
 import operatorSession from './plugins/operator-session';
 import accountApi from './routes/account-api';

@@ -8,22 +8,19 @@ import type { AccountRole, Operator, Plan } from '../domain/accounts';
 import type { Role } from '../domain/roles';
 import type { ApiError, ErrorCatalog } from '../errors';
 import { requestsPerDayOf, utcDay } from '../services/quota';
-import type { AccountRecord } from '../storage/accounts';
-import type { RegistrationClaim } from '../storage/activation-codes';
-import type { ApiKeyRecord } from '../storage/api-keys';
-import { hashSessionToken, idleEndMs } from '../storage/sessions';
-import { asyncStoreOf } from '../storage/lmdb/async-store';
-import type { AsyncStore, SharedSignInThrottle, ThrottleAttempt } from '../storage/postgres/interfaces';
-import type { Store } from '../storage/store';
+import {
+  type AccountRecord, type ApiKeyRecord, hashSessionToken, idleEndMs, type RegistrationClaim,
+} from '../storage/records';
+import type { AsyncStore, SharedSignInThrottle, ThrottleAttempt, ThrottleLimit } from '../storage/interfaces';
 import { activationCodeSha256, normaliseActivationCode } from './activation-codes';
 import { passwordProblem } from './password-policy';
 import { dummyVerify, hashPassword, verifyPassword } from './passwords';
-import { ThrottleRules, type ThrottleLimit } from './sign-in-throttle';
+import { ThrottleRules } from './sign-in-throttle';
 import { signingKeyOf } from './signing-key-request';
 
 export interface AccountServiceDeps {
   config: Config;
-  store: Store | AsyncStore;
+  store: AsyncStore;
   errors: ErrorCatalog;
   /** Injectable for tests (session expiry, the throttle's window, quota days). */
   now?: () => Date;
@@ -119,7 +116,7 @@ export class AccountService {
 
   constructor(deps: AccountServiceDeps) {
     this.config = deps.config;
-    this.store = asyncStoreOf(deps.store);
+    this.store = deps.store;
     this.errors = deps.errors;
     this.now = deps.now ?? (() => new Date());
     this.rules = new ThrottleRules(this.config.accounts);

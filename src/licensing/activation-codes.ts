@@ -5,7 +5,8 @@
 // shown once, when issued.
 import crypto from 'node:crypto';
 import type { Plan } from '../domain/accounts';
-import type { ActivationCodeRecord, ActivationCodeRepository, RedeemCheck } from '../storage/activation-codes';
+import type { AsyncActivationCodeRepository } from '../storage/interfaces';
+import type { ActivationCodeRecord, RedeemCheck } from '../storage/records';
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const CODE_CHARACTERS = 16;
@@ -54,7 +55,7 @@ function day(iso: string): string {
 }
 
 export class ActivationCodes {
-  constructor(private readonly codes: Pick<ActivationCodeRepository, 'add'> & { list(): ActivationCodeRecord[] | Promise<ActivationCodeRecord[]> }) {}
+  constructor(private readonly codes: Pick<AsyncActivationCodeRepository, 'add'> & { list(): ActivationCodeRecord[] | Promise<ActivationCodeRecord[]> }) {}
 
   /**
    * A new code for accounts on `plan`, valid `validDays` from `now`; the code is returned in clear only here.

@@ -9,10 +9,8 @@ import type { ApiError, ErrorCatalog } from '../errors';
 import {
   deviceKeysOf, deviceKeySha256, generateDeviceKey, type DeviceKeyRecord,
 } from '../storage/device-keys';
-import type { ChangeOutcome, LicenceRecord } from '../storage/licences';
-import { asyncStoreOf } from '../storage/lmdb/async-store';
-import type { AsyncStore } from '../storage/postgres/interfaces';
-import type { Store } from '../storage/store';
+import type { ChangeOutcome, LicenceRecord } from '../storage/records';
+import type { AsyncStore } from '../storage/interfaces';
 import type { DocumentDeviceKey } from './licence-document';
 import { signingKeyOf } from './signing-key-request';
 import type { LicenceScope, LicenceService } from './licences';
@@ -51,7 +49,7 @@ export interface CreatedDeviceKey extends DeviceKeyView {
 }
 
 export interface DeviceKeyServiceDeps {
-  store: Store | AsyncStore;
+  store: AsyncStore;
   errors: ErrorCatalog;
   now: () => Date;
   /** Whose licence a call may touch (an operator's own, the administrator's any). */
@@ -62,7 +60,7 @@ export class DeviceKeyService {
   private readonly store: AsyncStore;
 
   constructor(private readonly deps: DeviceKeyServiceDeps) {
-    this.store = asyncStoreOf(deps.store);
+    this.store = deps.store;
   }
 
   /** The licence line's keys, revoked ones included, oldest first. */

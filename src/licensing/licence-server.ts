@@ -9,11 +9,10 @@ import crypto from 'node:crypto';
 import type { Config } from '../config/types';
 import { GRANTS, isGrant } from '../domain/grants';
 import type { ApiError, ErrorCatalog } from '../errors';
-import { licenceKeySha256, type LicenceRecord } from '../storage/licences';
-import { MAX_DAY_REQUESTS, type UsageReportMark, type UsageRow } from '../storage/licence-usage';
-import { asyncStoreOf } from '../storage/lmdb/async-store';
-import type { AsyncStore } from '../storage/postgres/interfaces';
-import type { Store } from '../storage/store';
+import {
+  licenceKeySha256, type LicenceRecord, MAX_DAY_REQUESTS, type UsageReportMark, type UsageRow,
+} from '../storage/records';
+import type { AsyncStore } from '../storage/interfaces';
 import { DOCUMENT_FORMAT, signLicenceDocument, type LicenceDocument, type SignedLicence } from './licence-document';
 import { documentKeysOf } from './licence-device-keys';
 import { implausibleUsage } from './usage-bounds';
@@ -45,7 +44,7 @@ const MAX_PERSONS = 1_000_000_000;
 
 export interface LicenceServerDeps {
   config: Config;
-  store: Store | AsyncStore;
+  store: AsyncStore;
   errors: ErrorCatalog;
   now: () => Date;
 }
@@ -55,7 +54,7 @@ export class LicenceServer {
   private readonly store: AsyncStore;
 
   constructor(private readonly deps: LicenceServerDeps) {
-    this.store = asyncStoreOf(deps.store);
+    this.store = deps.store;
   }
 
   /** Answers a check from `address`; throws the refusal's ApiError. */

@@ -1,5 +1,5 @@
 // The device's usage: requests answered per UTC day and operation (grant), kept in the device's store
-// (src/storage/device-usage.ts) from the moment they are counted until the cloud acknowledged them.
+// (src/storage/lmdb/device-usage.ts) from the moment they are counted until the cloud acknowledged them.
 //
 // Acknowledged means answered: the licence gate counts a request before its answer is sent and the answer
 // waits for the count's commit, so every answer a client received is counted on disk and survives a stop,
@@ -11,8 +11,7 @@
 // one succeeds: the cloud adds a report's number once and acknowledges a repeat without adding it, so an
 // answer lost on the way back (or a device killed before it deleted the report) never counts twice.
 import type { Grant } from '../domain/grants';
-import type { TakenReport, UsageReport } from '../storage/device-usage';
-import type { UsageRow } from '../storage/licence-usage';
+import type { TakenReport, UsageReport, UsageRow } from '../storage/records';
 
 /** The wire contract's bound on one check's usage list. */
 export const MAX_USAGE_ENTRIES = 400;

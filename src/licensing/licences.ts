@@ -9,10 +9,8 @@ import type { Config } from '../config/types';
 import type { Plan } from '../domain/accounts';
 import { parseGrants, type Grant, type LicenceLimits } from '../domain/grants';
 import type { ApiError, ErrorCatalog } from '../errors';
-import type { ChangeOutcome, LicenceRecord, NewLicence } from '../storage/licences';
-import { asyncStoreOf } from '../storage/lmdb/async-store';
-import type { AsyncStore } from '../storage/postgres/interfaces';
-import type { Store } from '../storage/store';
+import type { ChangeOutcome, LicenceRecord, NewLicence } from '../storage/records';
+import type { AsyncStore } from '../storage/interfaces';
 import { activationCodeRefusal, activationCodeSha256, normaliseActivationCode } from './activation-codes';
 import { installCommand } from './install-command';
 import type { InstallChoice } from './install-choice';
@@ -63,7 +61,7 @@ export interface LicenceUsageView {
 
 export interface LicenceServiceDeps {
   config: Config;
-  store: Store | AsyncStore;
+  store: AsyncStore;
   errors: ErrorCatalog;
   now: () => Date;
   /** The package the cloud serves devices: its SHA-256 (hex) and the lowest Node version it admits. */
@@ -82,7 +80,7 @@ export class LicenceService {
   private readonly store: AsyncStore;
 
   constructor(private readonly deps: LicenceServiceDeps) {
-    this.store = asyncStoreOf(deps.store);
+    this.store = deps.store;
   }
 
   /** Adds a licence to the account; `byAdministrator` (the CLI) needs no activation code and ignores the

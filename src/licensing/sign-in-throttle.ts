@@ -1,7 +1,6 @@
 // The throttle's rules for both storage backends: which counters an attempt is checked and counted against,
-// and their limits. The counters live with the storage (in this process for LMDB: ../storage/lmdb/sign-in-
-// throttle.ts; shared by every node in PostgreSQL: ../storage/postgres/sign-in-throttle.ts); both take the
-// limits from here, so the rules are written once.
+// and their limits. How a counter refuses (a sliding window) is ../storage/sign-in-throttle.ts's, also for
+// both; each backend only keeps the events (in this process for LMDB, shared by every node in PostgreSQL).
 //
 // Sign-in throttles the guesser, not the owner:
 // - failures per (account, client address) pair: sign_in_max_failures per lockout window refuses that pair;
@@ -24,10 +23,8 @@
 // refuse it. Wrong current passwords are counted per session (sign_in_max_failures per window), so a stolen
 // session cannot guess the password either.
 import type { AccountsConfig } from '../config/types';
-import type { ThrottleLimit } from '../storage/lmdb/sign-in-throttle';
+import type { ThrottleLimit } from '../storage/interfaces';
 import { clientNetwork } from './client-network';
-
-export { SignInThrottle, type Attempt, type ThrottleLimit, type ThrottleOptions } from '../storage/lmdb/sign-in-throttle';
 
 type ThrottleSettings = Pick<AccountsConfig, 'sign_in_max_failures' | 'sign_in_address_max_failures' | 'sign_in_account_max_failures'
   | 'sign_in_lockout_minutes' | 'registrations_per_address' | 'registrations_per_network' | 'registration_window_hours'>;

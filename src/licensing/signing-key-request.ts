@@ -2,7 +2,7 @@
 // pair made here (the private key shown once), or none. Shared by cloud API keys and device API keys.
 import type { ErrorCatalog } from '../errors';
 import { checkedPublicKey } from '../services/request-signing';
-import { generateRsaKeyPair } from '../storage/service-key';
+import { generateRsaKeyPair } from '../storage/records';
 
 export interface SigningKeyRequest {
   signing?: boolean;

@@ -7,7 +7,8 @@ import crypto from 'node:crypto';
 
 import type { Gallery } from './gallery';
 import { IndexGallery } from './index-gallery';
-import type { PersonRepository, TemplateBlock } from '../storage/persons';
+import type { LocalPersonRepository as PersonRepository } from '../storage/interfaces';
+import type { TemplateBlock } from '../storage/records';
 import { restoreGalleries, type RestoreOptions, type RestoreReport } from './snapshot/restore';
 import type { SnapshotPlace } from './snapshot/place';
 

@@ -7,8 +7,7 @@
 // reads the database (identify keeps answering while it is unreachable).
 import crypto from 'node:crypto';
 import type { ChangeFollower, ChangeFollowerOptions, FollowerStatus } from '../storage/postgres/change-follower';
-import type { FollowedChange, OwnChanges } from '../storage/postgres/change-log';
-import type { AsyncChangeLog, AsyncPersonRepository } from '../storage/postgres/interfaces';
+import type { AsyncChangeLog, AsyncPersonRepository, FollowedChange, OwnChanges } from '../storage/interfaces';
 import type { PgPersonRepository } from '../storage/postgres/persons';
 import { Galleries } from './galleries';
 import { IndexGallery } from './index-gallery';

@@ -11,7 +11,7 @@ import type { Galleries } from '../matching/galleries';
 import type { StageTimings } from '../native';
 import { DEFAULT_ACCOUNT } from '../services/auth';
 import { requestsPerDayOf, utcDay } from '../services/quota';
-import type { AsyncStore } from '../storage/postgres/interfaces';
+import type { AsyncStore } from '../storage/interfaces';
 
 export const METRICS_PREFIX = 'face_check_';
 

@@ -6,7 +6,7 @@
 // proven by counts and checksums per kind and account, computed on both sides. Sessions are not moved: they
 // are short-lived sign-ins, and operators sign in again on the moved store.
 import crypto from 'node:crypto';
-import type { AsyncStore } from '../storage/postgres/interfaces';
+import type { AsyncStore } from '../storage/interfaces';
 import { ACCOUNTS, API_KEYS, copyResponseSigningKey, type SigningKeyOutcome } from './migrate/accounts';
 import type { Checksum } from './migrate/checksum';
 import { KEY_USAGE, LICENCE_USAGE, LICENCE_USAGE_REPORTS, QUOTA } from './migrate/counters';

@@ -8,9 +8,7 @@ import type { ErrorCatalog } from '../errors';
 import type { FaceEngine } from '../engine/types';
 import { DEFAULT_ACCOUNT } from '../services/auth';
 import { writeKeyFileAtomically } from '../storage/crypto/key-file';
-import { asyncStoreOf, lmdbStoreOf } from '../storage/lmdb/async-store';
-import type { AsyncStore } from '../storage/postgres/interfaces';
-import type { Store } from '../storage/store';
+import type { AsyncStore } from '../storage/interfaces';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -54,11 +52,10 @@ export function stdoutIsJournal(env: NodeJS.ProcessEnv = process.env): boolean {
 /**
  * On first start (no key ever stored) creates a full-access key of account "default" and shows it once. When
  * stdout is the journal, which keeps every line, the key goes to <storage path>/first-api-key.txt instead
- * (0600, in the 0700 store folder; with PostgreSQL in `folder`, [storage] path) and only that path is printed.
+ * (0600, in `folder`: [storage] path, the 0700 store folder with LMDB) and only that path is printed.
  */
-export async function ensureFirstKey(given: Store | AsyncStore, print: (line: string) => void, now = new Date(),
-  toJournal = stdoutIsJournal(), folder = lmdbStoreOf(given)?.path): Promise<string | undefined> {
-  const store = asyncStoreOf(given);
+export async function ensureFirstKey(store: AsyncStore, folder: string, print: (line: string) => void, now = new Date(),
+  toJournal = stdoutIsJournal()): Promise<string | undefined> {
   // Under one lock: nodes of a new cluster starting together make one first key, not one each.
   const made = await store.exclusive(FIRST_KEY_LOCK, async () => {
     if (!await store.apiKeys.isEmpty()) return undefined;
@@ -67,7 +64,7 @@ export async function ensureFirstKey(given: Store | AsyncStore, print: (line: st
   if (!made) return undefined;
   const { key, record } = made;
   print(`face-check: first start - created API key ${record.keyId} (account ${record.accountId}, role ${record.role}).`);
-  if (toJournal && folder) {
+  if (toJournal) {
     const file = path.join(folder, FIRST_KEY_FILE);
     writeKeyFileAtomically(file, Buffer.from(`Api-Key: ${key}\n`, 'utf8'));
     print(`face-check: stdout is the journal, which keeps every line: the key is in ${file} (0600);`);

@@ -5,8 +5,8 @@
 // same persons, whether it was made on the board or on the licence line.
 import crypto from 'node:crypto';
 import type { ErrorCatalog } from '../errors';
-import type { AsyncApiKeyRepository, AsyncKeyUsageRepository } from '../storage/postgres/interfaces';
-import { hashKey } from '../storage/api-keys';
+import type { AsyncApiKeyRepository, AsyncKeyUsageRepository } from '../storage/interfaces';
+import { hashKey } from '../storage/records';
 import type { Role } from '../domain/roles';
 import { roleAllows, type Permission } from './permissions';
 

@@ -6,8 +6,7 @@ import type { ErrorCatalog } from '../errors';
 import type { PixelBudget } from '../image/pixel-budget';
 import type { Galleries } from '../matching/galleries';
 import type { SimilarityScale } from '../matching/similarity-scale';
-import type { OwnChanges } from '../storage/postgres/change-log';
-import type { AsyncStore } from '../storage/postgres/interfaces';
+import type { AsyncStore, OwnChanges } from '../storage/interfaces';
 import type { LiveFaceSource } from '../device/live-face-source';
 import type { LicenceLimits } from '../domain/grants';
 import { operationOptions, type Operation } from './operation-stages';
@@ -18,11 +17,11 @@ export interface ServiceContext {
   store: AsyncStore;
   galleries: Galleries;
   /**
-   * Set where a change follower fills the galleries (PostgreSQL): writers leave the galleries to it, wait
-   * for it to reach a section's fence before a duplicate search, and for their own write before answering.
-   * Absent (LMDB): the writer updates its galleries itself under the account's lock.
+   * What fills the galleries from the store's commits (the backend's change log): writers leave the galleries
+   * to it, wait for it to reach a section's fence before a duplicate search, and for their own write before
+   * answering.
    */
-  galleryFeed?: GalleryFeed;
+  galleryFeed: GalleryFeed;
   scale: SimilarityScale;
   errors: ErrorCatalog;
   /** Injectable for tests (timestamps, quota days). */
@@ -35,7 +34,7 @@ export interface ServiceContext {
   limits?: () => LicenceLimits | undefined;
 }
 
-/** How a node's galleries follow the shared store's change log (../matching/gallery-follower.ts). */
+/** How a node's galleries follow the store's change log (../matching/gallery-follower.ts, ../matching/local-gallery-feed.ts). */
 export interface GalleryFeed {
   /** Resolves once the galleries hold every change up to `seq`; fails as unavailable past its bound. */
   reach(seq: number): Promise<void>;

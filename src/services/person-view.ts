@@ -1,5 +1,5 @@
 // The Person body of every person response: personId, created, updated. Never the image or template.
-import type { PersonMeta } from '../storage/persons';
+import type { PersonMeta } from '../storage/records';
 
 export interface PersonView {
   personId: string;

@@ -1,7 +1,7 @@
 // Person management: create, update, remove, get. The store is written first; the account's gallery follows
 // (LMDB: under the lock; PostgreSQL: the change follower), so a search never sees a person the store does not hold.
 import type { FaceAnalysis, RgbImage } from '../engine/types';
-import type { AccountScope } from '../storage/postgres/interfaces';
+import type { AccountScope } from '../storage/interfaces';
 import { analyse, type Caller, type ServiceContext } from './context';
 import { ENROLMENT_CHECKS, runEnrolmentChecks } from './enrolment-checks';
 import { faceInputImage, type FaceInput } from './face-input';
@@ -42,7 +42,6 @@ export async function createPerson(ctx: ServiceContext, caller: Caller, personId
       ctx.now().toISOString(),
     );
     if (!result.created) throw exists();
-    if (!ctx.galleryFeed) await ctx.galleries.of(caller.accountId).upsert(personId, face.embedding);
     return personView(result.person);
   });
   // A licence's person limit counts every account's persons: while one is set, creates of all accounts take
@@ -66,7 +65,6 @@ export async function updatePerson(ctx: ServiceContext, caller: Caller, personId
       ctx.now().toISOString(),
     );
     if (!person) throw notFound(); // removed while the engine ran
-    if (!ctx.galleryFeed) await ctx.galleries.of(caller.accountId).upsert(personId, face.embedding);
     return personView(person);
   });
 }
@@ -78,17 +76,16 @@ export async function removePerson(ctx: ServiceContext, caller: Caller, personId
   return exclusiveWrite(ctx, caller.accountId, async (persons) => {
     const removed = await persons.remove(caller.accountId, personId);
     if (!removed) throw ctx.errors.create('FaceNotInCollection', `person ${personId}`);
-    if (!ctx.galleryFeed) await ctx.galleries.of(caller.accountId).remove(personId);
     return personView(removed);
   });
 }
 
 /**
- * The account's exclusive section for a person write. With a gallery feed (PostgreSQL) the galleries are
- * the follower's alone: the section first waits until they hold every change committed before the lock (so
- * the duplicate search sees other nodes' enrolments), and the answer waits until they hold this write,
- * which commits when the section ends (a failed commit then leaves no phantom in a gallery): until its own
- * change, not whatever else was committed meanwhile. The committed change is offered to the feed, which
+ * The account's exclusive section for a person write. The galleries are the gallery feed's alone: the
+ * section first waits until they hold every change committed before the lock (so the duplicate search sees
+ * other nodes' enrolments), and the answer waits until they hold this write, which commits when the section
+ * ends (a failed commit then leaves no phantom in a gallery): until its own change where the backend names
+ * it (PostgreSQL), else every change committed so far. The committed change is offered to the feed, which
  * applies it at once when it was the log's next (so the next section's fence wait needs no database read).
  */
 async function exclusiveWrite<T>(ctx: ServiceContext, accountId: string, write: (persons: AccountScope['persons']) => Promise<T>): Promise<T> {
@@ -96,11 +93,11 @@ async function exclusiveWrite<T>(ctx: ServiceContext, accountId: string, write: 
   let written: AccountScope['written'] | undefined;
   const result = await ctx.store.exclusive(accountId, async (scope) => {
     written = scope.written;
-    if (feed) await feed.reach(scope.fence.seq);
+    await feed.reach(scope.fence.seq);
     return write(scope.persons);
   });
-  if (feed && written?.own) feed.offer?.(written.own);
-  if (feed) await (written && written.seq > 0 ? feed.reach(written.seq) : feed.catchUp());
+  if (written?.own) feed.offer?.(written.own);
+  await (written && written.seq > 0 ? feed.reach(written.seq) : feed.catchUp());
   return result;
 }
 

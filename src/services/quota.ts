@@ -5,9 +5,8 @@
 // An operator's account (one with an AccountRecord, cloud) gets its plan's [plans] *_requests_per_day instead;
 // accounts without a record (keys made by `face-check keys create --account`, the bootstrap key) keep [quota].
 import type { Config } from '../config/types';
-import type { AccountRecord } from '../storage/accounts';
-import type { PersonMeta } from '../storage/persons';
-import { limitOfPlan, type MeterRequest, type PlanLimits } from '../storage/postgres/interfaces';
+import type { AccountRecord, PersonMeta } from '../storage/records';
+import { limitOfPlan, type MeterRequest, type PlanLimits } from '../storage/interfaces';
 import type { ServiceContext } from './context';
 
 export function utcDay(date: Date): string {

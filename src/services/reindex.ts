@@ -4,9 +4,7 @@
 import type { Config } from '../config/types';
 import type { FaceEngine } from '../engine/types';
 import { decodeImageBytes } from '../image/decode';
-import { asyncStoreOf } from '../storage/lmdb/async-store';
-import type { AsyncStore } from '../storage/postgres/interfaces';
-import type { Store } from '../storage/store';
+import type { AsyncStore } from '../storage/interfaces';
 import { operationOptions } from './operation-stages';
 
 export interface ReindexReport {
@@ -17,9 +15,8 @@ export interface ReindexReport {
 
 /** `all`: recompute every template, not only those of another model. */
 export async function reindex(
-  config: Config, given: Store | AsyncStore, engine: FaceEngine, opts: { all?: boolean; progress?: (line: string) => void } = {},
+  config: Config, store: AsyncStore, engine: FaceEngine, opts: { all?: boolean; progress?: (line: string) => void } = {},
 ): Promise<ReindexReport> {
-  const store = asyncStoreOf(given);
   const report: ReindexReport = { done: 0, skipped: 0, failed: [] };
   const limits = { maxBytes: config.image.max_bytes, maxPixels: config.image.max_pixels };
   // Collect first: the loop writes to the database it would otherwise be iterating.

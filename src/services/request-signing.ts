@@ -12,7 +12,7 @@
 import crypto from 'node:crypto';
 import { promisify } from 'node:util';
 import type { ErrorCatalog } from '../errors';
-import type { ReplayCache } from '../storage/postgres/interfaces';
+import type { ReplayCache } from '../storage/interfaces';
 
 // The callback form runs on libuv's thread pool: an RSA-2048 private-key operation is about a millisecond.
 const signAsync = promisify(crypto.sign) as (algorithm: string, data: Buffer, key: crypto.KeyObject) => Promise<Buffer>;

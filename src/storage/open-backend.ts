@@ -4,8 +4,8 @@ import type { StorageConfig } from '../config/types';
 import { lmdbAsyncStore, type LmdbAsyncStore } from './lmdb/async-store';
 import { postgresSettings } from './postgres/pool';
 import { openPostgresStore, type PostgresStore } from './postgres/store';
-import { lockStore } from './process-lock';
-import { openStore } from './store';
+import { lockStore } from './lmdb/process-lock';
+import { openStore } from './lmdb/store';
 
 export type OpenedBackend =
   | { kind: 'lmdb'; store: LmdbAsyncStore; close(): Promise<void> }

@@ -5,8 +5,8 @@ import path from 'node:path';
 import type { Test } from 'tap';
 import { BOOTSTRAP_KEY, tempDir } from '../helpers/app';
 import { spawnListening } from '../helpers/spawn-listening';
-import { generateRsaKeyPair } from '../../src/storage/service-key';
-import { openStore } from '../../src/storage/store';
+import { generateRsaKeyPair } from '../../src/storage/records';
+import { openStore } from '../../src/storage/lmdb/store';
 
 const repoRoot = path.resolve(__dirname, '..', '..');
 

@@ -7,7 +7,11 @@ import { buildApp, type AppDeps } from '../../src/http/app';
 import { defaultConfig } from '../../src/config/load';
 import type { Config } from '../../src/config/types';
 import type { FaceEngine } from '../../src/engine/types';
-import { openStore, type Store } from '../../src/storage/store';
+import { Galleries } from '../../src/matching/galleries';
+import { LocalGalleryFeed } from '../../src/matching/local-gallery-feed';
+import { snapshotPlaceOf } from '../../src/matching/snapshot/place';
+import { lmdbAsyncStore } from '../../src/storage/lmdb/async-store';
+import { openStore, type Store } from '../../src/storage/lmdb/store';
 import { FakeEngine } from './fake-engine';
 import { testErrorCatalog } from './errors';
 
@@ -34,6 +38,17 @@ export interface TestAppOptions {
   deps?: Partial<AppDeps>;
 }
 
+/**
+ * An LMDB store's galleries as the start builds them (from their snapshots with [index] snapshot, else from
+ * the store) and the feed that applies the store's commits to them.
+ */
+export async function lmdbGalleries(store: Store, modelId: string, config: Config):
+  Promise<{ galleries: Galleries; galleryFeed: LocalGalleryFeed }> {
+  const galleries = Galleries.forStore(store.persons);
+  await galleries.restore(store.persons, modelId, config.index.snapshot ? snapshotPlaceOf(store) : undefined);
+  return { galleries, galleryFeed: new LocalGalleryFeed(galleries, store.persons, modelId) };
+}
+
 export function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-test-'));
 }
@@ -46,12 +61,14 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   opts.tune?.(config);
   const store = await openStore(config.storage.path);
   const engine = opts.engine ?? new FakeEngine();
-  const app = await buildApp({ config, engine, store, errors: testErrorCatalog(), ...opts.deps });
+  const own = await lmdbGalleries(store, engine.modelId, config);
+  const app = await buildApp({ config, engine, store: lmdbAsyncStore(store), errors: testErrorCatalog(), ...own, ...opts.deps });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     await app.close();
+    own.galleries.close();
     await store.close();
   };
   return {

@@ -10,11 +10,13 @@ import type { FaceEngine } from '../../src/engine/types';
 import { buildApp, type AppDeps } from '../../src/http/app';
 import { GalleryFollower } from '../../src/matching/gallery-follower';
 import { lmdbAsyncStore } from '../../src/storage/lmdb/async-store';
-import type { AsyncStore } from '../../src/storage/postgres/interfaces';
+import type { AsyncStore } from '../../src/storage/interfaces';
 import { postgresSettings } from '../../src/storage/postgres/pool';
 import { openPostgresStore } from '../../src/storage/postgres/store';
-import { openStore } from '../../src/storage/store';
-import { BOOTSTRAP_KEY, tempDir } from './app';
+import { openStore } from '../../src/storage/lmdb/store';
+import type { Galleries } from '../../src/matching/galleries';
+import type { GalleryFeed } from '../../src/services/context';
+import { BOOTSTRAP_KEY, lmdbGalleries, tempDir } from './app';
 import { testErrorCatalog } from './errors';
 import { FakeEngine } from './fake-engine';
 import { postgresSkipReason, startPostgres, type PostgresServer } from './postgres';
@@ -65,18 +67,23 @@ export async function startBackendApp(backend: Backend, opts: BackendAppOptions 
   const engine = opts.engine ?? new FakeEngine();
   let store: AsyncStore;
   let follower: GalleryFollower | undefined;
+  let galleries: Galleries;
+  let galleryFeed: GalleryFeed;
   if (backend === 'postgres') {
     const pg = await sharedPostgres();
     const url = await pg.createDatabase(`contract_${process.pid}_${++databases}`);
     store = await openPostgresStore(postgresSettings(url, { poolSize: 4 }), { keyFile: path.join(dir, 'node.key') });
     follower = new GalleryFollower(store as Awaited<ReturnType<typeof openPostgresStore>>, { modelId: engine.modelId, waitTimeoutMs: 5_000 });
     await follower.start();
+    galleries = follower.galleries;
+    galleryFeed = follower;
   } else {
-    store = lmdbAsyncStore(await openStore(config.storage.path));
+    const lmdb = await openStore(config.storage.path);
+    ({ galleries, galleryFeed } = await lmdbGalleries(lmdb, engine.modelId, config));
+    store = lmdbAsyncStore(lmdb);
   }
   const app = await buildApp({
-    config, engine, store, errors: testErrorCatalog(),
-    ...(follower ? { galleries: follower.galleries, galleryFeed: follower } : {}),
+    config, engine, store, errors: testErrorCatalog(), galleries, galleryFeed,
     ...opts.deps,
   });
   let closed = false;
@@ -93,6 +100,7 @@ export async function startBackendApp(backend: Backend, opts: BackendAppOptions 
       closed = true;
       await app.close();
       await follower?.stop();
+      if (!follower) galleries.close();
       await store.close();
       fs.rmSync(dir, { recursive: true, force: true });
     },

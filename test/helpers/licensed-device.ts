@@ -7,7 +7,7 @@ import type { Config } from '../../src/config/types';
 import type { DeviceLicence } from '../../src/licensing/device-licence';
 import { deviceLicenceFromConfig } from '../../src/licensing/device-licence-setup';
 import type { UsageStore } from '../../src/licensing/licence-usage';
-import { DeviceUsageRepository } from '../../src/storage/device-usage';
+import { DeviceUsageRepository } from '../../src/storage/lmdb/device-usage';
 import { lmdb } from '../../src/storage/lmdb/load';
 import { BOOTSTRAP_KEY } from './app';
 import type { FakeLicenceServer } from './fake-licence-server';

@@ -9,7 +9,7 @@ import { PATHS } from '../paths';
 import { refusalOf } from '../problems';
 import { redirectTo, sendPage } from '../respond';
 import { visitorOf } from '../session';
-import { hashSessionToken } from '../../storage/sessions';
+import { hashSessionToken } from '../../storage/records';
 import { registerPage, registrationOffered } from '../views/register';
 import { signInPage } from '../views/sign-in';
 

@@ -1,4 +1,4 @@
-// Usage of the last 30 days: per API key (the service's own count, src/storage/key-usage.ts) and per licence
+// Usage of the last 30 days: per API key (the service's own count, src/storage/key-usage-counter.ts) and per licence
 // (what its device reported, LicenceService.usage), with the plan's quota and the number of enrolled persons.
 import type { FastifyPluginAsync } from 'fastify';
 import type { BackOfficeContext } from '../context';

@@ -2,7 +2,7 @@
 // at a glance, and activation codes: issue one (shown once) and see which were used.
 import { PLANS, type Operator } from '../../domain/accounts';
 import type { AccountView } from '../../licensing/accounts';
-import type { ActivationCodeRecord } from '../../storage/activation-codes';
+import type { ActivationCodeRecord } from '../../storage/records';
 import { html } from '../html';
 import { PATHS } from '../paths';
 import { dateTime } from './account';

@@ -7,7 +7,7 @@
 import { globalPlugin } from './global-plugin';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, isErrorName, type ErrorCatalog, type ErrorName } from '../../errors';
-import { DatabaseUnavailableError } from '../../storage/postgres/errors';
+import { DatabaseUnavailableError } from '../../storage/errors';
 
 /** A client told the database is unavailable tries again this much later (the pool reconnects by itself). */
 const DATABASE_RETRY_AFTER_SECONDS = 1;

@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 
-import type { Store } from '../../storage/store';
+import type { LocalStore as Store } from '../../storage/interfaces';
 import { KEY_PURPOSE } from './format';
 
 export const SNAPSHOT_FOLDER = 'index-snapshots';

@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { IndexError, type SealedImportResult } from '../../index/similarity-index';
-import type { PersonRepository } from '../../storage/persons';
+import type { LocalPersonRepository as PersonRepository } from '../../storage/interfaces';
 import type { WorkerPool } from '../../threads/worker-pool';
 import type { Gallery } from '../gallery';
 import { IndexGallery } from '../index-gallery';
@@ -348,7 +348,7 @@ function unfit(snapshot: OpenSnapshot, accountId: string, modelId: string, layou
 }
 
 /** Applies the current state of `ids` to the gallery; returns how many were replayed. */
-async function replay(gallery: Gallery, persons: PersonRepository, modelId: string, accountId: string,
+export async function replay(gallery: Gallery, persons: PersonRepository, modelId: string, accountId: string,
   ids: string[]): Promise<number> {
   const current = persons.templatesOf(accountId, ids);
   const upserts: Array<{ id: string; template: Float32Array }> = [];

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-import type { PersonRepository } from '../../storage/persons';
+import type { LocalPersonRepository as PersonRepository } from '../../storage/interfaces';
 import type { Galleries } from '../galleries';
 import { IndexGallery } from '../index-gallery';
 import { snapshotFileName, type SnapshotPlace } from './place';

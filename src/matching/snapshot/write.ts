@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { CodeDump } from '../index-gallery';
 import { SNAPSHOT_SUFFIX } from './place';
 import { chunkAad, chunkBytes, chunkNonce, encodeChunk, headerBlock, newSalt, ROWS_PER_CHUNK, TAG_BYTES, type SnapshotHeader } from './format';
+import { syncFolder } from '../../storage/crypto/key-file';
 
 /** Temporary files: `<name>.tmp-<pid>-<random>`; a start removes those whose writer is gone. */
 export const TEMP_MARK = '.tmp-';
@@ -185,13 +186,3 @@ function alive(pid: number): boolean {
   }
 }
 
-function syncFolder(folder: string): void {
-  const fd = fs.openSync(folder, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } catch {
-    // not every filesystem syncs folders
-  } finally {
-    fs.closeSync(fd);
-  }
-}

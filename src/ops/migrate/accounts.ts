@@ -2,7 +2,7 @@
 // (the keys clients hold keep working, none is ever in clear) and the response-signing key pair (clients that
 // pinned its public key keep verifying; its private key is opened with the source's data key and sealed again
 // with the target's).
-import type { AsyncStore } from '../../storage/postgres/interfaces';
+import type { AsyncStore } from '../../storage/interfaces';
 import { canonical, checksumsOf, instant, type Checksums } from './checksum';
 import { emptyCount, type CopyCount, type MovedKind } from './kind';
 

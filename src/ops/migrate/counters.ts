@@ -2,7 +2,7 @@
 // carries over, so a move does not reset anyone's quota) and the API keys' usage statistics. A counter is
 // raised to the source's count where the target's is lower and never lowered, so a re-run writes nothing and
 // a count that grew on the source since the last run catches up.
-import type { AsyncStore } from '../../storage/postgres/interfaces';
+import type { AsyncStore } from '../../storage/interfaces';
 import { canonical, checksumsOf, type Checksums } from './checksum';
 import { emptyCount, type CopyCount, type MovedKind } from './kind';
 

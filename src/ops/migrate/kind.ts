@@ -1,6 +1,6 @@
 // One kind of data face-check migrate moves: how it is copied from one store to another and how each side's
 // checksums are computed (./checksum.ts).
-import type { AsyncStore } from '../../storage/postgres/interfaces';
+import type { AsyncStore } from '../../storage/interfaces';
 import type { Checksums } from './checksum';
 
 export interface CopyCount {

@@ -3,8 +3,8 @@
 // target's, so the key a device holds keeps checking in and is never written in clear. Activation codes move
 // by the SHA-256 they are stored under, used or not: an unused code stays usable once, a used one stays used.
 import { deviceKeysOf } from '../../storage/device-keys';
-import { licenceKeySha256, type LicenceRecord } from '../../storage/licences';
-import type { AsyncStore } from '../../storage/postgres/interfaces';
+import { licenceKeySha256, type LicenceRecord } from '../../storage/records';
+import type { AsyncStore } from '../../storage/interfaces';
 import { canonical, checksumsOf, instant, STORE_SCOPE, type Checksums } from './checksum';
 import { emptyCount, tick, type MovedKind } from './kind';
 

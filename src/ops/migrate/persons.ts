@@ -2,7 +2,7 @@
 // target's (each backend seals under its own key and places), created and updated kept. A person id the
 // target holds is left as it is and counted.
 import crypto from 'node:crypto';
-import type { AsyncStore } from '../../storage/postgres/interfaces';
+import type { AsyncStore } from '../../storage/interfaces';
 import { instant, type Checksums } from './checksum';
 import { emptyCount, tick, type MovedKind } from './kind';
 

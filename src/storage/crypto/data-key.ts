@@ -2,14 +2,16 @@
 // (AES-256-GCM) by the key-encryption key of [storage] key_file. Rotating that key re-wraps this one value;
 // no record is re-encrypted.
 import crypto from 'node:crypto';
+import path from 'node:path';
 import type { Database } from 'lmdb';
 
 import { KEY_BYTES, secretKey } from './aead';
-import { unwrapDataKey, wrapDataKey } from './key-wrap';
+import { deriveFileKey, unwrapDataKey, wrapDataKey } from './key-wrap';
 import { createKeyFile, readKeyFile, StoreKeyError, writeKeyFileAtomically } from './key-file';
-import { COMPACT_PENDING } from '../compact';
 
 const WRAPPED = 'data-key';
+/** Set when freed pages may still hold a plain value or an old wrap: the next sole open compacts (LMDB). */
+export const COMPACT_PENDING = 'compact-pending';
 /** The data key wrapped by a key being rotated in, until its key file is in place (see rotateKeyFile). */
 const WRAPPED_NEXT = 'data-key-next';
 
@@ -87,4 +89,25 @@ export async function rotateKeyFile(meta: Meta, dataKey: crypto.KeyObject, targe
   }
   // The old wrap stays in a freed page until the store is compacted (at its next open with no other reader).
   await meta.transaction(() => { meta.put(WRAPPED, next); meta.remove(WRAPPED_NEXT); meta.put(COMPACT_PENDING, true); });
+}
+
+/**
+ * A store's rotateKey and deriveKey over its data key, for both backends: `rewrap` stores the data key
+ * wrapped by a fresh key written to the target key file (default: `keyFile`, replaced atomically); a derived
+ * key is HKDF-SHA256 of `purpose` and `salt`, and opens nothing in the store.
+ */
+export function dataKeyUses(dataKey: crypto.KeyObject, keyFile: string, rewrap: (target: string) => Promise<void>) {
+  return {
+    rotateKey: async (newKeyFile?: string): Promise<string> => {
+      const target = path.resolve(newKeyFile || keyFile);
+      await rewrap(target);
+      return target;
+    },
+    deriveKey: (purpose: string, salt: Uint8Array): crypto.KeyObject => {
+      const raw = deriveFileKey(dataKey, purpose, salt);
+      const key = crypto.createSecretKey(raw);  // keeps its own copy
+      raw.fill(0);
+      return key;
+    },
+  };
 }

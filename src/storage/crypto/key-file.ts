@@ -84,7 +84,8 @@ export function writeKeyFileAtomically(file: string, key: Uint8Array): void {
   syncFolder(folder);
 }
 
-function syncFolder(folder: string): void {
+/** Makes a rename or create in `folder` durable, where the filesystem syncs folders. */
+export function syncFolder(folder: string): void {
   // The rename or create is durable only once the folder entry is: sync it where the platform allows.
   let fd: number | undefined;
   try {

@@ -1,16 +1,17 @@
-// The LMDB store (../store.ts) behind the asynchronous storage interface (../postgres/interfaces.ts) that the
+// The LMDB store (./store.ts) behind the asynchronous storage interface (../interfaces.ts) that the
 // services use whichever backend serves them: synchronous reads become resolved promises, writes are
 // LMDB's own, the account lock is the in-process one, and what a cluster shares in its database is kept in
 // this process (./in-process-shared.ts). The LMDB store stays reachable (`lmdb`) for what only it has: the
 // gallery snapshots and the storage migrations.
-import type {
-  AccountScope, AsyncChangeLog, AsyncPersonRepository, AsyncStore,
-} from '../postgres/interfaces';
-import { limitOfPlan } from '../postgres/interfaces';
-import type { ChangeLog } from '../change-log';
-import type { PersonRepository } from '../persons';
-import type { Store } from '../store';
-import { InProcessSettings, InProcessSignInThrottle } from './in-process-shared';
+import {
+  type AccountScope, type AsyncChangeLog, type AsyncPersonRepository, type AsyncStore, limitOfPlan,
+} from '../interfaces';
+import type { ChangeLog } from './change-log';
+import type { PersonRepository } from './persons';
+import type { Store } from './store';
+import { InProcessSettings } from './in-process-shared';
+import { InProcessThrottleEvents } from './sign-in-throttle';
+import { SignInThrottle } from '../sign-in-throttle';
 
 export interface LmdbAsyncStore extends AsyncStore {
   readonly backend: 'lmdb';
@@ -29,6 +30,19 @@ function asyncChanges(log: ChangeLog): AsyncChangeLog {
     prune: (keep) => log.prune(keep),
   };
 }
+
+/** The methods `names` of `repo`, each answering with a promise (a synchronous read resolves at once). */
+function promised<T extends object, K extends keyof T>(repo: T, names: readonly K[]): Promised<Pick<T, K>> {
+  const view: Record<PropertyKey, unknown> = {};
+  for (const name of names) {
+    view[name] = async (...args: unknown[]) => (repo[name] as (...a: unknown[]) => unknown).apply(repo, args);
+  }
+  return view as Promised<Pick<T, K>>;
+}
+
+type Promised<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never;
+};
 
 async function* toAsync<T>(items: Iterable<T>): AsyncGenerator<T> {
   yield* items;
@@ -77,27 +91,16 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
   const existing = wrapped.get(store);
   if (existing) return existing;
   const persons = asyncPersons(store.persons);
-  const a = store.apiKeys;
   const acc = store.accounts;
-  const ses = store.sessions;
   const lic = store.licences;
-  const usage = store.licenceUsage;
-  const keyUsage = store.keyUsage;
   const view: LmdbAsyncStore = {
     backend: 'lmdb',
     lmdb: store,
     persons,
     changes: persons.changes,
-    apiKeys: {
-      create: (accountId, role, label, now, signingPublicKey) => a.create(accountId, role, label, now, signingPublicKey),
-      lookup: async (key) => a.lookup(key),
-      list: async () => a.list(),
-      recordUse: (key, now) => a.recordUse(key, now),
-      revoke: (keyId, now, accountId) => a.revoke(keyId, now, accountId),
-      isEmpty: async () => a.isEmpty(),
-      entries: async () => a.entries(),
-      importEntry: (keySha256, record) => a.importEntry(keySha256, record),
-    },
+    apiKeys: promised(store.apiKeys, [
+      'create', 'lookup', 'list', 'recordUse', 'revoke', 'isEmpty', 'entries', 'importEntry',
+    ]),
     quota: {
       tryConsume: (accountId, day, limit) => store.quota.tryConsume(accountId, day, limit),
       // LMDB's reads cost no round trip: the plan and the person are read beside the counter's transaction.
@@ -116,22 +119,8 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       responseSigning: () => store.serviceKeys.responseSigning(),
       importResponseSigning: (pair) => store.serviceKeys.importResponseSigning(pair),
     },
-    accounts: {
-      get: async (accountId) => acc.get(accountId),
-      byEmail: async (email) => acc.byEmail(email),
-      create: (record) => acc.create(record),
-      update: (accountId, change) => acc.update(accountId, change),
-      list: async () => acc.list(),
-    },
-    sessions: {
-      create: (tokenHash, record) => ses.create(tokenHash, record),
-      get: async (tokenHash) => ses.get(tokenHash),
-      touch: (tokenHash, now) => ses.touch(tokenHash, now),
-      delete: (tokenHash) => ses.delete(tokenHash),
-      deleteAllOf: (accountId, exceptHash) => ses.deleteAllOf(accountId, exceptHash),
-      purgeExpired: (now, idleMs) => ses.purgeExpired(now, idleMs),
-      count: async () => ses.count(),
-    },
+    accounts: promised(acc, ['get', 'byEmail', 'create', 'update', 'list']),
+    sessions: promised(store.sessions, ['create', 'get', 'touch', 'delete', 'deleteAllOf', 'purgeExpired', 'count']),
     licences: {
       create: (licence, rules) => lic.create(licence, rules),
       get: async (licenceId) => lic.get(licenceId),
@@ -143,41 +132,22 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
       checkIn: (keySha256, decide, rows, report) => lic.checkIn(keySha256, decide, rows, report),
       importRecord: (record, licenceKey) => lic.importRecord(record, licenceKey),
     },
-    activationCodes: {
-      add: (codeSha256, record) => store.activationCodes.add(codeSha256, record),
-      list: async () => store.activationCodes.list(),
-      claimForRegistration: (codeSha256, email, accountId, now, invitationOnly) =>
-        store.activationCodes.claimForRegistration(codeSha256, email, accountId, now, invitationOnly),
-      releaseRegistration: (codeSha256, accountId) => store.activationCodes.releaseRegistration(codeSha256, accountId),
-      entries: async () => store.activationCodes.entries(),
-    },
-    licenceUsage: {
-      add: (licenceId, rows) => usage.add(licenceId, rows),
-      range: async (licenceId, from, to) => usage.range(licenceId, from, to),
-      day: async (licenceId, day) => usage.day(licenceId, day),
-      entries: async () => usage.entries(),
-      importCounts: (entries) => usage.importCounts(entries),
-      reportEntries: async () => usage.reportEntries(),
-      importReports: (entries) => usage.importReports(entries),
-    },
-    keyUsage: {
-      record: (keyId, at) => keyUsage.record(keyId, at),
-      flush: () => keyUsage.flush(),
-      range: async (keyId, from, to) => keyUsage.range(keyId, from, to),
-      entries: async () => keyUsage.entries(),
-      importCounts: (entries) => keyUsage.importCounts(entries),
-      close: () => keyUsage.close(),
-    },
+    activationCodes: promised(store.activationCodes, [
+      'add', 'list', 'claimForRegistration', 'releaseRegistration', 'entries',
+    ]),
+    licenceUsage: promised(store.licenceUsage, [
+      'add', 'range', 'day', 'entries', 'importCounts', 'reportEntries', 'importReports',
+    ]),
+    keyUsage: store.keyUsage,
     replayCache: store.requestSignatures,
     settings: new InProcessSettings(),
     knownAddresses: {
       isKnown: async (accountId, address) => store.knownAddresses.isKnown(accountId, address),
       remember: async (accountId, address, at, keep) => { await store.knownAddresses.remember(accountId, address, at, keep); },
     },
-    signInThrottle: (options) => new InProcessSignInThrottle(options),
-    // LMDB's galleries are written in-process by the writer itself, so no follower needs a fence or waits for
-    // what a section wrote: the fence names the last change, and `written` stays 0, only so that the scope
-    // reads the same on both backends.
+    signInThrottle: (o) => new SignInThrottle(new InProcessThrottleEvents({ retentionMs: o.retentionMs ?? o.windowMs }), o),
+    // The fence names the last change, for the gallery feed to reach before a duplicate search; `written`
+    // stays 0: a section's writes commit as it runs, so the feed then catches up with every change.
     exclusive: (accountId, fn) => store.exclusive(accountId, () => {
       const scope: AccountScope = { persons, fence: { seq: store.changes.lastChange() }, written: { seq: 0 } };
       return fn(scope);
@@ -188,20 +158,4 @@ export function lmdbAsyncStore(store: Store): LmdbAsyncStore {
   };
   wrapped.set(store, view);
   return view;
-}
-
-/** Whether `store` is already the asynchronous interface (either backend) rather than the LMDB store itself. */
-function isAsyncStore(store: Store | AsyncStore): store is AsyncStore {
-  return 'replayCache' in store;
-}
-
-/** The asynchronous interface of either: an LMDB store is wrapped (once), an asynchronous store is itself. */
-export function asyncStoreOf(store: Store | AsyncStore): AsyncStore {
-  return isAsyncStore(store) ? store : lmdbAsyncStore(store);
-}
-
-/** The LMDB store behind `store`, or undefined when another backend serves it. */
-export function lmdbStoreOf(store: Store | AsyncStore): Store | undefined {
-  if (!isAsyncStore(store)) return store;
-  return (store as Partial<LmdbAsyncStore>).backend === 'lmdb' ? (store as LmdbAsyncStore).lmdb : undefined;
 }

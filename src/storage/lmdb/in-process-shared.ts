@@ -1,39 +1,9 @@
-// What one LMDB process keeps in memory and a PostgreSQL cluster shares in its database (../postgres/): the
-// sign-in throttle and small settings. On LMDB only one process serves a store (./../process-lock.ts), so
-// memory is the whole truth for them. The request-signing replay cache is in the store itself
+// What one LMDB process keeps in memory and a PostgreSQL cluster shares in its database (../postgres/): small
+// settings (and the sign-in throttle's events, ./sign-in-throttle.ts). On LMDB only one process serves a store
+// (./process-lock.ts), so memory is the whole truth for them. The request-signing replay cache is in the store itself
 // (../request-signatures.ts): it must outlive a restart.
 import crypto from 'node:crypto';
-import { SignInThrottle, type ThrottleKey, type ThrottleOptions } from './sign-in-throttle';
-import type { SharedSettings, SharedSignInThrottle, ThrottleAttempt } from '../postgres/interfaces';
-
-/** The in-process throttle behind the shared interface: one event loop makes check-and-count atomic. */
-export class InProcessSignInThrottle implements SharedSignInThrottle {
-  private readonly throttle: SignInThrottle;
-
-  constructor(options: ThrottleOptions) {
-    this.throttle = new SignInThrottle(options);
-  }
-
-  async retryAfterSeconds(keys: readonly ThrottleKey[]): Promise<number> {
-    return this.throttle.retryAfterSeconds(keys);
-  }
-
-  async tryBegin(keys: readonly ThrottleKey[]): Promise<{ attempt: ThrottleAttempt } | { retryAfterSeconds: number }> {
-    const wait = this.throttle.retryAfterSeconds(keys);
-    if (wait > 0) return { retryAfterSeconds: wait };
-    const { keys: names, at } = this.throttle.begin(keys);
-    return { attempt: { keys: names, at, ids: [] } };
-  }
-
-  async succeeded(attempt: ThrottleAttempt, clearKeys: string | readonly string[]): Promise<void> {
-    this.throttle.succeeded({ keys: attempt.keys, at: attempt.at }, clearKeys);
-  }
-
-  /** Keys tracked (memory stays bounded). */
-  get size(): number {
-    return this.throttle.size;
-  }
-}
+import type { SharedSettings } from '../interfaces';
 
 /** Settings of this process: a secret is random per process, as the back-office's CSRF secret always was. */
 export class InProcessSettings implements SharedSettings {

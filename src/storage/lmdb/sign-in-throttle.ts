@@ -1,127 +1,94 @@
-// The throttle's counters in this process: events (failed sign-ins, registrations) per key in a sliding
-// window, each key with its own limit and window (the rules that name the keys and set the limits are in
-// src/licensing/sign-in-throttle.ts, for both backends). At a key's limit, an attempt that counts against it
-// is refused until the oldest event leaves the window. An attempt counts from the moment it starts and a
-// failure is taken back when the attempt succeeds, so many attempts sent at once cannot all pass the check
-// while their passwords are still being hashed.
-//
-// One node holds these exactly (LMDB: ./in-process-shared.ts). Several nodes share them in PostgreSQL instead
-// (../postgres/sign-in-throttle.ts).
+// The sign-in throttle's events in this process (LMDB: one process serves a store, so memory is the whole
+// truth for them); the counting rule is ../sign-in-throttle.ts's. One event loop holds the keys: an attempt's
+// check and count run one after another, never interleaved with another attempt's.
+import type { ThrottleAttempt, ThrottleLimit } from '../interfaces';
+import type { ThrottleEventReads, ThrottleEvents } from '../sign-in-throttle';
 
-/** Keys tracked at most; past it, entries with no event left in the window go first, then the oldest. */
+/** Keys tracked at most; past it, keys with no event left in the retention go first, then the longest quiet. */
 const DEFAULT_MAX_KEYS = 100_000;
 
-export interface ThrottleOptions {
-  /** The limit and window of a key given by name only (no ThrottleLimit). */
-  maxFailures: number;
-  windowMs: number;
-  now: () => number;
+export interface InProcessThrottleOptions {
+  /** Events older than this no longer count for any key (the longest window); default one hour. */
+  retentionMs?: number;
   maxKeys?: number;
 }
 
-/** One counter an attempt is checked and counted against: refused at `max` events within `windowMs`. */
-export interface ThrottleLimit {
-  key: string;
-  max: number;
-  windowMs: number;
-}
-
-/** A counter by name (the options' limit and window) or with its own limit. */
-export type ThrottleKey = string | ThrottleLimit;
-
-/** One attempt under way: the keys it counted against and when. */
-export interface Attempt {
-  keys: readonly string[];
+interface Event {
+  id: string;
   at: number;
 }
 
-interface Counter {
-  /** The latest events (at most max, oldest first). */
-  times: number[];
-  max: number;
-  windowMs: number;
-}
-
-/** A key's limit: its own, or the options' for a key given by name. */
-export function limitOf(key: ThrottleKey, defaults: { maxFailures: number; windowMs: number }): ThrottleLimit {
-  return typeof key === 'string' ? { key, max: defaults.maxFailures, windowMs: defaults.windowMs } : key;
-}
-
-export class SignInThrottle {
-  private readonly counters = new Map<string, Counter>();
+export class InProcessThrottleEvents implements ThrottleEvents {
+  /** Each key's events, oldest first; the map's order is the order of last event (eviction takes the front). */
+  private readonly events = new Map<string, Event[]>();
+  private held: Promise<unknown> = Promise.resolve();
+  private nextId = 0;
   private readonly maxKeys: number;
+  private readonly retentionMs: number;
 
-  constructor(private readonly options: ThrottleOptions) {
+  constructor(options: InProcessThrottleOptions) {
     this.maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
+    this.retentionMs = options.retentionMs ?? 3_600_000;
   }
 
-  /** Seconds until an attempt on `keys` is allowed again; 0 = allowed now. */
-  retryAfterSeconds(keys: readonly ThrottleKey[]): number {
-    const now = this.options.now();
-    let waitMs = 0;
-    for (const key of keys) {
-      const limit = limitOf(key, this.options);
-      const times = this.recent(limit.key, now, limit.windowMs);
-      if (times.length >= limit.max) waitMs = Math.max(waitMs, times[times.length - limit.max] + limit.windowMs - now);
-    }
-    return Math.ceil(waitMs / 1000);
+  exclusive<T>(_keys: readonly string[], fn: (events: ThrottleEventReads) => Promise<T>): Promise<T> {
+    const run = this.held.catch(() => undefined).then(() => fn(this));
+    this.held = run;
+    return run;
   }
 
-  /** Counts an attempt (as failed) now; call succeeded() with it if it turns out right. */
-  begin(keys: readonly ThrottleKey[]): Attempt {
-    const at = this.options.now();
-    const names: string[] = [];
+  async latest(limits: readonly ThrottleLimit[], now: number): Promise<number[][]> {
+    return limits.map(({ key, max, windowMs }) => {
+      const times: number[] = [];
+      const events = this.events.get(key) ?? [];
+      for (let i = events.length - 1; i >= 0 && times.length < max && events[i].at > now - windowMs; i--) times.push(events[i].at);
+      return times;
+    });
+  }
+
+  async add(keys: readonly string[], at: number): Promise<string[]> {
+    const ids: string[] = [];
     for (const key of keys) {
-      const limit = limitOf(key, this.options);
-      names.push(limit.key);
-      const times = this.recent(limit.key, at, limit.windowMs);
-      times.push(at);
-      if (times.length > limit.max) times.splice(0, times.length - limit.max);
-      // Re-inserted so that the map's order is the order of last event (eviction takes the front).
-      this.counters.delete(limit.key);
-      this.counters.set(limit.key, { times, max: limit.max, windowMs: limit.windowMs });
+      const events = (this.events.get(key) ?? []).filter((e) => e.at > at - this.retentionMs);
+      const id = String(++this.nextId);
+      events.push({ id, at });
+      ids.push(id);
+      // Re-inserted so that the map's order is the order of last event.
+      this.events.delete(key);
+      this.events.set(key, events);
     }
     this.evictOverflow(at);
-    return { keys: names, at };
+    return ids;
   }
 
-  /** The attempt was right: its failures are taken back, and the whole count of each of `clearKeys` ends. */
-  succeeded(attempt: Attempt, clearKeys: string | readonly string[]): void {
+  async remove(attempt: ThrottleAttempt, clearKeys: readonly string[]): Promise<void> {
+    const gone = new Set(attempt.ids);
     for (const key of attempt.keys) {
-      const times = this.counters.get(key)?.times;
-      const i = times?.lastIndexOf(attempt.at) ?? -1;
-      if (times && i >= 0) times.splice(i, 1);
-      if (times?.length === 0) this.counters.delete(key);
+      const kept = (this.events.get(key) ?? []).filter((e) => !gone.has(e.id));
+      if (kept.length === 0) this.events.delete(key);
+      else this.events.set(key, kept);
     }
-    for (const key of typeof clearKeys === 'string' ? [clearKeys] : clearKeys) this.counters.delete(key);
+    for (const key of clearKeys) this.events.delete(key);
   }
 
-  /** Keys tracked (for tests: memory stays bounded). */
+  /** Keys tracked (memory stays bounded). */
   get size(): number {
-    return this.counters.size;
-  }
-
-  private recent(key: string, now: number, windowMs: number): number[] {
-    const times = this.counters.get(key)?.times;
-    if (!times) return [];
-    const start = now - windowMs;
-    while (times.length && times[0] <= start) times.shift();
-    return times;
+    return this.events.size;
   }
 
   private evictOverflow(now: number): void {
-    if (this.counters.size <= this.maxKeys) return;
-    for (const [key, { times, windowMs }] of this.counters) {
-      if (times.length === 0 || times[times.length - 1] <= now - windowMs) this.counters.delete(key);
+    if (this.events.size <= this.maxKeys) return;
+    for (const [key, events] of this.events) {
+      if (events[events.length - 1].at <= now - this.retentionMs) this.events.delete(key);
     }
     // Still over: the longest-quiet tenth goes, so eviction is not paid again on the very next event.
-    const excess = this.counters.size - this.maxKeys;
+    const excess = this.events.size - this.maxKeys;
     if (excess <= 0) return;
     const drop = Math.max(excess, Math.ceil(this.maxKeys / 10));
     let n = 0;
-    for (const key of this.counters.keys()) {
+    for (const key of this.events.keys()) {
       if (n++ >= drop) break;
-      this.counters.delete(key);
+      this.events.delete(key);
     }
   }
 }

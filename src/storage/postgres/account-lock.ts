@@ -7,7 +7,7 @@
 // `written` tells it, once the section committed, which change its own writes end at, so its answer waits
 // for that change alone rather than for the whole log as it stood (other accounts' and later writes).
 import { appendedHead, appendedOwnChanges } from './change-log';
-import type { AccountScope, WrittenFence } from './interfaces';
+import type { AccountScope, WrittenFence } from '../interfaces';
 import { lockKey } from './lock-keys';
 import { PgPersonRepository } from './persons';
 import { JoinedTransaction, type Db } from './pool';

@@ -1,8 +1,8 @@
 // Operators' accounts in PostgreSQL. The e-mail address (lower-cased, trimmed) is unique by a constraint, so
 // of two registrations with one address on two nodes exactly one is created. Passwords only as their hash.
-import { normalisedEmail, type AccountRecord } from '../accounts';
+import { normalisedEmail, type AccountRecord } from '../records';
 import type { AccountRole, Plan } from '../../domain/accounts';
-import type { AsyncAccountRepository } from './interfaces';
+import type { AsyncAccountRepository } from '../interfaces';
 import type { MeterCaches } from './meter-caches';
 import type { Db } from './pool';
 import { iso } from './rows';

@@ -1,9 +1,9 @@
 // Activation codes in PostgreSQL, by the SHA-256 of the normalised code. Redeeming is part of the licence
 // creation's transaction (./licences.ts): the code's row is locked, checked and marked used there, so of two
 // nodes redeeming one code at once exactly one succeeds.
-import { registrationVerdict, type ActivationCodeRecord, type RedeemCheck, type RegistrationClaim } from '../activation-codes';
+import { registrationVerdict, type ActivationCodeRecord, type RedeemCheck, type RegistrationClaim } from '../records';
 import type { Plan } from '../../domain/accounts';
-import type { AsyncActivationCodeRepository } from './interfaces';
+import type { AsyncActivationCodeRepository } from '../interfaces';
 import { allRowsByKey } from './keyset';
 import type { Db, Queryable } from './pool';
 import { iso } from './rows';

@@ -1,7 +1,7 @@
 // API keys in PostgreSQL, by the SHA-256 of the key (the key is shown once and never stored).
-import { generateKey, hashKey, LAST_USED_INTERVAL_MS, type ApiKeyRecord } from '../api-keys';
+import { type ApiKeyRecord, generateKey, hashKey, LAST_USED_INTERVAL_MS, lastUseDue } from '../records';
 import type { Role } from '../../domain/roles';
-import type { AsyncApiKeyRepository } from './interfaces';
+import type { AsyncApiKeyRepository } from '../interfaces';
 import type { Db } from './pool';
 import { iso, isoOrNull } from './rows';
 
@@ -100,10 +100,7 @@ export class PgApiKeyRepository implements AsyncApiKeyRepository {
 
   async recordUse(key: string, now: Date): Promise<void> {
     const hash = hashKey(key);
-    const keyId = hash.slice(0, 12);
-    const t = now.getTime();
-    if (t - (this.lastUseWritten.get(keyId) ?? -Infinity) < LAST_USED_INTERVAL_MS) return;
-    this.lastUseWritten.set(keyId, t);
+    if (!lastUseDue(this.lastUseWritten, hash.slice(0, 12), now)) return;
     // The condition keeps nodes from each writing it within the same minute; a revocation is untouched.
     await this.db.query(`UPDATE api_keys SET last_used = $2 WHERE key_sha256 = $1
       AND (last_used IS NULL OR last_used <= $2::timestamptz - make_interval(secs => $3))`,

@@ -14,8 +14,9 @@
 // (ACCOUNT_CHANNEL, on the same connection) and of every batch delivered.
 import type { Client, Notification } from 'pg';
 import { ACCOUNT_CHANNEL } from './accounts';
-import { CHANGE_CHANNEL, readForFollower, type FollowedChange, type OwnChanges } from './change-log';
-import { DatabaseUnavailableError, unavailability } from './errors';
+import { CHANGE_CHANNEL, readForFollower } from './change-log';
+import { type FollowedChange, type OwnChanges } from '../interfaces';
+import { DatabaseUnavailableError, unavailability } from '../errors';
 import { pg } from './pg-module';
 import { clientOptions, type PostgresSettings } from './pool';
 

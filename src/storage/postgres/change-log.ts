@@ -1,7 +1,7 @@
 // The person change log: every person write appends (account, person, op, model) to person_changes in its
 // own transaction, moves the account's head (change_heads) and, through pg_notify, tells listening nodes
 // on commit (./change-follower.ts), so each node can keep its in-memory gallery in step with writes made by
-// the others. As in LMDB (src/storage/change-log.ts) an entry says who changed; readers take the person's
+// the others. As in LMDB (src/storage/lmdb/change-log.ts) an entry says who changed; readers take the person's
 // current state from the table, so replaying an entry twice gives the same gallery.
 //
 // A follower reads "seq > the last one I applied", which is only safe if sequence numbers become visible in
@@ -10,35 +10,16 @@
 // lock first; the lock is held until the commit has made the rows visible, so the next writer draws its
 // numbers only after. This serialises the commits of person writes (not their work), about one commit time
 // each. Numbers may have gaps (a transaction that failed at its commit, the sequence's cache after a crash).
-import type { Change } from '../change-log';
 import type { Db, Queryable, Tx } from './pool';
+import type { ChangeOp, FollowedChange, OwnChanges, PersonChange } from '../interfaces';
 
 /** LISTEN/NOTIFY channel; the payload is the highest seq the transaction appended. */
 export const CHANGE_CHANNEL = 'face_check_person_changes';
-
-export type ChangeOp = 'create' | 'replace' | 'template' | 'remove';
-
-export interface PersonChange extends Change {
-  op: ChangeOp;
-  /** The model of the template written (for a removal: of the template removed). */
-  modelId: string;
-  /** The database's clock at the append, just before the commit (ISO 8601). */
-  at: string;
-}
 
 export type NewChange = Pick<PersonChange, 'accountId' | 'personId' | 'op' | 'modelId'> & {
   /** What the write leaves in the persons table for this person (null: gone), as a follower would read it. */
   current?: FollowedChange['current'];
 };
-
-/**
- * A transaction's own changes, as a follower would have read them right after its commit, and the log's
- * last seq before them: a follower standing exactly at `after` may apply them without reading the log.
- */
-export interface OwnChanges {
-  after: number;
-  changes: FollowedChange[];
-}
 
 /** Meta row naming the highest seq pruned: a follower behind it has missed changes and must rebuild. */
 export const PRUNED_THROUGH = 'change-log-pruned-through';
@@ -114,12 +95,6 @@ interface ChangeRow {
 
 function changeOf(r: ChangeRow): PersonChange {
   return { seq: Number(r.seq), accountId: r.account_id, personId: r.person_id, op: r.op, modelId: r.model_id, at: r.at.toISOString() };
-}
-
-/** A change as the follower reads it, with what the persons table holds now when asked for. */
-export interface FollowedChange extends PersonChange {
-  /** The person's current model, sealed template and meta; null when the person is gone. Absent unless asked for. */
-  current?: { modelId: string; sealedTemplate: Buffer; created: Date; updated: Date } | null;
 }
 
 /** What one follower read returns: the prune horizon, the log's last seq and the changes after the position. */
@@ -207,7 +182,7 @@ async function pruneThrough(db: Db, through: string | null): Promise<number> {
 }
 
 /** The log as the LMDB store's ChangeLog presents it, plus a time-based prune for a cluster's followers. */
-// Implements AsyncChangeLog (./interfaces.ts, checked where the store hands it out): not named here, since
+// Implements AsyncChangeLog (../interfaces.ts, checked where the store hands it out): not named here, since
 // interfaces.ts takes OwnChanges from this file.
 export class PgChangeLog {
   constructor(private readonly db: Db) {}

@@ -6,8 +6,7 @@
 import type crypto from 'node:crypto';
 import type { Database } from 'lmdb';
 
-import { COMPACT_PENDING } from '../compact';
-import { rotateKeyFile, unlockDataKey } from '../crypto/data-key';
+import { COMPACT_PENDING, rotateKeyFile, unlockDataKey } from '../crypto/data-key';
 import type { Db } from './pool';
 
 type Op = { put: string; value: Uint8Array } | { remove: string };

@@ -1,6 +1,6 @@
 // One housekeeping pass over a cluster's database: the change log pruned to the entries kept, expired sign-in
 // sessions purged, expired request signatures and sign-in failures that left their window deleted. Every
-// node runs passes on an interval (src/ops/housekeeping.ts); a pass first takes a transaction-scoped advisory
+// node runs passes on an interval (./cluster-housekeeping.ts); a pass first takes a transaction-scoped advisory
 // try-lock, so one node works at a time and the others skip at once instead of queueing, and it does nothing
 // when another node finished one less than `minGapMs` ago, so the work is done about once per interval for
 // the whole cluster. The whole pass is one transaction on one connection, released at its end or when its
@@ -10,7 +10,7 @@ import { HOUSEKEEPING_LOCK } from './lock-keys';
 import { JoinedTransaction, type Db, type Queryable } from './pool';
 import { PgReplayCache } from './replay-cache';
 import { PgSessionRepository } from './sessions';
-import { PgSignInThrottle } from './sign-in-throttle';
+import { PgThrottleEvents } from './sign-in-throttle';
 
 export interface HousekeepingSettings {
   /** Change-log entries kept ([index] change_log_keep, as LMDB prunes its own). */
@@ -45,7 +45,7 @@ export async function housekeepOnce(db: Db, settings: HousekeepingSettings, now:
       changesPruned: await pruneInSteps(new PgChangeLog(joined), settings.changeLogKeep),
       sessionsPurged: await new PgSessionRepository(joined).purgeExpired(now, settings.sessionIdleMs),
       signaturesPruned: await new PgReplayCache(joined).prune(now),
-      signInFailuresPruned: await new PgSignInThrottle(joined, { maxFailures: 1, windowMs: settings.signInWindowMs, now: () => now.getTime() })
+      signInFailuresPruned: await new PgThrottleEvents(joined, { retentionMs: settings.signInWindowMs, now: () => now.getTime() })
         .prune(now.getTime()),
     };
     await tx.query(`INSERT INTO meta (key, value) VALUES ($1, convert_to($2, 'UTF8'))

@@ -1,6 +1,6 @@
 // The client addresses an account signed in from, in PostgreSQL (schema 6): every node sees an address the
 // owner used on another, and a restart forgets none. The latest `keep` per account are kept.
-import type { AsyncKnownAddressRepository } from './interfaces';
+import type { AsyncKnownAddressRepository } from '../interfaces';
 import type { Db } from './pool';
 
 export class PgKnownAddressRepository implements AsyncKnownAddressRepository {

@@ -2,10 +2,8 @@
 // one upsert; rows are summed per key and sorted first, since one statement may not touch a row twice and
 // two transactions adding the same keys in the same order cannot deadlock.
 import type { Grant } from '../../domain/grants';
-import {
-  MAX_DAY_REQUESTS, reportAddedBefore, type LicenceUsageEntry, type LicenceUsageReportEntry, type UsageReportMark, type UsageRow,
-} from '../licence-usage';
-import type { AsyncLicenceUsageRepository } from './interfaces';
+import { MAX_DAY_REQUESTS, reportAddedBefore, type LicenceUsageEntry, type LicenceUsageReportEntry, type UsageReportMark, type UsageRow } from '../records';
+import type { AsyncLicenceUsageRepository } from '../interfaces';
 import { allRowsByKey } from './keyset';
 import type { Db, Queryable } from './pool';
 

@@ -3,17 +3,16 @@
 // creation takes the account's licence lock (so two creations cannot both pass the plan's limit) and locks
 // the activation code's row (so a code is redeemed once), then writes, in one transaction; an update and a
 // check-in lock the licence's row, so of two devices checking in first at once exactly one binds.
-import crypto from 'node:crypto';
 import type { Grant, LicenceLimits } from '../../domain/grants';
 import type { Sealer } from '../crypto/sealer';
 import { deviceKeysOf, type DeviceKeyRecord } from '../device-keys';
 import {
-  generateLicenceKey, licenceKeySha256, LICENCES_DB, movedLicence, type ChangeOutcome, type CreateOutcome, type CreateRules,
-  type Decision, type LicenceRecord, type LicenceStatus, type NewLicence,
-} from '../licences';
-import type { UsageReportMark, UsageRow } from '../licence-usage';
+  type ChangeOutcome, type CreateAttempt, createLicence, type CreateOutcome, type CreateRules, decidedLicence,
+  type Decision, type LicenceRecord, LICENCES_DB, type LicenceStatus, movedLicence, type NewLicence,
+  type UsageReportMark, type UsageRow,
+} from '../records';
 import { checkCodeForUpdate, markCodeUsed } from './activation-codes';
-import type { AsyncLicenceRepository } from './interfaces';
+import type { AsyncLicenceRepository } from '../interfaces';
 import { addReportedUsage } from './licence-usage';
 import { lockKey } from './lock-keys';
 import type { Db, Queryable } from './pool';
@@ -61,35 +60,24 @@ function byCreated(records: LicenceRecord[]): LicenceRecord[] {
 export class PgLicenceRepository implements AsyncLicenceRepository {
   constructor(private readonly db: Db, private readonly sealer: Sealer) {}
 
-  async create(licence: NewLicence, rules: CreateRules): Promise<CreateOutcome> {
-    const licenceKey = generateLicenceKey();
-    const keySha256 = licenceKeySha256(licenceKey);
-    const now = rules.now.toISOString();
-    for (;;) {
-      const licenceId = `lic_${crypto.randomBytes(8).toString('hex')}`;
-      const record: LicenceRecord = {
-        ...licence, licenceId, status: 'active', created: now, updated: now, revoked: null, keySha256,
-        sealedKey: this.sealer.seal(LICENCES_DB, licenceId, Buffer.from(licenceKey, 'utf8')),
-        device: null, lastCheck: null,
-      };
-      const outcome = await this.db.transaction(async (tx): Promise<CreateOutcome | 'id-taken'> => {
-        // Held to the commit: the count below and the insert are one step for this account on every node.
-        await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey('licences-of-account', licence.accountId)]);
-        const taken = await tx.query('SELECT 1 FROM licences WHERE licence_id = $1', [licenceId]);
-        if (taken.rows.length) return 'id-taken';
-        const held = await heldBy(tx, licence.accountId);
-        if (rules.maxLicences > 0 && held >= rules.maxLicences) return { outcome: 'limit-reached', held };
-        const code = rules.activationCode;
-        if (code) {
-          const check = await checkCodeForUpdate(tx, code.sha256, code.plan, rules.now);
-          if (check.outcome !== 'ok') return { outcome: 'code-refused', check };
-          await markCodeUsed(tx, code.sha256, { at: now, accountId: licence.accountId, licenceId });
-        }
-        await insertLicence(tx, record);
-        return { outcome: 'created', record, licenceKey };
-      });
-      if (outcome !== 'id-taken') return outcome;
-    }
+  create(licence: NewLicence, rules: CreateRules): Promise<CreateOutcome> {
+    return createLicence(licence, rules.now, this.sealer, (record) => this.db.transaction(async (tx): Promise<CreateAttempt> => {
+      const { licenceId, accountId } = record;
+      // Held to the commit: the count below and the insert are one step for this account on every node.
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey('licences-of-account', accountId)]);
+      const taken = await tx.query('SELECT 1 FROM licences WHERE licence_id = $1', [licenceId]);
+      if (taken.rows.length) return 'id-taken';
+      const held = await heldBy(tx, accountId);
+      if (rules.maxLicences > 0 && held >= rules.maxLicences) return { outcome: 'limit-reached', held };
+      const code = rules.activationCode;
+      if (code) {
+        const check = await checkCodeForUpdate(tx, code.sha256, code.plan, rules.now);
+        if (check.outcome !== 'ok') return { outcome: 'code-refused', check };
+        await markCodeUsed(tx, code.sha256, { at: record.created, accountId, licenceId });
+      }
+      await insertLicence(tx, record);
+      return 'created';
+    }));
   }
 
   async get(licenceId: string): Promise<LicenceRecord | undefined> {
@@ -164,16 +152,12 @@ function licenceValues(r: LicenceRecord): unknown[] {
 async function decideAndWrite<R>(tx: Queryable, row: LicenceRow | undefined,
   decide: (current: LicenceRecord) => Decision<R>): Promise<ChangeOutcome<R>> {
   if (!row) return { outcome: 'missing' };
-  const current = recordOf(row);
-  const decision = decide(current);
-  if ('refuse' in decision) return { outcome: 'refused', reason: decision.refuse };
-  const record: LicenceRecord = {
-    ...decision.accept, licenceId: current.licenceId, accountId: current.accountId, created: current.created,
-    keySha256: current.keySha256, sealedKey: current.sealedKey,
-  };
+  const outcome = decidedLicence(recordOf(row), decide);
+  if (outcome.outcome !== 'written') return outcome;
+  const { record } = outcome;
   await tx.query(`UPDATE licences SET label = $2, status = $3, grants = $4, limits = $5, expires = $6, updated = $7,
     revoked = $8, device = $9, last_check = $10, device_keys = $11 WHERE licence_id = $1`,
   [record.licenceId, record.label, record.status, JSON.stringify(record.grants), JSON.stringify(record.limits), record.expires,
     record.updated, record.revoked, json(record.device), json(record.lastCheck), JSON.stringify(deviceKeysOf(record))]);
-  return { outcome: 'written', record };
+  return outcome;
 }

@@ -14,8 +14,8 @@
 // the table in pages in the background (`source`), keeping no row whose person a delivered change wrote
 // while the fill ran (FollowedCache.beginFill). Until the fill is done a request reads as before.
 import type { Plan } from '../../domain/accounts';
-import type { PersonMeta } from '../persons';
-import type { FollowedChange } from './change-log';
+import type { PersonMeta } from '../records';
+import type { FollowedChange } from '../interfaces';
 import { FollowedCache } from './followed-cache';
 import { MetaSlots } from './meta-slots';
 import type { PersonMetaPosition, PersonMetaRow } from './persons';

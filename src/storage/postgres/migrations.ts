@@ -3,7 +3,7 @@
 // the others applied: a schema is applied once, and a half-applied schema is never visible (PostgreSQL's
 // DDL is transactional). A database whose schema is newer than this program knows is refused, untouched.
 import { pg } from './pg-module';
-import { SchemaTooNewError, translated } from './errors';
+import { SchemaTooNewError, translated } from '../errors';
 import { INITIAL_SCHEMA } from './migrations/0001-initial';
 import { INLINE_TEMPLATES } from './migrations/0002-inline-templates';
 import { ACCOUNT_NOTIFY } from './migrations/0003-account-notify';

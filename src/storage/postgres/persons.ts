@@ -5,13 +5,13 @@
 // Every write appends to the change log in the same transaction (./change-log.ts).
 import type crypto from 'node:crypto';
 import os from 'node:os';
-import type {
-  AccountPersonMeta, CreateResult, PersonMeta, PersonRecord, TemplateBlock, TemplateInput,
-} from '../persons';
-import { IMAGES_DB } from '../persons';
+import {
+  type AccountPersonMeta, type CreateResult, IMAGES_DB, type PersonMeta, type PersonRecord, type TemplateBlock,
+  type TemplateInput,
+} from '../records';
 import type { Sealer } from '../crypto/sealer';
 import { appendChanges, PgChangeLog } from './change-log';
-import type { AsyncPersonRepository } from './interfaces';
+import type { AsyncPersonRepository } from '../interfaces';
 import { PostgresPool, type Db } from './pool';
 import { chooseTemplateUnsealer, NativeUnsealers, type SealedBlockConsumer, type TemplateUnsealer } from './native-unsealer';
 import { copyTemplateParts } from './template-copy';

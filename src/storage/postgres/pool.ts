@@ -1,11 +1,11 @@
 // The connection pool of one node and the two ways the repositories use it: a single statement, or a
-// transaction. Both fail fast with DatabaseUnavailableError (./errors.ts) instead of waiting on a database
+// transaction. Both fail fast with DatabaseUnavailableError (../errors.ts) instead of waiting on a database
 // that is down: connecting is bounded by connectTimeoutMs (also the wait for a free pool slot), a statement
 // by the server's statement_timeout and, for a server that stopped answering altogether, by a client-side
 // read timeout a little longer. Broken connections are dropped from the pool, so the pool reconnects by
 // itself on the next request once the server is back.
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
-import { isRetryableConflict, translated, unavailability } from './errors';
+import { isRetryableConflict, translated, unavailability } from '../errors';
 import { pg } from './pg-module';
 
 export interface PostgresSettings {

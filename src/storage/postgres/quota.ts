@@ -3,8 +3,8 @@
 // and PostgreSQL re-checks that condition on the row's latest version after waiting for any concurrent
 // writer, so N requests on any number of nodes admit exactly min(N, limit). No row returned: refused.
 import type { Plan } from '../../domain/accounts';
-import type { QuotaEntry } from '../quota';
-import { limitOfPlan, type AsyncQuotaRepository, type MeterRequest, type MeterResult } from './interfaces';
+import type { QuotaEntry } from '../records';
+import { limitOfPlan, type AsyncQuotaRepository, type MeterRequest, type MeterResult } from '../interfaces';
 import { allRowsByKey } from './keyset';
 import type { MeterCaches } from './meter-caches';
 import type { Db } from './pool';

@@ -4,7 +4,7 @@
 // number of claims of one signature on any nodes, exactly one returns a row while it is live. Expired rows
 // are pruned now and then (at most once a PRUNE_INTERVAL_MS per node, off the request's path).
 import crypto from 'node:crypto';
-import type { ReplayCache } from './interfaces';
+import type { ReplayCache } from '../interfaces';
 import type { Db } from './pool';
 
 const PRUNE_INTERVAL_MS = 60_000;

@@ -1,8 +1,8 @@
 // The service's response-signing key pair in PostgreSQL: made by the first node that needs it, the private
 // key sealed (place ["service-keys", name], as in LMDB) before it is written; every node reads the same pair.
-import { generateRsaKeyPair, SERVICE_KEYS_DB, type ServiceKeyPair } from '../service-key';
+import { generateRsaKeyPair, SERVICE_KEYS_DB, type ServiceKeyPair } from '../records';
 import type { Sealer } from '../crypto/sealer';
-import type { AsyncServiceKeyRepository } from './interfaces';
+import type { AsyncServiceKeyRepository } from '../interfaces';
 import type { Db } from './pool';
 
 const RESPONSE_SIGNING = 'response-signing';

@@ -1,7 +1,7 @@
 // Operators' sign-in sessions in PostgreSQL, by the SHA-256 of the token (a copy of the table holds no usable
 // session). Expiry is the service's decision; this only keeps the records.
-import { TOUCH_INTERVAL_MS, type SessionRecord } from '../sessions';
-import type { AsyncSessionRepository } from './interfaces';
+import { TOUCH_INTERVAL_MS, type SessionRecord } from '../records';
+import type { AsyncSessionRepository } from '../interfaces';
 import type { Db } from './pool';
 import { iso } from './rows';
 

@@ -3,7 +3,7 @@
 // (place ["settings", name]) before it is written; plain settings are UTF-8 text.
 import crypto from 'node:crypto';
 import type { Sealer } from '../crypto/sealer';
-import type { SharedSettings } from './interfaces';
+import type { SharedSettings } from '../interfaces';
 import type { Db } from './pool';
 
 export const SETTINGS_PLACE = 'settings';

@@ -1,10 +1,9 @@
 // Opens the PostgreSQL store of one node: the pool, the schema brought up to date (./migrations.ts), the
 // data key unwrapped with the node's key file (every node needs the same file), and the repositories over
-// them. What it returns implements the asynchronous storage interface (./interfaces.ts) and adds what only a
+// them. What it returns implements the asynchronous storage interface (../interfaces.ts) and adds what only a
 // shared database has: the change log's position and followers, pruning.
-import crypto from 'node:crypto';
 import path from 'node:path';
-import { deriveFileKey } from '../crypto/key-wrap';
+import { dataKeyUses } from '../crypto/data-key';
 import { DataKeySealer } from '../crypto/sealer';
 import { exclusiveForAccount } from './account-lock';
 import { PgAccountRepository } from './accounts';
@@ -13,8 +12,9 @@ import { PgApiKeyRepository } from './api-keys';
 import { ChangeFollower, type ChangeFollowerOptions } from './change-follower';
 import type { PgChangeLog } from './change-log';
 import { rotateDataKeyWrap, unlockPostgresDataKey } from './data-key';
-import type { AsyncStore } from './interfaces';
-import { PgKeyUsageRepository } from './key-usage';
+import type { AsyncStore } from '../interfaces';
+import { WriteBehindKeyUsage } from '../key-usage-counter';
+import { PgKeyUsageRows } from './key-usage';
 import { PgLicenceUsageRepository } from './licence-usage';
 import { PgLicenceRepository } from './licences';
 import { MeterCaches } from './meter-caches';
@@ -26,7 +26,8 @@ import { PgReplayCache } from './replay-cache';
 import { PgServiceKeyRepository } from './service-keys';
 import { PgSessionRepository } from './sessions';
 import { PgSharedSettings } from './shared-settings';
-import { PgSignInThrottle } from './sign-in-throttle';
+import { PgThrottleEvents } from './sign-in-throttle';
+import { SignInThrottle } from '../sign-in-throttle';
 import { PgKnownAddressRepository } from './known-addresses';
 
 export interface PostgresStoreOptions {
@@ -56,7 +57,7 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
   try {
     const dataKey = await unlockPostgresDataKey(pool, keyFile, describeUrl(settings.url));
     const sealer = new DataKeySealer(dataKey);
-    const keyUsage = new PgKeyUsageRepository(pool, options.keyUsageFlushMs);
+    const keyUsage = new WriteBehindKeyUsage(new PgKeyUsageRows(pool), options.keyUsageFlushMs);
     const persons = new PgPersonRepository(pool, sealer, dataKey);
     // Filled and trusted only while a follower of this store listens (followChanges, started by a node).
     const meterCaches = new MeterCaches({ source: persons });
@@ -79,19 +80,9 @@ export async function openPostgresStore(settings: PostgresSettings, options: Pos
       replayCache: new PgReplayCache(pool),
       settings: new PgSharedSettings(pool, sealer),
       knownAddresses: new PgKnownAddressRepository(pool),
-      signInThrottle: (o) => new PgSignInThrottle(pool, o),
+      signInThrottle: (o) => new SignInThrottle(new PgThrottleEvents(pool, { now: o.now, retentionMs: o.retentionMs ?? o.windowMs }), o),
       exclusive: (accountId, fn) => exclusiveForAccount(pool, sealer, accountId, fn),
-      rotateKey: async (newKeyFile) => {
-        const target = path.resolve(newKeyFile || keyFile);
-        await rotateDataKeyWrap(pool, dataKey, target);
-        return target;
-      },
-      deriveKey: (purpose, salt) => {
-        const raw = deriveFileKey(dataKey, purpose, salt);
-        const key = crypto.createSecretKey(raw);  // keeps its own copy
-        raw.fill(0);
-        return key;
-      },
+      ...dataKeyUses(dataKey, keyFile, (target) => rotateDataKeyWrap(pool, dataKey, target)),
       followChanges: (o) => new ChangeFollower({ ...o, settings, observer: meterCaches }),
       close: async () => {
         try {

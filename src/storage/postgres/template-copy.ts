@@ -7,7 +7,7 @@
 // addon in batches on the other cores; where the addon cannot, ./unseal-worker.ts), so the server's reading
 // and this process's unsealing overlap. A sink may pause its part's reading.
 import type { Pool, PoolClient } from 'pg';
-import { translated } from './errors';
+import { translated } from '../errors';
 
 export interface CopyTemplatesOptions {
   /** Connections reading at once (hash partitions of the persons); default DEFAULT_COPY_PARTS. */

@@ -3,8 +3,9 @@
 // an interrupted run resumes after the last sealed value instead of sealing a value twice.
 import type { Database, Key, RootDatabase } from 'lmdb';
 
-import type { Sealer } from './crypto/sealer';
-import { IMAGES_DB, TEMPLATES_DB } from './persons';
+import type { Sealer } from '../crypto/sealer';
+import { TEMPLATES_DB } from './persons';
+import { IMAGES_DB } from '../records';
 import type { ServiceKeyRepository } from './service-key';
 
 const PROGRESS = 'sealing';

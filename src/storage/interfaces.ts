@@ -1,28 +1,23 @@
-// The asynchronous storage interface both backends are to implement: the LMDB store (src/storage/store.ts,
-// whose reads are synchronous today) and the PostgreSQL store of this folder. One interface per repository,
-// with the LMDB repository's methods and records (imported, not copied), every method returning a Promise,
-// plus what one process keeps in memory today and several nodes behind a load balancer must share: the
-// request-signing replay cache, the sign-in throttle and small shared settings.
+// The storage contract: what everything outside storage/ sees, whichever backend serves (LMDB: ./lmdb/,
+// behind ./lmdb/async-store.ts; PostgreSQL: ./postgres/). One interface per repository, over the records of
+// ./records.ts, every method returning a Promise, plus what one process keeps in memory and several nodes
+// behind a load balancer must share: the request-signing replay cache, the sign-in throttle and small
+// shared settings; and, at the end, what galleries kept beside an in-process store read from it.
 //
 // Left out on purpose: LMDB's storage migrations (moveInlineTemplates, sealPlainKeys, the template-row
 // migration) and the *Within helpers that only run inside a LMDB write transaction (activation-code
-// redemption and usage counting are part of LicenceRepository.create and checkIn here, as they are there).
+// redemption and usage counting are part of LicenceRepository.create and checkIn here).
 import type crypto from 'node:crypto';
-import type { AccountRecord } from '../accounts';
-import type { ActivationCodeRecord, RegistrationClaim } from '../activation-codes';
-import type { ApiKeyRecord } from '../api-keys';
-import type { Change } from '../change-log';
-import type { OwnChanges } from './change-log';
-import type { KeyUsageDay, KeyUsageEntry } from '../key-usage';
-import type { Grant } from '../../domain/grants';
-import type { LicenceUsageEntry, LicenceUsageReportEntry, UsageReportMark, UsageRow } from '../licence-usage';
-import type { ChangeOutcome, CreateOutcome, CreateRules, Decision, LicenceRecord, NewLicence } from '../licences';
-import type { AccountPersonMeta, CreateResult, PersonMeta, PersonRecord, TemplateBlock, TemplateInput } from '../persons';
-import type { Role } from '../../domain/roles';
-import type { QuotaEntry } from '../quota';
-import type { ServiceKeyPair } from '../service-key';
-import type { SessionRecord } from '../sessions';
-import type { ThrottleKey } from '../lmdb/sign-in-throttle';
+import type {
+  AccountPersonMeta, AccountRecord, ActivationCodeRecord, ApiKeyRecord, Change, ChangeOutcome, CreateOutcome,
+  CreateResult, CreateRules, Decision, KeyUsageDay, KeyUsageEntry, LicenceRecord, LicenceUsageEntry,
+  LicenceUsageReportEntry, NewLicence, PersonMeta, PersonRecord, QuotaEntry, RegistrationClaim, ServiceKeyPair,
+  SessionRecord, TemplateBlock, TemplateInput, UsageReportMark, UsageRow,
+} from './records';
+
+import type { Grant } from '../domain/grants';
+import type { Role } from '../domain/roles';
+
 
 export interface AsyncPersonRepository {
   /** Who changed, in commit order (the same log as the store's `changes`). */
@@ -58,7 +53,7 @@ export interface AsyncPersonRepository {
   count(accountId?: string): Promise<number>;
 }
 
-/** Who changed, in commit order (src/storage/change-log.ts): entries name a person, never its data. */
+/** Who changed, in commit order (src/storage/lmdb/change-log.ts): entries name a person, never its data. */
 export interface AsyncChangeLog {
   /** The last committed sequence number; 0 before the first change. */
   lastChange(): Promise<number>;
@@ -240,7 +235,7 @@ export interface ThrottleAttempt {
   ids: readonly string[];
 }
 
-/** The sign-in throttle's counters (src/licensing/sign-in-throttle.ts holds its rules) shared by every node. */
+/** The sign-in throttle (./sign-in-throttle.ts counts, src/licensing/sign-in-throttle.ts names the keys), shared by every node. */
 export interface SharedSignInThrottle {
   /** Seconds until an attempt on `keys` is allowed; 0 = now. */
   retryAfterSeconds(keys: readonly ThrottleKey[]): Promise<number>;
@@ -325,4 +320,78 @@ export interface AsyncStore {
    */
   deriveKey(purpose: string, salt: Uint8Array): crypto.KeyObject;
   close(): Promise<void>;
+}
+
+export type ChangeOp = 'create' | 'replace' | 'template' | 'remove';
+
+export interface PersonChange extends Change {
+  op: ChangeOp;
+  /** The model of the template written (for a removal: of the template removed). */
+  modelId: string;
+  /** The database's clock at the append, just before the commit (ISO 8601). */
+  at: string;
+}
+
+/**
+ * A transaction's own changes, as a follower would have read them right after its commit, and the log's
+ * last seq before them: a follower standing exactly at `after` may apply them without reading the log.
+ */
+export interface OwnChanges {
+  after: number;
+  changes: FollowedChange[];
+}
+
+/** A change as the follower reads it, with what the persons table holds now when asked for. */
+export interface FollowedChange extends PersonChange {
+  /** The person's current model, sealed template and meta; null when the person is gone. Absent unless asked for. */
+  current?: { modelId: string; sealedTemplate: Buffer; created: Date; updated: Date } | null;
+}
+
+/** One counter an attempt is checked and counted against: refused at `max` events within `windowMs`. */
+export interface ThrottleLimit {
+  key: string;
+  max: number;
+  windowMs: number;
+}
+
+/** A counter by name (the options' limit and window) or with its own limit. */
+export type ThrottleKey = string | ThrottleLimit;
+
+/** A key's limit: its own, or the options' for a key given by name. */
+export function limitOf(key: ThrottleKey, defaults: { maxFailures: number; windowMs: number }): ThrottleLimit {
+  return typeof key === 'string' ? { key, max: defaults.maxFailures, windowMs: defaults.windowMs } : key;
+}
+
+/**
+ * What galleries kept beside an in-process store (LMDB) read from it without waiting: the start restores them
+ * from snapshots and the change log (src/matching/snapshot/), and their indexes re-rank with stored templates.
+ */
+export interface LocalPersonRepository {
+  readonly changes: LocalChangeLog;
+  meta(accountId: string, personId: string): (PersonMeta & { modelId: string }) | undefined;
+  templatesOf(accountId: string, personIds: readonly string[]): Array<Float32Array | undefined>;
+  templateBlocks(modelId: string, accountId?: string): Iterable<TemplateBlock>;
+  templateBlocksOf(modelId: string, accountIds: readonly string[]): Iterable<TemplateBlock>;
+  accountsWithTemplates(modelId: string): string[];
+  templateCount(modelId: string, accountId: string): number;
+  count(accountId?: string): number;
+}
+
+/** The in-process change log (AsyncChangeLog's reads, answered at once), with one entry by its sequence. */
+export interface LocalChangeLog {
+  lastChange(): number;
+  accountHead(accountId: string): number;
+  at(seq: number): Change | undefined;
+  covers(seq: number): boolean;
+  changesSince(seq: number, limit?: number): Iterable<Change>;
+  prune(keep: number): Promise<number>;
+}
+
+/** An in-process store's folder and keys, where its galleries' snapshots are kept and sealed. */
+export interface LocalStore {
+  readonly path: string;
+  readonly persons: LocalPersonRepository;
+  deriveKey(purpose: string, salt: Uint8Array): crypto.KeyObject;
+  /** The data key as the key file wraps it (a snapshot carries it, so a start opens snapshots before the store). */
+  dataKeyWrap(): Uint8Array | undefined;
 }

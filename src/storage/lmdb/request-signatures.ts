@@ -2,7 +2,7 @@
 // a restart inside the timestamp window does not make a captured request acceptable again. The key is the
 // caller's identity of what was signed; the value is when the entry may be forgotten (epoch ms).
 import type { Database, RootDatabase } from 'lmdb';
-import type { ReplayCache } from './postgres/interfaces';
+import type { ReplayCache } from '../interfaces';
 
 export const REQUEST_SIGNATURES_DB = 'request-signatures';
 

@@ -2,23 +2,7 @@
 // e-mail address is unique (compared lower-cased) through a second database that maps it to the account; the
 // password is stored only as its memory-hard hash (src/licensing/passwords.ts makes and checks it).
 import type { Database, RootDatabase } from 'lmdb';
-import type { AccountRole, Plan } from '../domain/accounts';
-
-export interface AccountRecord {
-  accountId: string;
-  /** Lower-cased, trimmed. */
-  email: string;
-  /** scrypt$... (src/licensing/passwords.ts); never the password. */
-  passwordHash: string;
-  role: AccountRole;
-  plan: Plan;
-  created: string;
-  updated: string;
-}
-
-export function normalisedEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
+import { type AccountRecord, normalisedEmail } from '../records';
 
 export class AccountRepository {
   private readonly root: RootDatabase;

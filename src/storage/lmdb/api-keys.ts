@@ -1,37 +1,7 @@
 // API keys, stored by the SHA-256 of the key: the key itself is shown once at creation and never stored.
-import crypto from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
-import type { Role } from '../domain/roles';
-
-export interface ApiKeyRecord {
-  /** Public identifier (first 12 hex digits of the hash), used to list and revoke. */
-  keyId: string;
-  accountId: string;
-  role: Role;
-  label: string;
-  created: string;
-  /** When revoked, else null. */
-  revoked: string | null;
-  /**
-   * The client's RSA public key (PEM, SubjectPublicKeyInfo) for enterprise request signing (spec 5): when
-   * set, every request made with this key must carry a valid Signature. Absent on keys made without one.
-   */
-  signingPublicKey?: string;
-  /** Last successful authentication, to the minute (recordUse); absent until first used. */
-  lastUsed?: string;
-}
-
-/** A key's last use is written at most this often: authentication must not cost a write per request. */
-export const LAST_USED_INTERVAL_MS = 60_000;
-
-export function hashKey(key: string): string {
-  return crypto.createHash('sha256').update(key, 'utf8').digest('hex');
-}
-
-/** A fresh key: "fc_" + 32 base64url characters (192 random bits). */
-export function generateKey(): string {
-  return `fc_${crypto.randomBytes(24).toString('base64url')}`;
-}
+import type { Role } from '../../domain/roles';
+import { type ApiKeyRecord, generateKey, hashKey, lastUseDue } from '../records';
 
 export class ApiKeyRepository {
   private readonly db: Database<ApiKeyRecord, string>;
@@ -64,10 +34,7 @@ export class ApiKeyRepository {
   /** Records that `key` authenticated at `now`, unless its lastUsed was written less than a minute before. */
   async recordUse(key: string, now: Date): Promise<void> {
     const hash = hashKey(key);
-    const keyId = hash.slice(0, 12);
-    const t = now.getTime();
-    if (t - (this.lastUseWritten.get(keyId) ?? -Infinity) < LAST_USED_INTERVAL_MS) return;
-    this.lastUseWritten.set(keyId, t);
+    if (!lastUseDue(this.lastUseWritten, hash.slice(0, 12), now)) return;
     await this.db.transaction(() => {
       // Read inside the write: a revocation made meanwhile is kept.
       const current = this.db.get(hash);

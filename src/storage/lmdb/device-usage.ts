@@ -8,26 +8,11 @@
 // write transaction, so a crash between any two steps leaves every request counted in exactly one place.
 import crypto from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
-import type { Grant } from '../domain/grants';
-import { MAX_DAY_REQUESTS, type UsageRow } from './licence-usage';
+import type { Grant } from '../../domain/grants';
+import { MAX_DAY_REQUESTS, type TakenReport, type UsageReport, type UsageRow } from '../records';
 
 export const DEVICE_USAGE_DB = 'device-usage';
 export const DEVICE_USAGE_REPORTS_DB = 'device-usage-reports';
-
-/** Counts numbered for the cloud: it adds a series' number once, however often it is sent. */
-export interface UsageReport {
-  series: string;
-  number: number;
-  usage: UsageRow[];
-  /** When the counts were moved out of pending (ISO 8601). */
-  made: string;
-}
-
-/** What taking a report found: the report to send (none when nothing was counted) and pending rows dropped as too old. */
-export interface TakenReport {
-  report?: UsageReport;
-  dropped: UsageRow[];
-}
 
 type DayKey = [string, string];
 

@@ -4,7 +4,7 @@
 // fast path of a full gallery rebuild. Both are written in the transaction that writes the person.
 import type { Database, RootDatabase } from 'lmdb';
 
-import type { Sealer } from './crypto/sealer';
+import type { Sealer } from '../crypto/sealer';
 
 
 /** A person's place in the store: [accountId, personId]. */

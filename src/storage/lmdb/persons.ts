@@ -7,31 +7,16 @@ import type { Database, RootDatabase } from 'lmdb';
 
 import { ChangeLog } from './change-log';
 import { countWithPrefix } from './key-prefix';
-import { SegmentStore, sharedView, TEMPLATES_DB, type SegmentKey, type TemplateBlock } from './segment-store';
+import { SegmentStore, sharedView, TEMPLATES_DB, type SegmentKey } from './segment-store';
+import {
+  type AccountPersonMeta, type CreateResult, IMAGES_DB, type PersonMeta, type PersonRecord, type TemplateBlock,
+  type TemplateInput,
+} from '../records';
 import { TemplateRows, type PersonKey } from './template-rows';
-import type { Sealer } from './crypto/sealer';
-import type { MapAdvice } from './lmdb/map-advice';
+import type { Sealer } from '../crypto/sealer';
+import type { MapAdvice } from './map-advice';
 
-export { TEMPLATES_DB, type SegmentKey, type TemplateBlock };
-
-export interface PersonMeta {
-  personId: string;
-  /** ISO 8601 with milliseconds and Z. */
-  created: string;
-  updated: string;
-}
-
-export interface PersonRecord extends PersonMeta {
-  modelId: string;
-  /** L2-normalised embedding. */
-  template: Float32Array;
-}
-
-/** A person of one account, without its template (listing, reindex). */
-export interface AccountPersonMeta extends PersonMeta {
-  accountId: string;
-  modelId: string;
-}
+export { TEMPLATES_DB, type SegmentKey };
 
 export interface StoredPerson extends PersonMeta {
   modelId: string;
@@ -40,17 +25,6 @@ export interface StoredPerson extends PersonMeta {
 }
 
 export type { PersonKey };
-
-export type CreateResult = { created: true; person: PersonRecord } | { created: false };
-
-export interface TemplateInput {
-  modelId: string;
-  template: Float32Array;
-  /** The client's original image bytes. */
-  referenceImage: Uint8Array;
-}
-
-export const IMAGES_DB = 'images';
 
 export class PersonRepository {
   private readonly root: RootDatabase;

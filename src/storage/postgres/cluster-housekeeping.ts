@@ -1,25 +1,25 @@
-// The housekeeping of a node over the cluster's PostgreSQL database: a pass (src/storage/postgres/
-// housekeeping.ts) every [index] snapshot_interval_s, the interval at which an LMDB service prunes its change
-// log, with the settings LMDB uses: [index] change_log_keep entries kept, sessions ended by [accounts]
-// session_idle_minutes, the throttle's counts kept for their longest window (src/licensing/sign-in-throttle.ts). Every node runs it; the pass's
-// lock and its spacing make one node do the work per interval. A pass that fails (the database unreachable)
-// is logged and tried again at the next interval: housekeeping never takes a node down.
-import type { Config } from '../config/types';
-import { ThrottleRules } from '../licensing/sign-in-throttle';
-import { housekeepOnce, type HousekeepingOutcome, type HousekeepingSettings } from '../storage/postgres/housekeeping';
-import type { Db } from '../storage/postgres/pool';
+// The housekeeping of a node over the cluster's PostgreSQL database: a pass (./housekeeping.ts) every [index]
+// snapshot_interval_s, the interval at which an LMDB service prunes its change log, with the settings LMDB
+// uses: [index] change_log_keep entries kept, sessions ended by [accounts] session_idle_minutes, the
+// throttle's counts kept for their longest window (`signInWindowMs`, which the throttle's rules in
+// src/licensing/sign-in-throttle.ts set). Every node runs it; the pass's lock and its spacing make one node
+// do the work per interval. A pass that fails (the database unreachable) is logged and tried again at the
+// next interval: housekeeping never takes a node down.
+import type { Config } from '../../config/types';
+import { housekeepOnce, type HousekeepingOutcome, type HousekeepingSettings } from './housekeeping';
+import type { Db } from './pool';
 
 export interface HousekeepingLog {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
 }
 
-export function housekeepingSettingsOf(config: Config): HousekeepingSettings {
+export function housekeepingSettingsOf(config: Config, signInWindowMs: number): HousekeepingSettings {
   const intervalMs = config.index.snapshot_interval_s * 1000;
   return {
     changeLogKeep: config.index.change_log_keep,
     sessionIdleMs: config.accounts.session_idle_minutes * 60_000,
-    signInWindowMs: new ThrottleRules(config.accounts).retentionMs,
+    signInWindowMs,
     // A little under the interval: nodes' timers drift, and a pass must not be skipped for a few milliseconds.
     minGapMs: Math.floor(intervalMs * 0.9),
   };
@@ -88,6 +88,6 @@ export class ClusterHousekeeping {
 }
 
 /** The housekeeping of a cloud node over `db` (not started). */
-export function clusterHousekeeping(db: Db, config: Config, log: () => HousekeepingLog | undefined): ClusterHousekeeping {
-  return new ClusterHousekeeping(db, housekeepingSettingsOf(config), config.index.snapshot_interval_s * 1000, log);
+export function clusterHousekeeping(db: Db, config: Config, signInWindowMs: number, log: () => HousekeepingLog | undefined): ClusterHousekeeping {
+  return new ClusterHousekeeping(db, housekeepingSettingsOf(config, signInWindowMs), config.index.snapshot_interval_s * 1000, log);
 }

@@ -1,35 +1,10 @@
 // Operators' sign-in sessions. The token itself is never stored: the key is its SHA-256 (hex), so a copy of
 // the store does not hold a usable session. The service (src/licensing/accounts.ts) decides expiry; this file
 // only keeps the records.
-import crypto from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
+import { idleEndMs, type SessionRecord, TOUCH_INTERVAL_MS } from '../records';
 
 export const SESSIONS_DB = 'sessions';
-
-export interface SessionRecord {
-  accountId: string;
-  created: string;
-  /** Last use, written at most once a second (TOUCH_INTERVAL_MS): a burst of requests costs one write. */
-  lastSeen: string;
-  /** The absolute end, whatever the use. */
-  expires: string;
-}
-
-/** How stale lastSeen may get before a use writes it again. */
-export const TOUCH_INTERVAL_MS = 1_000;
-
-/**
- * When a session unused since `lastSeen` ends: idle expiry is exact to the second. lastSeen may lag the last
- * use by up to TOUCH_INTERVAL_MS, so that lag is added: a session never ends before `idleMs` unused, and at
- * most a second after.
- */
-export function idleEndMs(lastSeen: string, idleMs: number): number {
-  return Date.parse(lastSeen) + idleMs + TOUCH_INTERVAL_MS;
-}
-
-export function hashSessionToken(token: string): string {
-  return crypto.createHash('sha256').update(token, 'utf8').digest('hex');
-}
 
 export class SessionRepository {
   private readonly db: Database<SessionRecord, string>;

@@ -3,51 +3,10 @@
 // numbers its reports; the last number added is kept per licence (with the device and the report series),
 // so a report sent again after a lost answer is acknowledged without being added twice.
 import type { Database, RootDatabase } from 'lmdb';
-import type { Grant } from '../domain/grants';
+import type { Grant } from '../../domain/grants';
 import { entriesWithPrefix } from './key-prefix';
 import { raiseCounts } from './raise-counts';
-
-/**
- * The most requests of one operation one device can have answered in a day: a thousand a second, far above
- * any board, far below where a sum over every day and licence loses precision as a double. A day's counter
- * stops there however often it is reported, so every total stays an exact integer.
- */
-export const MAX_REQUESTS_PER_SECOND = 1000;
-export const MAX_DAY_REQUESTS = 86_400 * MAX_REQUESTS_PER_SECOND;
-
-/** One reported count: requests answered for `operation` on UTC day `day` (YYYY-MM-DD). */
-export interface UsageRow {
-  day: string;
-  operation: Grant;
-  requests: number;
-}
-
-/** One licence's reported count of one day and operation (moving a store: face-check migrate). */
-export interface LicenceUsageEntry extends UsageRow {
-  licenceId: string;
-}
-
-/** A numbered report as a check-in names it: the device that sent it, its store's series and the number. */
-export interface UsageReportMark {
-  fingerprint: string;
-  series: string;
-  number: number;
-}
-
-/** Whether `report` was added already: the last report added for the licence came from the same device and series with a number not below it. */
-export function reportAddedBefore(last: UsageReportMark | undefined, report: UsageReportMark): boolean {
-  return last !== undefined && last.fingerprint === report.fingerprint && last.series === report.series && report.number <= last.number;
-}
-
-/** One licence's last numbered report (moving a store: face-check migrate). */
-export interface LicenceUsageReportEntry extends UsageReportMark {
-  licenceId: string;
-}
-
-/** Whether a moved mark replaces the target's: none there, or the same device and series at a lower number. */
-export function movedReportReplaces(target: UsageReportMark | undefined, moved: UsageReportMark): boolean {
-  return target === undefined || (target.fingerprint === moved.fingerprint && target.series === moved.series && target.number < moved.number);
-}
+import { type LicenceUsageEntry, type LicenceUsageReportEntry, MAX_DAY_REQUESTS, movedReportReplaces, reportAddedBefore, type UsageReportMark, type UsageRow } from '../records';
 
 type UsageKey = [string, string, string];
 

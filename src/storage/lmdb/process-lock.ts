@@ -5,22 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-
-export interface LockOwner {
-  pid: number;
-  /** What holds it, e.g. "serve" or "reindex". */
-  role: string;
-  since: string;
-  host: string;
-}
-
-export class StoreBusyError extends Error {
-  constructor(readonly owner: LockOwner, wanted: string) {
-    super(`the store is in use by face-check ${owner.role} (pid ${owner.pid} on ${owner.host}, since ${owner.since}); ` +
-      `stop it before running ${wanted}`);
-    this.name = 'StoreBusyError';
-  }
-}
+import { type LockOwner, StoreBusyError } from '../errors';
 
 export interface StoreLock {
   readonly file: string;

@@ -7,9 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { RootDatabase } from 'lmdb';
 
-import { lmdb } from './lmdb/load';
-
-export const COMPACT_PENDING = 'compact-pending';
+import { COMPACT_PENDING } from '../crypto/data-key';
+import { lmdb } from './load';
+import { syncFolder } from '../crypto/key-file';
 
 /** No other live process has the environment open (its reader table lists only this process). */
 export function soleUser(root: RootDatabase): boolean {
@@ -59,13 +59,3 @@ function overwrite(fd: number): void {
   fs.fsyncSync(fd);
 }
 
-function syncFolder(folder: string): void {
-  const fd = fs.openSync(folder, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } catch {
-    // not every filesystem syncs folders
-  } finally {
-    fs.closeSync(fd);
-  }
-}

@@ -65,3 +65,19 @@ export function isRetryableConflict(err: unknown): boolean {
   const code = (err as { code?: unknown } | undefined)?.code;
   return code === '40P01' || code === '40001';
 }
+
+export interface LockOwner {
+  pid: number;
+  /** What holds it, e.g. "serve" or "reindex". */
+  role: string;
+  since: string;
+  host: string;
+}
+
+export class StoreBusyError extends Error {
+  constructor(readonly owner: LockOwner, wanted: string) {
+    super(`the store is in use by face-check ${owner.role} (pid ${owner.pid} on ${owner.host}, since ${owner.since}); ` +
+      `stop it before running ${wanted}`);
+    this.name = 'StoreBusyError';
+  }
+}

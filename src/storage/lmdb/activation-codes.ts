@@ -4,45 +4,8 @@
 // inside the licence creation's write transaction (./licences.ts): LMDB serialises write transactions, so
 // of two requests with one code exactly one finds it unused.
 import type { Database, RootDatabase } from 'lmdb';
-import type { Plan } from '../domain/accounts';
-
-export interface ActivationCodeRecord {
-  /** First 8 hex digits of the code's hash: names the code in lists without revealing it. */
-  codeId: string;
-  /** The plan an account must be on to use the code. */
-  plan: Plan;
-  created: string;
-  expires: string;
-  used: null | { at: string; accountId: string; licenceId: string };
-  /** 'registration': the code opens an account (on `plan`) instead of adding a licence; absent = licence. */
-  purpose?: 'registration';
-  /** An invitation: only this e-mail address (lower-cased) may register with the code. */
-  email?: string;
-}
-
-/** Whether a registration code may open an account for an address now; it is marked used when 'ok'. */
-export type RegistrationClaim =
-  | { outcome: 'ok'; record: ActivationCodeRecord }
-  | { outcome: 'unknown' | 'used' | 'expired' | 'other-address' | 'not-invitation' };
-
-/** The verdict on a registration code (shared by both backends). */
-export function registrationVerdict(record: ActivationCodeRecord | undefined, email: string, now: Date,
-  invitationOnly: boolean): RegistrationClaim['outcome'] {
-  if (!record || record.purpose !== 'registration') return 'unknown';
-  if (invitationOnly && record.email === undefined) return 'not-invitation';
-  if (record.used) return 'used';
-  if (Date.parse(record.expires) <= now.getTime()) return 'expired';
-  if (record.email !== undefined && record.email !== email.trim().toLowerCase()) return 'other-address';
-  return 'ok';
-}
-
-/** Why a code cannot be redeemed (the service words the message), or 'ok'. */
-export type RedeemCheck =
-  | { outcome: 'ok'; record: ActivationCodeRecord }
-  | { outcome: 'unknown' }
-  | { outcome: 'used'; record: ActivationCodeRecord }
-  | { outcome: 'expired'; record: ActivationCodeRecord }
-  | { outcome: 'other-plan'; record: ActivationCodeRecord };
+import type { Plan } from '../../domain/accounts';
+import { type ActivationCodeRecord, type RedeemCheck, type RegistrationClaim, registrationVerdict } from '../records';
 
 export const ACTIVATION_CODES_DB = 'activation-codes';
 

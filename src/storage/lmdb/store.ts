@@ -2,10 +2,10 @@
 // person's metadata, template and reference image are written in one transaction. Templates, reference
 // images and the service's private key are sealed under the store's data key (./crypto/), which the key file
 // unwraps; the folder is 0700 and its files 0600.
-import crypto from 'node:crypto';
+import type { AsyncStore, LocalStore } from '../interfaces';
 import path from 'node:path';
 import type { RootDatabase, RootDatabaseOptionsWithPath } from 'lmdb';
-import { lmdb } from './lmdb/load';
+import { lmdb } from './load';
 import { PersonRepository } from './persons';
 import { ApiKeyRepository } from './api-keys';
 import { AccountRepository } from './accounts';
@@ -16,20 +16,20 @@ import { LicenceRepository } from './licences';
 import { LicenceUsageRepository } from './licence-usage';
 import { DeviceUsageRepository } from './device-usage';
 import { KnownAddressRepository } from './known-addresses';
-import { KeyUsageRepository } from './key-usage';
+import { lmdbKeyUsage } from './key-usage';
+import type { WriteBehindKeyUsage } from '../key-usage-counter';
 import { QuotaRepository } from './quota';
 import { ServiceKeyRepository } from './service-key';
 import { AccountLocks } from './account-lock';
-import { rotateKeyFile, storedDataKeyWrap, unlockDataKey } from './crypto/data-key';
-import { DEFAULT_KEY_FILE } from './crypto/key-file';
-import { deriveFileKey } from './crypto/key-wrap';
-import { DataKeySealer, plainValues } from './crypto/sealer';
+import { COMPACT_PENDING, dataKeyUses, rotateKeyFile, storedDataKeyWrap, unlockDataKey } from '../crypto/data-key';
+import { DEFAULT_KEY_FILE } from '../crypto/key-file';
+import { DataKeySealer, plainValues } from '../crypto/sealer';
 import { privateFiles, privateFolder } from './file-modes';
-import { COMPACT_PENDING, replaceWithCompactCopy, soleUser } from './compact';
+import { replaceWithCompactCopy, soleUser } from './compact';
 import { endSealing, sealPlainStore } from './seal-migration';
 import { endTemplateRows, writeTemplateRows } from './template-rows-migration';
 import type { ChangeLog } from './change-log';
-import { lmdbDataFile, MapAdvice } from './lmdb/map-advice';
+import { lmdbDataFile, MapAdvice } from './map-advice';
 
 // 4: a sealed template row per person, template counts per account and the change log (./template-rows.ts,
 // ./segment-store.ts, ./change-log.ts); 3: templates,
@@ -37,20 +37,24 @@ import { lmdbDataFile, MapAdvice } from './lmdb/map-advice';
 // person records.
 export const SCHEMA_VERSION = 4;
 
-export { DEFAULT_KEY_FILE } from './crypto/key-file';
+export { DEFAULT_KEY_FILE } from '../crypto/key-file';
 
 export interface StoreOptions {
   /** The key-encryption key's file; default `<dir>/face-check.key`, made (0600) when a new store opens. */
   keyFile?: string;
   /**
    * The caller reads the whole store (face-check migrate): the map keeps the kernel's default read-ahead
-   * instead of random advice (./lmdb/map-advice.ts).
+   * instead of random advice (./map-advice.ts).
    */
   bulkReads?: boolean;
 }
 
-export interface Store {
-  readonly path: string;
+/**
+ * The store itself (what only LMDB has: synchronous reads, the snapshots' keys, the storage migrations); the
+ * services see it through ./async-store.ts. rotateKey leaves the old wrap in a freed page until the next open
+ * with no other reader compacts the store: close and reopen (the rotate-key command does).
+ */
+export interface Store extends LocalStore, Pick<AsyncStore, 'rotateKey' | 'deriveKey'> {
   /** The key file that opened the store. */
   readonly keyFile: string;
   readonly persons: PersonRepository;
@@ -72,7 +76,7 @@ export interface Store {
   /** A licensed device's answered requests until the cloud acknowledged them (device mode). */
   readonly deviceUsage: DeviceUsageRepository;
   /** Requests per API key and UTC day (statistics, written every few seconds: ./key-usage.ts). */
-  readonly keyUsage: KeyUsageRepository;
+  readonly keyUsage: WriteBehindKeyUsage;
   /** Signed requests accepted within the timestamp window (a replay is refused, also after a restart). */
   readonly requestSignatures: RequestSignatureRepository;
   /**
@@ -80,24 +84,6 @@ export interface Store {
    * yet) hold under concurrent requests.
    */
   exclusive<T>(accountId: string, fn: () => Promise<T>): Promise<T>;
-  /**
-   * Wraps the data key under a fresh key-encryption key written to `newKeyFile` (default: the current key
-   * file, replaced atomically); afterwards the old key no longer opens the store. No record is rewritten.
-   * The old wrap lingers in a freed page until the next open with no other reader compacts the store: close
-   * and reopen (the rotate-key command does). Returns the new key file's path.
-   */
-  rotateKey(newKeyFile?: string): Promise<string>;
-  /**
-   * A 256-bit key for files kept beside the store (the gallery snapshots), derived from the data key with
-   * HKDF-SHA256 for `purpose` and `salt`: it opens nothing in the store, and a file sealed with it opens only
-   * with this store's data key.
-   */
-  deriveKey(purpose: string, salt: Uint8Array): crypto.KeyObject;
-  /**
-   * The data key as wrapped by the key file (the `meta` value): a gallery snapshot carries it so that a
-   * start can open its snapshots before the store (docs/index-snapshot.md). Opens nothing without the key file.
-   */
-  dataKeyWrap(): Uint8Array | undefined;
   close(): Promise<void>;
 }
 
@@ -110,7 +96,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
   privateFolder(dir);
   // lmdb-js opens at most 12 named databases by default; persons, keys, accounts, sessions and licences
   // need more. The bound is per open, not stored: raising it later needs no migration. noReadAhead: the
-  // map is advised random, scans excepted (./lmdb/map-advice.ts).
+  // map is advised random, scans excepted (./map-advice.ts).
   const root: RootDatabase = lmdb.open({ path: dir, compression: false, maxDbs: 64, noReadAhead: !options.bulkReads } as RootDatabaseOptionsWithPath);
   const mapAdvice = new MapAdvice(lmdbDataFile(dir), !options.bulkReads);
   let closed = false;
@@ -153,7 +139,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
     const locks = new AccountLocks();
     const activationCodes = new ActivationCodeRepository(root);
     const licenceUsage = new LicenceUsageRepository(root);
-    const keyUsage = new KeyUsageRepository(root);
+    const keyUsage = lmdbKeyUsage(root);
     return {
       path: dir,
       keyFile,
@@ -172,17 +158,7 @@ export async function openStore(dir: string, options: StoreOptions = {}): Promis
       keyUsage,
       requestSignatures: new RequestSignatureRepository(root),
       exclusive: (accountId, fn) => locks.run(accountId, fn),
-      rotateKey: async (newKeyFile) => {
-        const target = path.resolve(newKeyFile || keyFile);
-        await rotateKeyFile(meta, dataKey, target);
-        return target;
-      },
-      deriveKey: (purpose, salt) => {
-        const raw = deriveFileKey(dataKey, purpose, salt);
-        const key = crypto.createSecretKey(raw);  // keeps its own copy
-        raw.fill(0);
-        return key;
-      },
+      ...dataKeyUses(dataKey, keyFile, (target) => rotateKeyFile(meta, dataKey, target)),
       dataKeyWrap: () => storedDataKeyWrap(meta),
       close: async () => {
         await keyUsage.close();

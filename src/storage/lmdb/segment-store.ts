@@ -10,20 +10,12 @@ import {
   withoutTemplate, withTemplate, type Segment,
 } from './template-segment';
 import { entriesWithPrefix, keysWithPrefix, lastNumberedKey } from './key-prefix';
-import type { Sealer } from './crypto/sealer';
+import type { Sealer } from '../crypto/sealer';
+import type { TemplateBlock } from '../records';
 
 export const TEMPLATES_DB = 'templates';
 
 export type SegmentKey = [string, string, number];
-
-/** One stored segment as the gallery rebuild reads it: ids and the float32 bytes as decrypted, not copied again. */
-export interface TemplateBlock {
-  accountId: string;
-  ids: string[];
-  dimension: number;
-  /** ids.length x dimension float32 little-endian, at any byte offset; read it before taking the next block. */
-  bytes: Uint8Array;
-}
 
 export class SegmentStore {
   private readonly segments: Database<Buffer, SegmentKey>;

@@ -11,16 +11,11 @@
 // The heads let a snapshot of an account that has not changed since stay valid however far the log is
 // pruned by other accounts' changes.
 import type { Database, RootDatabase } from 'lmdb';
+import type { Change } from '../records';
 
 export const CHANGES_DB = 'changes';
 export const CHANGE_HEADS_DB = 'change-heads';
 const SEQ = 'change-seq';
-
-export interface Change {
-  seq: number;
-  accountId: string;
-  personId: string;
-}
 
 export class ChangeLog {
   private readonly changes: Database<[string, string], number>;

@@ -2,15 +2,9 @@
 // concurrent requests can never overshoot the limit.
 import type { Database, RootDatabase } from 'lmdb';
 import { raiseCounts } from './raise-counts';
+import type { QuotaEntry } from '../records';
 
 type QuotaKey = [string, string];
-
-/** One account's metered requests on one UTC day (moving a store: face-check migrate). */
-export interface QuotaEntry {
-  accountId: string;
-  day: string;
-  used: number;
-}
 
 export class QuotaRepository {
   private readonly root: RootDatabase;

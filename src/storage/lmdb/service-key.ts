@@ -1,18 +1,9 @@
 // The service's own RSA-2048 key pair, made once per store: it signs the responses to signed requests
 // (spec 5), and clients verify them with its public key (`face-check keys service-public-key`). The private
 // key is stored sealed (./crypto/sealer.ts); the public key and the date are not secret.
-import crypto from 'node:crypto';
-import { promisify } from 'node:util';
 import type { Database, RootDatabase } from 'lmdb';
-import type { Sealer } from './crypto/sealer';
-
-export interface ServiceKeyPair {
-  /** PEM, PKCS#8. */
-  privateKey: string;
-  /** PEM, SubjectPublicKeyInfo. */
-  publicKey: string;
-  created: string;
-}
+import type { Sealer } from '../crypto/sealer';
+import { generateRsaKeyPair, SERVICE_KEYS_DB, type ServiceKeyPair } from '../records';
 
 /** As stored: the PEM private key sealed. */
 interface StoredServiceKey {
@@ -24,20 +15,7 @@ interface StoredServiceKey {
 /** As written before keys were sealed (storage schema 2). */
 type PlainServiceKey = ServiceKeyPair;
 
-export const SERVICE_KEYS_DB = 'service-keys';
 const RESPONSE_SIGNING = 'response-signing';
-
-const generateKeyPair = promisify(crypto.generateKeyPair);
-
-/** A fresh RSA-2048 key pair, PEM (made off the event loop: it takes tens of milliseconds). */
-export async function generateRsaKeyPair(): Promise<{ privateKey: string; publicKey: string }> {
-  const { privateKey, publicKey } = await generateKeyPair('rsa', {
-    modulusLength: 2048,
-    publicKeyEncoding: { type: 'spki', format: 'pem' },
-    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-  });
-  return { privateKey: String(privateKey), publicKey: String(publicKey) };
-}
 
 export class ServiceKeyRepository {
   private readonly db: Database<StoredServiceKey, string>;

@@ -1,0 +1,123 @@
+// Where a node's galleries come from, per storage backend: the one part of the start (./server.ts) that
+// differs. LMDB restores them from their snapshots (else from the store), applies its own commits through
+// its change log (matching/local-gallery-feed.ts) and writes snapshots while it serves; PostgreSQL builds
+// them from the persons table and follows the shared change log (matching/gallery-follower.ts), and its
+// nodes share the cluster's housekeeping.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from './config/types';
+import { ThrottleRules } from './licensing/sign-in-throttle';
+import { Galleries } from './matching/galleries';
+import { GalleryFollower } from './matching/gallery-follower';
+import { LocalGalleryFeed } from './matching/local-gallery-feed';
+import { snapshotPlaceOf } from './matching/snapshot/place';
+import type { RestoreOptions, RestoreReport } from './matching/snapshot/restore';
+import { SnapshotScheduler } from './matching/snapshot/scheduler';
+import { snapshotImportsForStart } from './ops/early-start';
+import type { GalleryFeed } from './services/context';
+import type { Store } from './storage/lmdb/store';
+import { clusterHousekeeping, type ClusterHousekeeping } from './storage/postgres/cluster-housekeeping';
+import type { PostgresStore } from './storage/postgres/store';
+
+export interface GallerySource {
+  readonly galleries: Galleries;
+  readonly feed: GalleryFeed;
+  /** Loads the galleries of `modelId` (called again when the engine's model is not the one expected). */
+  load(modelId: string): Promise<{ loaded: number; stale: number; summary: object }>;
+  /** Once the node serves: LMDB writes its snapshots, PostgreSQL its share of the housekeeping. */
+  begin(log: FastifyBaseLogger): void;
+  /** After the drain: what begin started ends (LMDB's last snapshots written), then the galleries close. */
+  stop(): Promise<void>;
+}
+
+/** The start's gallery outcome for the log: counts and reasons, never a person. */
+function restoreSummary(r: RestoreReport): object {
+  const reasons: Record<string, number> = {};
+  for (const a of r.accounts) if (a.reason) reasons[a.reason] = (reasons[a.reason] ?? 0) + 1;
+  return {
+    persons: r.loaded,
+    from_snapshot: r.accounts.filter((a) => a.source === 'snapshot').length,
+    rebuilt: r.accounts.filter((a) => a.source === 'rebuild').length,
+    replayed: r.accounts.reduce((n, a) => n + a.replayed, 0),
+    opened_early: r.accounts.filter((a) => a.early).length,
+    ...(r.earlySkipped ? { not_opened_early: r.earlySkipped } : {}),
+    ms: Math.round(r.timings.total),
+    ...(Object.keys(reasons).length ? { rebuild_reasons: reasons } : {}),
+  };
+}
+
+export function lmdbGallerySource(store: Store, config: Config): GallerySource {
+  const { persons } = store;
+  const galleries = Galleries.forStore(persons);
+  const place = config.index.snapshot ? snapshotPlaceOf(store) : undefined;
+  // Snapshots the start opened early (under `face-check serve`) serve the first load only.
+  let early: RestoreOptions | undefined = { early: snapshotImportsForStart(config.storage.path) };
+  let restored: RestoreReport | undefined;
+  let feed: LocalGalleryFeed | undefined;
+  let modelId = '';
+  let snapshots: SnapshotScheduler | undefined;
+  return {
+    galleries,
+    get feed() {
+      return feed!;
+    },
+    async load(model) {
+      restored = await galleries.restore(persons, model, place, early);
+      early = undefined;
+      modelId = model;
+      // The store's own commits reach the galleries through its change log, as a PostgreSQL node's do.
+      feed = new LocalGalleryFeed(galleries, persons, model);
+      return { loaded: restored.loaded, stale: restored.stale, summary: restoreSummary(restored) };
+    },
+    begin(log) {
+      // Writes the snapshots (when [index] snapshot is on) and keeps the change log bounded either way.
+      snapshots = new SnapshotScheduler({
+        galleries, persons, modelId, place, log,
+        // A snapshot is taken under the account's lock with every committed change in its gallery.
+        exclusive: (accountId, fn) => store.exclusive(accountId, async () => { await feed!.catchUp(); return fn(); }),
+        settings: {
+          intervalS: config.index.snapshot_interval_s, minChanges: config.index.snapshot_min_changes,
+          stopTimeoutS: config.index.snapshot_stop_timeout_s, changeLogKeep: config.index.change_log_keep,
+        },
+      });
+      snapshots.begin(restored!);
+    },
+    async stop() {
+      // No request runs any more: the changed accounts' snapshots are written (bounded by snapshot_stop_timeout_s).
+      await snapshots?.stop();
+      galleries.close();
+    },
+  };
+}
+
+export function postgresGallerySource(store: PostgresStore, config: Config, log: () => FastifyBaseLogger | undefined): GallerySource {
+  let follower: GalleryFollower | undefined;
+  let housekeeping: ClusterHousekeeping | undefined;
+  return {
+    get galleries() {
+      return follower!.galleries;
+    },
+    get feed() {
+      return follower!;
+    },
+    async load(modelId) {
+      await follower?.stop();
+      follower = new GalleryFollower(store, {
+        modelId,
+        // A request waits for the galleries no longer than for a statement: past it, 503 as for the database.
+        waitTimeoutMs: config.storage.postgres_statement_timeout_ms,
+        onError: (err) => log()?.warn({ err }, 'change follower: retrying'),
+      });
+      const { loaded, stale } = await follower.start();
+      return { loaded, stale, summary: { persons: loaded, stale, change_position: follower.position } };
+    },
+    begin() {
+      // Change-log pruning and session purges for the cluster: one node at a time does them.
+      housekeeping = clusterHousekeeping(store.pool, config, new ThrottleRules(config.accounts).retentionMs, log);
+      housekeeping.start();
+    },
+    async stop() {
+      await follower?.stop();
+      await housekeeping?.stop();
+    },
+  };
+}
