@@ -14,7 +14,7 @@ import { defaultConfig } from '../src/config/load';
 import { createEngine } from '../src/engine';
 import type { AnalyzeOptions, FaceEngine, RgbImage } from '../src/engine/types';
 import { ALL_STAGES, stageOptions } from '../src/services/operation-stages';
-import { startService } from '../src/server';
+import { startService } from '../src/start/start-service';
 import { generateRsaKeyPair } from '../src/storage/records';
 import { openStore } from '../src/storage/lmdb/store';
 

@@ -5,7 +5,7 @@
 // index, and prints one JSON line: stats and RSS growth per template.
 // Usage: node dist/bench/index-memory.js <persons> <dim> rows|vectors
 import { IndexGallery } from '../src/matching/index-gallery';
-import { similarityIndex } from '../src/index/similarity-index';
+import { similarityIndex } from '../src/similarity-index/similarity-index';
 import { collectGarbage } from './index-rows';
 
 const BLOCK = 16384;

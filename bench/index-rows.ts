@@ -9,7 +9,7 @@ import path from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 
-import type { Collection, SearchHit, SimilarityIndex } from '../src/index/similarity-index';
+import type { Collection, SearchHit, SimilarityIndex } from '../src/similarity-index/similarity-index';
 import type { TemplateSource } from '../src/matching/index-gallery';
 import { openBytes, sealBytes, secretKey } from '../src/storage/crypto/aead';
 

@@ -1,7 +1,7 @@
 // The measured process of bench/index-snapshot-start.ts: a service's start in miniature, in the service's
-// order. Like `face-check serve` (bin/face-check.js, src/ops/early-start.ts) it first starts the kernel
+// order. Like `face-check serve` (bin/face-check.js, src/start/early-start.ts) it first starts the kernel
 // reading the snapshot files, then loads the program's modules, stops that read-ahead and opens the store
-// (src/server.ts), restores the galleries (Galleries.restore: the snapshot, the change log's replay, the
+// (src/start/start-service.ts), restores the galleries (Galleries.restore: the snapshot, the change log's replay, the
 // count check) and answers one identify by template (the gallery search with its exact re-rank from the
 // store). Prints one JSON line with its marks (ms since its own start): `main` (this file running: node
 // itself is up), `modulesMs` (the program's modules loaded), then each step's time.

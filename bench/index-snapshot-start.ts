@@ -7,7 +7,7 @@
 // (./index-snapshot-child.ts) that loads the program's modules, opens the store, restores the galleries and
 // answers one identify by template (the gallery search with its exact re-rank from the store); the time
 // runs from spawn to that answer. The face engine's model loading is not part of it: the service runs it in
-// parallel with the galleries' start (src/server.ts), and it does not depend on the gallery size.
+// parallel with the galleries' start (src/start/start-service.ts), and it does not depend on the gallery size.
 // Cold: `sync`, then every file of the store and of the snapshot folder dropped from the page cache with
 // `dd if=FILE iflag=nocache count=0` (posix_fadvise DONTNEED on the whole file), as bench:board does. Warm:
 // the same start ran just before (unmeasured), so the page cache holds what a start reads.

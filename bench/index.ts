@@ -27,7 +27,7 @@ import { open as openLmdb } from 'lmdb';
 
 import { templateSize } from '../src/engine/template-spec';
 import { openStore } from '../src/storage/lmdb/store';
-import { loadIndexBinding, SimilarityIndex, type Collection, type IndexBinding, type KernelName, type SearchHit } from '../src/index/similarity-index';
+import { loadIndexBinding, SimilarityIndex, type Collection, type IndexBinding, type KernelName, type SearchHit } from '../src/similarity-index/similarity-index';
 import { candidatesFor, IndexGallery } from '../src/matching/index-gallery';
 import type { GalleryHit } from '../src/matching/gallery';
 import {

@@ -1,4 +1,4 @@
-// What counting a licensed device's answered requests on disk costs each answer (src/licensing/licence-usage.ts):
+// What counting a licensed device's answered requests on disk costs each answer (src/licensing/device/licence-usage.ts):
 // the answer waits for its count's LMDB commit. Side by side, interleaved in rounds: a count kept only in
 // memory (as before the counts were written), one awaited count at a time (a device answering requests one
 // after another: one commit each), and 16 counted in the same turn (concurrent answers sharing one commit).
@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LicenceUsage } from '../src/licensing/licence-usage';
+import { LicenceUsage } from '../src/licensing/device/licence-usage';
 import { openStore } from '../src/storage/lmdb/store';
 
 const ROUNDS = 5;

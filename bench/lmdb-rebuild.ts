@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { open as openLmdb } from 'lmdb';
 
-import { similarityIndex } from '../src/index/similarity-index';
+import { similarityIndex } from '../src/similarity-index/similarity-index';
 import { Galleries } from '../src/matching/galleries';
 import { templateSize } from '../src/engine/template-spec';
 import { openStore } from '../src/storage/lmdb/store';

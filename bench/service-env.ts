@@ -1,6 +1,6 @@
 // The environment a benchmark starts the program's processes with when it times their start: this process's
 // environment less the variables that node reads before the program's first line and that the shipped
-// service unit (src/ops/systemd-unit.ts: PATH, NODE_ENV, FACE_CHECK_CACHE) does not give the service.
+// service unit (src/install/systemd-unit.ts: PATH, NODE_ENV, FACE_CHECK_CACHE) does not give the service.
 // NODE_EXTRA_CA_CERTS, set by many shells and CI images, makes node load and parse every root certificate at
 // its start: 35-45 ms of `node -e 0`'s ~110 ms on the PVM guest (docs/index-snapshot.md). NODE_V8_COVERAGE
 // (set under a coverage run) makes it record coverage. BENCH_SHELL_ENV=1 keeps the environment as it is.

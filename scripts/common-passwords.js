@@ -1,5 +1,5 @@
 'use strict';
-// Writes src/licensing/common-passwords.ts: the common and breached passwords a new password is checked
+// Writes src/accounts/common-passwords.ts: the common and breached passwords a new password is checked
 // against (NIST SP 800-63B 5.1.1.2), shipped with the program so the check needs no network. The source is
 // the password list of the npm package @zxcvbn-ts/language-common (MIT; its list is zxcvbn's, ranked from
 // leaked password sets). Only entries as long as the shortest password the service accepts are kept

@@ -5,8 +5,8 @@
 import t, { type Test } from 'tap';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Config } from '../src/config/types';
-import { ActivationCodes } from '../src/licensing/activation-codes';
-import { clientNetwork } from '../src/licensing/client-network';
+import { ActivationCodes } from '../src/licensing/cloud/activation-codes';
+import { clientNetwork } from '../src/accounts/client-network';
 import { startTestApp, type TestApp } from './helpers/app';
 import { BACKENDS, backendSkipReason, startBackendApp } from './helpers/backends';
 

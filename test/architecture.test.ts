@@ -9,13 +9,19 @@ import { importCycles, importGraph, layerViolations, type LayerRule } from './he
 const src = path.resolve(__dirname, '..', 'src');
 
 const RULES: readonly LayerRule[] = [
-  { from: 'storage/', notTo: ['services/', 'http/', 'licensing/', 'back-office/'] },
+  { from: 'storage/', notTo: ['services/', 'http/', 'accounts/', 'licensing/', 'install/', 'back-office/', 'start/', 'migrate/'] },
   // Services hold the rules for every backend: they see the storage contract, never a backend.
   { from: 'services/', notTo: ['http/', 'back-office/', 'storage/lmdb/', 'storage/postgres/'] },
-  // Accounts, licences and the licence server hold rules; the routes and the back-office are views over them.
+  // Accounts, licences, the licence server and the installation hold rules; the routes and the back-office
+  // are views over them.
+  { from: 'accounts/', notTo: ['http/', 'back-office/'] },
   { from: 'licensing/', notTo: ['http/', 'back-office/'] },
+  { from: 'install/', notTo: ['http/', 'back-office/'] },
+  // The cloud's licence issuing and the device's licence client share only the signed document between them.
+  { from: 'licensing/cloud/', notTo: ['licensing/device/'] },
+  { from: 'licensing/device/', notTo: ['licensing/cloud/'] },
   // Helpers for worker threads, under every layer that starts one.
-  { from: 'threads/', notTo: ['storage/', 'matching/', 'index/', 'engine/', 'services/', 'licensing/', 'http/', 'back-office/'] },
+  { from: 'threads/', notTo: ['storage/', 'matching/', 'similarity-index/', 'engine/', 'services/', 'accounts/', 'licensing/', 'http/', 'back-office/'] },
 ];
 
 /** The storage backends: each sees only itself and the contract at the storage root. */
@@ -25,8 +31,8 @@ const BACKENDS = ['storage/lmdb/', 'storage/postgres/'];
  * PostgreSQL's gallery follower, which follows that backend's change log), the chooser and the storage CLI tools.
  */
 const BACKEND_DOORS = [
-  'server.ts', 'gallery-sources.ts', 'matching/gallery-follower.ts', 'storage/open-backend.ts',
-  'cli.ts', 'cli/open-store.ts', 'cli/migrate.ts',
+  'start/start-service.ts', 'start/gallery-sources.ts', 'matching/gallery-follower.ts', 'storage/open-backend.ts',
+  'cli/main.ts', 'cli/open-store.ts', 'cli/migrate.ts',
 ];
 
 /** Imports of a backend's folder from outside it, other than by the doors, as "importer -> imported". */
@@ -40,6 +46,17 @@ function backendImports(graph: Map<string, string[]>): string[] {
     }
   }
   return out.sort();
+}
+
+/** Files named as a folder beside them (x.ts beside x/), as paths relative to the root: one name, two things. */
+function namesTwice(root: string, dir = ''): string[] {
+  const entries = fs.readdirSync(path.join(root, dir), { withFileTypes: true });
+  const folders = new Set(entries.filter((e) => e.isDirectory()).map((e) => e.name));
+  return entries.flatMap((e) => {
+    const rel = dir ? `${dir}/${e.name}` : e.name;
+    if (e.isDirectory()) return namesTwice(root, rel);
+    return folders.has(e.name.replace(/\.ts$/, '')) && e.name.endsWith('.ts') ? [rel] : [];
+  });
 }
 
 /** A temporary source tree for a check to fail on, removed when the test ends. */
@@ -67,6 +84,20 @@ t.test('only the start, the backend chooser and the storage CLI tools import a s
   t.same(backendImports(importGraph(src)), []);
 });
 
+t.test('no file has the name of a folder beside it', async (t) => {
+  t.same(namesTwice(src), []);
+});
+
+t.test('the name check fails on a file beside a folder of its name', async (t) => {
+  const { dir, write } = generatedTree(t);
+  write('cli.ts', 'export {};\n');
+  write('cli/args.ts', 'export {};\n');
+  write('http/app.ts', 'export {};\n');
+  write('similarity-index/index-binding.ts', 'export {};\n');
+  write('index.ts', 'export {};\n');
+  t.same(namesTwice(dir), ['cli.ts']);
+});
+
 t.test('the checks fail on a generated cycle and a wrong-way import', async (t) => {
   const { dir, write } = generatedTree(t);
   write('services/a.ts', "import { b } from './b';\nexport const a = () => b;\n");
@@ -91,7 +122,7 @@ t.test('the backend checks fail on a service, another layer or the other backend
   write('storage/lmdb/persons.ts', "import type { S } from './store';\nexport type P = S;\n");
   write('storage/postgres/store.ts', "import type { S } from '../lmdb/store';\nexport type Q = S;\n");
   write('storage/open-backend.ts', "import type { S } from './lmdb/store';\nimport type { Q } from './postgres/store';\nexport type B = S | Q;\n");
-  write('server.ts', "import type { B } from './storage/open-backend';\nimport type { S } from './storage/lmdb/store';\nexport type R = B | S;\n");
+  write('start/start-service.ts', "import type { B } from '../storage/open-backend';\nimport type { S } from '../storage/lmdb/store';\nexport type R = B | S;\n");
   write('services/persons.ts', "import type { AsyncStore } from '../storage/interfaces';\nimport type { P } from '../storage/lmdb/persons';\nexport type X = AsyncStore | P;\n");
   write('matching/galleries.ts', "const pg = () => require('../storage/postgres/store');\nexport { pg };\n");
   const graph = importGraph(dir);

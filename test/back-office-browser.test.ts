@@ -14,7 +14,7 @@ import { browserSkipReason, launchBrowser } from './helpers/browser';
 import { startTestApp, tempDir, type TestApp } from './helpers/app';
 import { fakePhotoB64 } from './helpers/fake-engine';
 import { writeTinyTarball } from './helpers/tiny-package';
-import { ActivationCodes } from '../src/licensing/activation-codes';
+import { ActivationCodes } from '../src/licensing/cloud/activation-codes';
 
 const SCREENSHOTS = path.resolve(__dirname, '..', 'test-output', 'screenshots');
 const PASSWORD = 'correct horse battery';

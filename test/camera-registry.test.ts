@@ -6,14 +6,14 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { parseConfig } from '../src/config/load';
 import { cameraCatalog, cameraSourceNames, sourceForRecording, type CameraOptionSpec } from '../src/device/camera-catalog';
 import { checkCameraConfig, parseCameraOption } from '../src/device/camera-settings';
 import { cameraAddon } from '../src/device/native-camera';
 import { resolveOrtLibrary } from '../src/engine/ort-library';
-import { installCameras } from '../src/ops/device-ini';
-import { cameraUdevRule } from '../src/ops/udev-rule';
+import { installCameras } from '../src/install/device-ini';
+import { cameraUdevRule } from '../src/install/udev-rule';
 import { packageRoot } from '../src/package-root';
 import { tempDir } from './helpers/app';
 

@@ -4,8 +4,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
-import { main } from '../src/cli';
-import { verifyPassword } from '../src/licensing/passwords';
+import { main } from '../src/cli/main';
+import { verifyPassword } from '../src/accounts/passwords';
 import { openStore } from '../src/storage/lmdb/store';
 import { tempDir } from './helpers/app';
 import { repoRoot } from './helpers/errors';
@@ -103,7 +103,7 @@ async function listed(ini: string): Promise<string[]> {
 
 t.test('account create reads the password from stdin when no file is given (a real process)', async (t) => {
   const { ini } = setup(t);
-  // The TypeScript loader flags tap gave this process let the child run src/cli.ts as the program.
+  // The TypeScript loader flags tap gave this process let the child run src/cli/main.ts as the program.
   const r = spawnSync(process.execPath, [...process.execArgv, path.join(repoRoot, 'src', 'cli.ts'),
     'account', 'create', '--config', ini, '--email', 'pipe@example.com'], { input: `${PASSWORD}\n`, encoding: 'utf8', cwd: repoRoot });
   t.equal(r.status, 0, r.stderr);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import t from 'tap';
 import { ConfigError, defaultConfig, loadConfig, parseConfig } from '../src/config/load';
 import { configSchema } from '../src/config/schema';
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 
 const root = path.resolve(__dirname, '..');
 // The sections of the person API; [camera] and [liveness] belong to device mode (docs/device.md).

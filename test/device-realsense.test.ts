@@ -19,7 +19,7 @@ import { evaluateFolder } from '../src/device/liveness-eval';
 import { cameraAddon, type FrameEvent } from '../src/device/native-camera';
 import { parseRecordArgs, recordCamera } from '../src/device/record';
 import { writeSessionInfo, SESSION_VERSION } from '../src/device/session';
-import { cameraUdevRule } from '../src/ops/udev-rule';
+import { cameraUdevRule } from '../src/install/udev-rule';
 import { startTestApp, tempDir } from './helpers/app';
 import { collectFrames, demoPhotos, deviceConfig, presentations, runToEnd } from './helpers/device';
 import { realsenseLibrary, realsenseMissing, writeBag, type BagOptions } from './helpers/realsense';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import t from 'tap';
 
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { parseRecordArgs, recordCamera } from '../src/device/record';
 import { tempDir } from './helpers/app';
 import { demoPhotos, deviceConfig, runToEnd } from './helpers/device';

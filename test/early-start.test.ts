@@ -1,12 +1,12 @@
-// What `face-check serve` starts before the rest of the program loads (src/ops/early-start.ts): the engine
+// What `face-check serve` starts before the rest of the program loads (src/start/early-start.ts): the engine
 // and a device's camera, each handed to the start once; nothing for other commands or a bad ini.
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { parseArgs, configOf } from '../src/cli/args';
 import { templateModelId } from '../src/engine/template-spec';
-import { beginEarlyStart, cameraForStart, earlyStartWaiting, engineForStart } from '../src/ops/early-start';
-import { Prestarted } from '../src/ops/prestarted';
+import { beginEarlyStart, cameraForStart, earlyStartWaiting, engineForStart } from '../src/start/early-start';
+import { Prestarted } from '../src/start/prestarted';
 import { tempDir } from './helpers/app';
 
 /** Whether the camera reports itself connected within 10 s (its source delivers frames on its own thread). */

@@ -4,7 +4,7 @@ import { dot } from '../src/matching/dot';
 import { ScanGallery } from '../src/matching/gallery';
 import { Galleries } from '../src/matching/galleries';
 import { IndexGallery, type TemplateSource } from '../src/matching/index-gallery';
-import { similarityIndex } from '../src/index/similarity-index';
+import { similarityIndex } from '../src/similarity-index/similarity-index';
 import { gaussian, rng } from './helpers/index-addon';
 import { openStore } from '../src/storage/lmdb/store';
 import { DIM, templateFor, FAKE_MODEL_ID, OTHER_MODEL_IDS } from './helpers/fake-engine';

@@ -5,7 +5,7 @@
 import t from 'tap';
 import type { LiveFaceSource } from '../src/services';
 import type { CameraEvent, CameraStatus, FrameEvent } from '../src/device/native-camera';
-import type { LicenceStatus } from '../src/licensing/device-licence';
+import type { LicenceStatus } from '../src/licensing/device/device-licence';
 import { BOOTSTRAP_KEY, startTestApp, type TestApp, type TestAppOptions } from './helpers/app';
 import { FakeEngine, fakePhotoB64 } from './helpers/fake-engine';
 
@@ -44,7 +44,7 @@ async function app(t: { teardown(fn: () => unknown): void }, opts: TestAppOption
   return a;
 }
 
-/** A licence whose status the test sets (src/licensing/device-licence.ts's shape). */
+/** A licence whose status the test sets (src/licensing/device/device-licence.ts's shape). */
 function stubLicence(status: Pick<LicenceStatus, 'state' | 'lastCheck'>) {
   return {
     current: status,

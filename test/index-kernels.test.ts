@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 
 import t from 'tap';
 
-import type { KernelName } from '../src/index/similarity-index';
+import type { KernelName } from '../src/similarity-index/similarity-index';
 import { gaussian, newIndex, randomVectors, rng } from './helpers/index-addon';
 
 const ix = newIndex();

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import t from 'tap';
 
-import { IndexError } from '../src/index/similarity-index';
+import { IndexError } from '../src/similarity-index/similarity-index';
 import { bruteForce, dot, newIndex, normalised, randomVectors, sameTopK } from './helpers/index-addon';
 
 const ix = newIndex();

@@ -2,7 +2,7 @@
 // load, collections, verify/score).
 import t from 'tap';
 
-import { IndexError } from '../src/index/similarity-index';
+import { IndexError } from '../src/similarity-index/similarity-index';
 import { bruteForce, dot, newIndex, normalised, randomVectors, sameTopK, type RefHit } from './helpers/index-addon';
 
 const ix = newIndex();

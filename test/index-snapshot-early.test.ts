@@ -8,14 +8,14 @@ import path from 'node:path';
 import t from 'tap';
 
 import { loadConfig } from '../src/config/load';
-import { similarityIndex } from '../src/index/similarity-index';
+import { similarityIndex } from '../src/similarity-index/similarity-index';
 import { Galleries } from '../src/matching/galleries';
 import type { CodeDump, IndexGallery } from '../src/matching/index-gallery';
 import { beginSnapshotStart, EarlySnapshotImports } from '../src/matching/snapshot/early-import';
 import { parseHeader, headerBlockLength, HEADER_PREFIX_BYTES } from '../src/matching/snapshot/format';
 import { snapshotFileName, snapshotPlaceOf } from '../src/matching/snapshot/place';
 import { stopSnapshotReadAhead } from '../src/matching/snapshot/read-ahead';
-import { beginEarlySnapshots, snapshotImportsForStart } from '../src/ops/early-start';
+import { beginEarlySnapshots, snapshotImportsForStart } from '../src/start/early-start';
 import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';
 import { openStore, type Store } from '../src/storage/lmdb/store';
 import { tempDir } from './helpers/app';

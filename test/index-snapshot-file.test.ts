@@ -9,7 +9,7 @@ import path from 'node:path';
 import { open } from 'lmdb';
 import t from 'tap';
 
-import { similarityIndex } from '../src/index/similarity-index';
+import { similarityIndex } from '../src/similarity-index/similarity-index';
 import { Galleries } from '../src/matching/galleries';
 import type { CodeDump, IndexGallery } from '../src/matching/index-gallery';
 import { HEADER_PREFIX_BYTES, headerBlockLength } from '../src/matching/snapshot/format';

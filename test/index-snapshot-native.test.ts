@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 
-import { IndexError, type CodeDump, type Collection, type SealedJob } from '../src/index/similarity-index';
+import { IndexError, type CodeDump, type Collection, type SealedJob } from '../src/similarity-index/similarity-index';
 import { chunkAad, chunkNonce, TAG_BYTES } from '../src/matching/snapshot/format';
 import { closeSnapshot, openSnapshot, sealedJob, type OpenSnapshot } from '../src/matching/snapshot/read';
 import { writeSnapshot } from '../src/matching/snapshot/write';

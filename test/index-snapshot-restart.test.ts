@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 
-import { similarityIndex } from '../src/index/similarity-index';
+import { similarityIndex } from '../src/similarity-index/similarity-index';
 import { headerBlock, headerBlockLength, parseHeader } from '../src/matching/snapshot/format';
 import { SNAPSHOT_FOLDER, snapshotFileName } from '../src/matching/snapshot/place';
 import { tempDir } from './helpers/app';

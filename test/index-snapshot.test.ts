@@ -2,7 +2,7 @@
 // every defect of a dump is refused with ERR_INDEX_BAD_ARGUMENT without loading anything.
 import t from 'tap';
 
-import { IndexError, type CodeDump } from '../src/index/similarity-index';
+import { IndexError, type CodeDump } from '../src/similarity-index/similarity-index';
 import { newIndex, randomVectors } from './helpers/index-addon';
 
 const ix = newIndex();

@@ -12,13 +12,13 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { defaultConfig, loadConfig } from '../src/config/load';
 import { cameraSourceNames } from '../src/device/camera-catalog';
 import { checkCameraConfig } from '../src/device/camera-settings';
-import { installCommand } from '../src/licensing/install-command';
+import { installCommand } from '../src/install/install-command';
 import { publicKeySha256 } from '../src/licensing/licence-document';
-import { publicUrl } from '../src/licensing/public-url';
+import { publicUrl } from '../src/licensing/cloud/public-url';
 import { tempDir } from './helpers/app';
 
 // Every compiled source a board can run (not replay, which needs a recording there), or none.

@@ -6,8 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { ConfigError } from '../src/config/load';
-import { deviceFingerprint, readDeviceFingerprint } from '../src/licensing/device-fingerprint';
-import { LicenceClient, type CheckOutcome } from '../src/licensing/licence-client';
+import { deviceFingerprint, readDeviceFingerprint } from '../src/licensing/device/device-fingerprint';
+import { LicenceClient, type CheckOutcome } from '../src/licensing/device/licence-client';
 import { tempDir } from './helpers/app';
 import { FakeLicenceServer, testKeyPair } from './helpers/fake-licence-server';
 

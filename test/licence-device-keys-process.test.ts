@@ -12,7 +12,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import t from 'tap';
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { tempDir } from './helpers/app';
 import { startServiceProcess, writeIni, type ServiceProcess } from './helpers/service-process';
 import { writeTinyTarball } from './helpers/tiny-package';

@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import t from 'tap';
-import { MAX_ACTIVE_DEVICE_KEYS } from '../src/licensing/licence-device-keys';
+import { MAX_ACTIVE_DEVICE_KEYS } from '../src/licensing/cloud/licence-device-keys';
 import {
   DOCUMENT_FORMAT, LicenceDocumentError, MAX_DOCUMENT_DEVICE_KEYS, signLicenceDocument, verifyLicenceDocument, type LicenceDocument,
 } from '../src/licensing/licence-document';

@@ -7,8 +7,8 @@
 import { once } from 'node:events';
 import fs from 'node:fs';
 import t, { type Test } from 'tap';
-import type { CheckOutcome } from '../src/licensing/licence-client';
-import type { DeviceLicence } from '../src/licensing/device-licence';
+import type { CheckOutcome } from '../src/licensing/device/licence-client';
+import type { DeviceLicence } from '../src/licensing/device/device-licence';
 import { startTestApp, tempDir, type TestApp } from './helpers/app';
 import { FakeEngine, fakePhotoB64 } from './helpers/fake-engine';
 import { FakeLicenceServer } from './helpers/fake-licence-server';

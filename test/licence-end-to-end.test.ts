@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { installSkipReason, packageWithThisAddon } from './helpers/served-package';
 import { startServiceProcess, writeIni, type ServiceProcess } from './helpers/service-process';
 import { spawnListening } from './helpers/spawn-listening';

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { publicKeySha256 } from '../src/licensing/licence-document';
-import type { LicenceKeyState } from '../src/licensing/licence-server';
+import type { LicenceKeyState } from '../src/licensing/cloud/licence-server';
 import { startTestApp, tempDir } from './helpers/app';
 import { writeTinyTarball } from './helpers/tiny-package';
 

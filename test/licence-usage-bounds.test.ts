@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import t from 'tap';
-import { implausibleUsage, USAGE_CLOCK_ALLOWANCE_MS } from '../src/licensing/usage-bounds';
+import { implausibleUsage, USAGE_CLOCK_ALLOWANCE_MS } from '../src/licensing/cloud/usage-bounds';
 import { MAX_DAY_REQUESTS } from '../src/storage/records';
 import { BACKENDS, backendSkipReason, startBackendApp } from './helpers/backends';
 import { writeTinyTarball } from './helpers/tiny-package';

@@ -10,7 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { tempDir } from './helpers/app';
 import { BACKENDS, backendSkipReason, type Backend } from './helpers/backends';
 import { startPostgres } from './helpers/postgres';

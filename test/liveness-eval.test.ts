@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { cameraSourceNames } from '../src/device/camera-catalog';
 import type { EvalResult } from '../src/device/liveness-eval';
 import { readSessionInfo } from '../src/device/session';

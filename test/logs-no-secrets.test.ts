@@ -1,4 +1,4 @@
-// The service log keeps no secret, even at [log] level = trace: the real start-up (src/server.ts) in a child
+// The service log keeps no secret, even at [log] level = trace: the real start-up (src/start/start-service.ts) in a child
 // process in cloud mode, driven through everything that carries one - an operator's registration, sign-in and
 // a wrong password, an API key with a generated signing key and signed requests, an enrolment with a photo and
 // an identification, a licence made with the CLI and its check - then every line it wrote is read: each is JSON,
@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { BOOTSTRAP_KEY } from './helpers/app';
 import { fakePhotoB64, templateFor } from './helpers/fake-engine';
 import { startServiceProcess, writeIni } from './helpers/service-process';

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { browserSkipReason, launchBrowser } from './helpers/browser';
 import { freePort } from './helpers/free-port';
 import { installSkipReason, packageWithThisAddon } from './helpers/served-package';

@@ -8,11 +8,11 @@ import path from 'node:path';
 import t from 'tap';
 import { defaultConfig } from '../src/config/load';
 import type { Config } from '../src/config/types';
-import { PackageFile, PackagePrebuildsMissing } from '../src/licensing/package-file';
-import { readPackageContents, readPackageManifest } from '../src/licensing/package-manifest';
+import { PackageFile, PackagePrebuildsMissing } from '../src/install/package-file';
+import { readPackageContents, readPackageManifest } from '../src/install/package-manifest';
 import { packageRoot } from '../src/package-root';
 import { tempDir } from './helpers/app';
-import { missingPlatforms, programPrebuilds } from '../src/licensing/device-prebuilds';
+import { missingPlatforms, programPrebuilds } from '../src/install/device-prebuilds';
 import { packCount, writeTinyPackage, writeTinyTarball } from './helpers/tiny-package';
 
 function configIn(dir: string): Config {

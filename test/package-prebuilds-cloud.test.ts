@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import t, { type Test } from 'tap';
 import { licencePage } from '../src/back-office/views/licence';
 import { licencesPage } from '../src/back-office/views/licences';
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { loadConfig } from '../src/config/load';
 import { openStore } from '../src/storage/lmdb/store';
 import { startTestApp, tempDir } from './helpers/app';

@@ -7,10 +7,10 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { main } from '../src/cli';
-import { COMMON_PASSWORDS } from '../src/licensing/common-passwords';
-import { passwordProblem } from '../src/licensing/password-policy';
-import { verifyPassword } from '../src/licensing/passwords';
+import { main } from '../src/cli/main';
+import { COMMON_PASSWORDS } from '../src/accounts/common-passwords';
+import { passwordProblem } from '../src/accounts/password-policy';
+import { verifyPassword } from '../src/accounts/passwords';
 import { startTestApp, tempDir, type TestApp } from './helpers/app';
 
 const GOOD = 'correct horse battery';

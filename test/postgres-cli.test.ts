@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { StoreKeyError } from '../src/storage/crypto/key-file';
 import { postgresSettings } from '../src/storage/postgres/pool';
 import { openPostgresStore } from '../src/storage/postgres/store';

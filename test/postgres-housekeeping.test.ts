@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { Client } from 'pg';
 import t from 'tap';
-import { startService } from '../src/server';
+import { startService } from '../src/start/start-service';
 import { defaultConfig } from '../src/config/load';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
 import { ClusterHousekeeping, type HousekeepingLog } from '../src/storage/postgres/cluster-housekeeping';

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { Client } from 'pg';
 import { SchemaTooNewError } from '../src/storage/errors';
-import { migrate, MIGRATIONS, SCHEMA_VERSION, schemaVersion } from '../src/storage/postgres/migrations';
+import { migrate, MIGRATIONS, SCHEMA_VERSION, schemaVersion } from '../src/storage/postgres/schema-upgrade';
 import type { Migration } from '../src/storage/postgres/migrations/migration';
 import { PostgresPool, postgresSettings } from '../src/storage/postgres/pool';
 import { postgresSkipReason, startPostgres } from './helpers/postgres';

@@ -10,7 +10,7 @@
 import crypto from 'node:crypto';
 import t, { type Test } from 'tap';
 import { templateModelId, templateSize } from '../src/engine/template-spec';
-import { similarityIndex, type Collection } from '../src/index/similarity-index';
+import { similarityIndex, type Collection } from '../src/similarity-index/similarity-index';
 import { SealError, secretKey } from '../src/storage/crypto/aead';
 import { openSealedBatch, sealedBatchAvailable } from '../src/storage/crypto/sealed-batch';
 import { DataKeySealer } from '../src/storage/crypto/sealer';

@@ -41,7 +41,7 @@ async function startDevice(t: Test): Promise<Device> {
     `photos = ${samplePhotos().join(',')}`,
     '[licence]', 'development = true', '',
   ].join('\n'));
-  // The TypeScript loader flags tap gave this process let the child run src/cli.ts, the program's entry.
+  // The TypeScript loader flags tap gave this process let the child run src/cli/main.ts, the program's entry.
   const { child, port, output, exited } = await spawnListening(process.execPath,
     [...process.execArgv, path.join(repoRoot, 'src', 'cli.ts'), 'serve', '--config', ini], { cwd: dir });
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });

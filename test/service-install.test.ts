@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { loadConfig } from '../src/config/load';
 import { tempDir } from './helpers/app';
 

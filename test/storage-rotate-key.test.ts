@@ -8,7 +8,7 @@ import path from 'node:path';
 import { open } from 'lmdb';
 import t, { type Test } from 'tap';
 
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { Galleries } from '../src/matching/galleries';
 import { snapshotFileName, snapshotPlaceOf } from '../src/matching/snapshot/place';
 import { SnapshotScheduler } from '../src/matching/snapshot/scheduler';

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { main } from '../src/cli';
+import { main } from '../src/cli/main';
 import { lockStore } from '../src/storage/lmdb/process-lock';
 import { StoreBusyError } from '../src/storage/errors';
 import { tempDir } from './helpers/app';

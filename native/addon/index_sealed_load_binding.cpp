@@ -1,6 +1,6 @@
 // index.loadSealedTemplates: sealed templates opened straight into a collection's rows
 // (Collection::loadSealedTemplates), for a PostgreSQL node's start-up build. The TypeScript caller
-// (src/index/similarity-index.ts) checks the arguments first; this file guards the addon against a wrong
+// (src/similarity-index/similarity-index.ts) checks the arguments first; this file guards the addon against a wrong
 // call, copies the key (wiped when the call ends) and reports the first row that did not open the way
 // openSealedTemplates (sealed_batch_binding.cpp) does.
 #include <string.h>

@@ -8,10 +8,10 @@
 import helmet from '@fastify/helmet';
 import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import type { Config } from '../config/types';
-import type { AccountService } from '../licensing/accounts';
-import { ActivationCodes } from '../licensing/activation-codes';
-import type { DeviceKeyService } from '../licensing/licence-device-keys';
-import type { LicenceService } from '../licensing/licences';
+import type { AccountService } from '../accounts/accounts';
+import { ActivationCodes } from '../licensing/cloud/activation-codes';
+import type { DeviceKeyService } from '../licensing/cloud/licence-device-keys';
+import type { LicenceService } from '../licensing/cloud/licences';
 import { DatabaseUnavailableError } from '../storage/errors';
 import type { AsyncStore } from '../storage/interfaces';
 import type { BackOfficeContext } from './context';

@@ -4,8 +4,8 @@
 import fs from 'node:fs';
 import { isPlan, PLANS, type AccountRole, type Plan } from '../domain/accounts';
 import { ErrorCatalog } from '../errors';
-import { AccountService } from '../licensing/accounts';
-import { ActivationCodes, DEFAULT_CODE_VALID_DAYS } from '../licensing/activation-codes';
+import { AccountService } from '../accounts/accounts';
+import { ActivationCodes, DEFAULT_CODE_VALID_DAYS } from '../licensing/cloud/activation-codes';
 import { openCommandStore } from './open-store';
 import { configOf, stringFlag, UsageError, type Args, type Io } from './args';
 

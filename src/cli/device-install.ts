@@ -1,16 +1,16 @@
 // face-check device install: the last step of a licence's installation command, run on the board once
 // npm installed the package. It pins the cloud's public key (only if its sha256 is the one the operator
 // copied with the command: whoever else answers at that address cannot slip in its own key), writes the
-// device ini under --root, and hands over to the service installation (src/ops/service-install.ts: the
+// device ini under --root, and hands over to the service installation (src/install/service-install.ts: the
 // unit, the udev rule, and as root on the real / the service user and the start). Re-running it rewrites
 // what it wrote and keeps the state folder.
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../config/load';
-import { LICENCE_KEY, SERVER_URL, SHA256_HEX } from '../licensing/install-command';
+import { LICENCE_KEY, SERVER_URL, SHA256_HEX } from '../install/install-command';
 import { publicKeySha256 } from '../licensing/licence-document';
-import { DEFAULT_DEVICE_PORT, deviceIni, installCameras } from '../ops/device-ini';
-import { installService, makeDir, serviceLayout, writeFileAtomic } from '../ops/service-install';
+import { DEFAULT_DEVICE_PORT, deviceIni, installCameras } from '../install/device-ini';
+import { installService, makeDir, serviceLayout, writeFileAtomic } from '../install/service-install';
 import { stringFlag, UsageError, type Args, type Io } from './args';
 
 export const DEVICE_USAGE = `  face-check device install --server-url <url> --licence-key <fcl_...> --public-key-sha256 <hex>

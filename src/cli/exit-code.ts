@@ -3,7 +3,7 @@
 // not be reached; 75 (EX_TEMPFAIL) the store is busy; 77 (EX_NOPERM) a licence was refused or its document
 // did not verify; 78 (EX_CONFIG) the ini is wrong; anything else 1.
 import { ConfigError } from '../config/load';
-import { LicenceStartError } from '../licensing/device-licence';
+import { LicenceStartError } from '../licensing/device/device-licence';
 import { DatabaseUnavailableError, StoreBusyError } from '../storage/errors';
 import type { Io } from './args';
 

@@ -2,8 +2,8 @@
 // line (the administrator's: any account). A key is printed once; its device accepts it from its next check.
 import fs from 'node:fs';
 import { isRole, ROLES } from '../domain/roles';
-import { DeviceKeyService, type DeviceKeyRequest } from '../licensing/licence-device-keys';
-import type { LicenceService } from '../licensing/licences';
+import { DeviceKeyService, type DeviceKeyRequest } from '../licensing/cloud/licence-device-keys';
+import type { LicenceService } from '../licensing/cloud/licences';
 import type { ErrorCatalog } from '../errors';
 import type { AsyncStore } from '../storage/interfaces';
 import { stringFlag, UsageError, type Args, type Io } from './args';

@@ -4,11 +4,11 @@
 import { PLANS, isPlan } from '../domain/accounts';
 import { GRANTS } from '../domain/grants';
 import { ErrorCatalog } from '../errors';
-import { parseInstallChoice } from '../licensing/install-choice';
-import { ActivationCodes, DEFAULT_CODE_VALID_DAYS } from '../licensing/activation-codes';
-import { LicenceService, type LicenceView } from '../licensing/licences';
-import { PackageFile } from '../licensing/package-file';
-import { publicUrl } from '../licensing/public-url';
+import { parseInstallChoice } from '../install/install-choice';
+import { ActivationCodes, DEFAULT_CODE_VALID_DAYS } from '../licensing/cloud/activation-codes';
+import { LicenceService, type LicenceView } from '../licensing/cloud/licences';
+import { PackageFile } from '../install/package-file';
+import { publicUrl } from '../licensing/cloud/public-url';
 import type { LicenceRecord } from '../storage/records';
 import type { AsyncStore } from '../storage/interfaces';
 import { DEVICE_KEY_USAGE, deviceKeyCommand } from './licence-device-keys';

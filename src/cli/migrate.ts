@@ -5,7 +5,7 @@
 // it with the source's service stopped (LMDB: the store lock is taken), so nothing changes under the copy.
 import { loadConfig } from '../config/load';
 import type { Config } from '../config/types';
-import { migrateStore, STORE_SCOPE, verifyStores, type ScopeVerdict } from '../ops/migrate-store';
+import { migrateStore, STORE_SCOPE, verifyStores, type ScopeVerdict } from '../migrate/migrate-store';
 import type { AsyncStore } from '../storage/interfaces';
 import { lmdbDataFile } from '../storage/lmdb/map-advice';
 import { lockStore, type StoreLock } from '../storage/lmdb/process-lock';

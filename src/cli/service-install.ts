@@ -2,7 +2,7 @@
 // service-install.ts holds the steps). --prefix installs below a folder (a trial or a test root) and only
 // prints the steps that need root on the real system.
 import path from 'node:path';
-import { installConfigFile, installService, serviceLayout } from '../ops/service-install';
+import { installConfigFile, installService, serviceLayout } from '../install/service-install';
 import { stringFlag, UsageError, type Args, type Io } from './args';
 
 export const SERVICE_USAGE = '  face-check service install [--prefix <dir>] [--config <file.ini>]';

@@ -241,7 +241,7 @@ export const configSchema: ConfigSchema = {
     snapshot: { default: true, parse: flag },
     snapshot_interval_s: { default: 300, parse: integer(1, 86_400) },
     snapshot_min_changes: { default: 1000, parse: integer(1, 1_000_000_000) },
-    // Within the installed unit's stop timeout (drain + 35 s: src/ops/service-install.ts) after the drain.
+    // Within the installed unit's stop timeout (drain + 35 s: src/install/service-install.ts) after the drain.
     snapshot_stop_timeout_s: { default: 20, parse: integer(0, 3600) },
     change_log_keep: { default: 1_000_000, parse: integer(1000, 1_000_000_000) },
   },

@@ -3,8 +3,8 @@ import type { Permission } from '../services/permissions';
 import type { Principal } from '../services/auth';
 import type { Services } from '../services';
 import type { Operator } from '../domain/accounts';
-import type { AccountService } from '../licensing/accounts';
-import type { LicenceService } from '../licensing/licences';
+import type { AccountService } from '../accounts/accounts';
+import type { LicenceService } from '../licensing/cloud/licences';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -4,12 +4,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/types';
 import type { ErrorCatalog } from '../errors';
-import { AccountService } from '../licensing/accounts';
-import { LicenceServer, type LicenceKeyState } from '../licensing/licence-server';
-import { DeviceKeyService } from '../licensing/licence-device-keys';
-import { LicenceService } from '../licensing/licences';
-import { PackageFile } from '../licensing/package-file';
-import { publicUrl } from '../licensing/public-url';
+import { AccountService } from '../accounts/accounts';
+import { LicenceServer, type LicenceKeyState } from '../licensing/cloud/licence-server';
+import { DeviceKeyService } from '../licensing/cloud/licence-device-keys';
+import { LicenceService } from '../licensing/cloud/licences';
+import { PackageFile } from '../install/package-file';
+import { publicUrl } from '../licensing/cloud/public-url';
 import type { AsyncStore } from '../storage/interfaces';
 import backOffice from '../back-office/plugin';
 import operatorSession from './plugins/operator-session';

@@ -1,6 +1,6 @@
 // The in-memory search structure of one account's templates. LMDB stays the source of truth; a gallery is
 // rebuilt from it at start and updated after every committed write. The interface is narrow and
-// asynchronous so the SIMD index (src/index: a native collection per account, Promise-based) and the plain
+// asynchronous so the SIMD index (src/similarity-index: a native collection per account, Promise-based) and the plain
 // ScanGallery are interchangeable behind the services.
 import { dot } from './dot';
 

@@ -1,4 +1,4 @@
-// An account's gallery on the native SIMD index (src/index): answers identify, the duplicate check and
+// An account's gallery on the native SIMD index (src/similarity-index): answers identify, the duplicate check and
 // verify. The collection is created on the first template (its length is the dimension) under a name
 // unique to this process's Galleries instance, so two services in one process (tests) never share persons.
 //
@@ -13,10 +13,10 @@
 import {
   IndexError, similarityIndex, type CodeDump, type Collection, type SealedImportResult, type SealedJob, type SealedLoadResult,
   type SealedTemplates,
-} from '../index/similarity-index';
+} from '../similarity-index/similarity-index';
 import type { Gallery, GalleryHit } from './gallery';
 
-export type { CodeDump } from '../index/similarity-index';
+export type { CodeDump } from '../similarity-index/similarity-index';
 
 /** The stored (L2-normalised) float32 templates of these persons, undefined for unknown ones, in order. */
 export type TemplateSource = (

@@ -2,9 +2,9 @@
 // (src/http/plugins/ops-routes.ts); a load balancer or systemd watchdog takes an instance that is not
 // ready out of rotation. The answers name states and reasons only: no person, key, account or path.
 import type { ServiceMode } from '../config/types';
-import type { LicenceStatus } from '../licensing/device-licence';
+import type { LicenceStatus } from '../licensing/device/device-licence';
 
-/** What readiness reads of the device licence (src/licensing/device-licence.ts). */
+/** What readiness reads of the device licence (src/licensing/device/device-licence.ts). */
 export interface LicenceStateSource {
   status(): Pick<LicenceStatus, 'state'>;
 }

@@ -6,7 +6,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Config } from '../config/types';
 import type { CameraEvent, CameraStatus } from '../device/native-camera';
-import type { LicenceStatus } from '../licensing/device-licence';
+import type { LicenceStatus } from '../licensing/device/device-licence';
 import type { Galleries } from '../matching/galleries';
 import type { StageTimings } from '../native';
 import { DEFAULT_ACCOUNT } from '../services/auth';
@@ -15,7 +15,7 @@ import type { AsyncStore } from '../storage/interfaces';
 
 export const METRICS_PREFIX = 'face_check_';
 
-/** What the metrics read of the device licence (src/licensing/device-licence.ts, an EventEmitter of 'check'). */
+/** What the metrics read of the device licence (src/licensing/device/device-licence.ts, an EventEmitter of 'check'). */
 export interface LicenceMetricsSource {
   status(): Pick<LicenceStatus, 'state' | 'lastCheck'>;
   /** Answered requests the cloud has not acknowledged yet (pending and in the report in flight). */

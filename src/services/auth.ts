@@ -1,6 +1,6 @@
 // API key -> caller. Missing or unknown key: 401. Known but revoked, or its role lacks the operation's
 // permission: 403. The [auth] bootstrap_key acts as a key of account "default" with role full. A licensed
-// device also accepts the device keys of its licence line (src/licensing/device-keyring.ts), known by their
+// device also accepts the device keys of its licence line (src/licensing/device/device-keyring.ts), known by their
 // hash from its last licence document; they act for account "default" too, so every key of a board sees the
 // same persons, whether it was made on the board or on the licence line.
 import crypto from 'node:crypto';

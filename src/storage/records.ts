@@ -14,7 +14,7 @@ export interface AccountRecord {
   accountId: string;
   /** Lower-cased, trimmed. */
   email: string;
-  /** scrypt$... (src/licensing/passwords.ts); never the password. */
+  /** scrypt$... (src/accounts/passwords.ts); never the password. */
   passwordHash: string;
   role: AccountRole;
   plan: Plan;

@@ -1,4 +1,4 @@
-// The real start-up (src/server.ts: store, HTTP, licence, camera) with the fake engine, as a child process for
+// The real start-up (src/start/start-service.ts: store, HTTP, licence, camera) with the fake engine, as a child process for
 // the client's tests. Two marker identities drive what a unit test cannot reach through a real process:
 // FAILING_IDENTITY makes the analysis throw (500 INTERNAL), HELD_IDENTITY holds it until the file named by
 // CLIENT_TEST_GATE exists (a slow request: timeouts, cancellation, and with max_engine_queue = 1 a 503).
@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { failureExitCode } from '../../src/cli/exit-code';
 import { loadConfig } from '../../src/config/load';
 import type { AnalyzeOptions, FaceAnalysis, RgbImage } from '../../src/engine/types';
-import { startService } from '../../src/server';
+import { startService } from '../../src/start/start-service';
 import { FakeEngine } from '../helpers/fake-engine';
 import { FAILING_IDENTITY, HELD_IDENTITY } from './identities';
 

@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { GRANTS, type Grant } from '../../src/domain/grants';
-import type { LicenceCheckBody } from '../../src/licensing/licence-client';
+import type { LicenceCheckBody } from '../../src/licensing/device/licence-client';
 import { DOCUMENT_FORMAT, signLicenceDocument, type LicenceDocument, type SignedLicence } from '../../src/licensing/licence-document';
 
 export interface KeyPair {

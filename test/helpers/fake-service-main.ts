@@ -1,12 +1,12 @@
-// A child process running the real start-up (src/server.ts: store, galleries, HTTP) with the fake engine,
+// A child process running the real start-up (src/start/start-service.ts: store, galleries, HTTP) with the fake engine,
 // for restart tests that need many distinct identities. Usage: node <ts loader> fake-service-main.ts <ini>
 import { failureExitCode } from '../../src/cli/exit-code';
 import { loadConfig } from '../../src/config/load';
-import { beginEarlySnapshots } from '../../src/ops/early-start';
-import { startService } from '../../src/server';
+import { beginEarlySnapshots } from '../../src/start/early-start';
+import { startService } from '../../src/start/start-service';
 import { FakeEngine } from './fake-engine';
 
-// As `face-check serve` does first (bin/face-check.js, src/ops/early-start.ts): the snapshots' imports begin.
+// As `face-check serve` does first (bin/face-check.js, src/start/early-start.ts): the snapshots' imports begin.
 const config = loadConfig(process.argv[2]);
 beginEarlySnapshots(config);
 startService(config, { engine: new FakeEngine() }).then((service) => {

@@ -1,6 +1,6 @@
 // The similarity index binding for the index tests: the addon at FACE_CHECK_ADDON (a .node file, for a
 // build made elsewhere) or the package's own build via node-gyp-build.
-import { loadIndexBinding, SimilarityIndex, type IndexBinding } from '../../src/index/similarity-index';
+import { loadIndexBinding, SimilarityIndex, type IndexBinding } from '../../src/similarity-index/similarity-index';
 
 export function indexBinding(): IndexBinding {
   const file = process.env.FACE_CHECK_ADDON;

@@ -7,7 +7,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { missingPlatforms, programPrebuilds } from '../../src/licensing/device-prebuilds';
+import { missingPlatforms, programPrebuilds } from '../../src/install/device-prebuilds';
 
 const execFileAsync = promisify(execFile);
 const repoRoot = path.resolve(__dirname, '..', '..');

@@ -3,7 +3,7 @@
 // code shown once after the redirect.
 import type { FastifyPluginAsync } from 'fastify';
 import { isPlan } from '../../domain/accounts';
-import { DEFAULT_CODE_VALID_DAYS } from '../../licensing/activation-codes';
+import { DEFAULT_CODE_VALID_DAYS } from '../../licensing/cloud/activation-codes';
 import type { BackOfficeContext } from '../context';
 import { field, type FormBody } from '../form-body';
 import { noticeOf, withNotice } from '../notices';

@@ -3,7 +3,7 @@
 // confirmation. Keys are made and revoked by the AccountService, as in the account API.
 import type { FastifyPluginAsync } from 'fastify';
 import { isRole } from '../../domain/roles';
-import type { KeyRequest } from '../../licensing/accounts';
+import type { KeyRequest } from '../../accounts/accounts';
 import type { BackOfficeContext } from '../context';
 import { field, type FormBody } from '../form-body';
 import { noticeOf, withNotice } from '../notices';

@@ -3,7 +3,7 @@
 // account API calls the same methods); another account's licence is "not found", like a missing one.
 import type { FastifyPluginAsync } from 'fastify';
 import { isRole } from '../../domain/roles';
-import { MAX_DEVICE_KEY_LABEL, type DeviceKeyRequest } from '../../licensing/licence-device-keys';
+import { MAX_DEVICE_KEY_LABEL, type DeviceKeyRequest } from '../../licensing/cloud/licence-device-keys';
 import type { BackOfficeContext } from '../context';
 import { field, type FormBody } from '../form-body';
 import { withNotice } from '../notices';

@@ -4,7 +4,7 @@
 // another account's licence is "not found" exactly like a missing one.
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { Operator } from '../../domain/accounts';
-import { MAX_LABEL_LENGTH, type LicencePatch } from '../../licensing/licences';
+import { MAX_LABEL_LENGTH, type LicencePatch } from '../../licensing/cloud/licences';
 import type { BackOfficeContext } from '../context';
 import { field, fields, type FormBody } from '../form-body';
 import { noticeOf, withNotice } from '../notices';
@@ -14,8 +14,8 @@ import { redirectTo, sendPage } from '../respond';
 import { operatorOf, visitorOf } from '../session';
 import { notFoundPage } from '../views/errors';
 import { licencePage, revokeLicencePage, type InstallForm } from '../views/licence';
-import { parseInstallChoice, type InstallChoice } from '../../licensing/install-choice';
-import { installCameras } from '../../ops/device-ini';
+import { parseInstallChoice, type InstallChoice } from '../../install/install-choice';
+import { installCameras } from '../../install/device-ini';
 import type { DeviceKeyForm } from '../views/licence-keys';
 import { licencesPage } from '../views/licences';
 

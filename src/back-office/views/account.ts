@@ -1,6 +1,6 @@
 // The account overview: who is signed in, the plan and what is left of today's quota, and the way to the
 // sections. No person is listed: the back-office never shows biometric data, only how many persons exist.
-import type { AccountDetails } from '../../licensing/accounts';
+import type { AccountDetails } from '../../accounts/accounts';
 import type { Operator } from '../../domain/accounts';
 import { html } from '../html';
 import { PATHS } from '../paths';

@@ -1,7 +1,7 @@
 // Administration (administrator accounts only, made by `face-check account create --admin`): every account
 // at a glance, and activation codes: issue one (shown once) and see which were used.
 import { PLANS, type Operator } from '../../domain/accounts';
-import type { AccountView } from '../../licensing/accounts';
+import type { AccountView } from '../../accounts/accounts';
 import type { ActivationCodeRecord } from '../../storage/records';
 import { html } from '../html';
 import { PATHS } from '../paths';

@@ -2,7 +2,7 @@
 // that shows a new key once, and the confirmation before a revocation.
 import type { Operator } from '../../domain/accounts';
 import { ROLES } from '../../domain/roles';
-import type { ApiKeyView } from '../../licensing/accounts';
+import type { ApiKeyView } from '../../accounts/accounts';
 import { html } from '../html';
 import { PATHS } from '../paths';
 import { dateTime } from './account';

@@ -2,7 +2,7 @@
 // that makes one, the page that shows a new key once, and the confirmation before a revocation.
 import type { Operator } from '../../domain/accounts';
 import { ROLES } from '../../domain/roles';
-import type { DeviceKeyView } from '../../licensing/licence-device-keys';
+import type { DeviceKeyView } from '../../licensing/cloud/licence-device-keys';
 import { html } from '../html';
 import { PATHS } from '../paths';
 import { dateTime } from './account';

@@ -2,8 +2,8 @@
 // releasing the device binding and revoking it.
 import type { Operator } from '../../domain/accounts';
 import { GRANTS, GRANT_REQUESTS } from '../../domain/grants';
-import type { DeviceKeyView } from '../../licensing/licence-device-keys';
-import type { LicenceUsageView, LicenceView } from '../../licensing/licences';
+import type { DeviceKeyView } from '../../licensing/cloud/licence-device-keys';
+import type { LicenceUsageView, LicenceView } from '../../licensing/cloud/licences';
 import { html } from '../html';
 import { PATHS } from '../paths';
 import { usageChart } from '../usage-chart';

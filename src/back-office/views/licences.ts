@@ -1,7 +1,7 @@
 // The licence section (spec 1, licence set-up): the account's licences, each on its line with status,
 // grants, bound device, last check and the installation command to copy; and the form that adds one.
 import type { Operator } from '../../domain/accounts';
-import type { LicenceView } from '../../licensing/licences';
+import type { LicenceView } from '../../licensing/cloud/licences';
 import { html } from '../html';
 import { PATHS } from '../paths';
 import { dateTime } from './account';

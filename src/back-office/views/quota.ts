@@ -1,5 +1,5 @@
 // The plan's daily quota and the number of enrolled persons, as a short list (account and usage pages).
-import type { AccountDetails } from '../../licensing/accounts';
+import type { AccountDetails } from '../../accounts/accounts';
 import { html } from '../html';
 
 export function quotaSummary(account: AccountDetails) {

@@ -1,7 +1,7 @@
 // Usage: the plan's quota and what is left today, the number of enrolled persons, and requests per day of the
 // last 30 days for each API key (counted by the service) and each licence (reported by its device).
 import type { Operator } from '../../domain/accounts';
-import type { AccountDetails } from '../../licensing/accounts';
+import type { AccountDetails } from '../../accounts/accounts';
 import { html } from '../html';
 import { usageChart, type UsageDay } from '../usage-chart';
 import { page } from './layout';

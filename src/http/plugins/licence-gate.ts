@@ -8,7 +8,7 @@ import { grantOf, type Grant, type LicenceLimits } from '../../domain/grants';
 import type { ErrorCatalog } from '../../errors';
 import { globalPlugin } from './global-plugin';
 
-/** What the gate needs of a licence (src/licensing/device-licence.ts). */
+/** What the gate needs of a licence (src/licensing/device/device-licence.ts). */
 export interface LicenceGateSource {
   allows(grant: Grant): { ok: true } | { ok: false; reason: string };
   record(grant: Grant): void | Promise<void>;

@@ -4,7 +4,7 @@
 import { globalPlugin } from './global-plugin';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ErrorCatalog } from '../../errors';
-import type { AccountService } from '../../licensing/accounts';
+import type { AccountService } from '../../accounts/accounts';
 import { headerValue } from '../request-header';
 
 /** The session token of the Authorization header, or undefined when there is none in Bearer form. */

@@ -1,15 +1,15 @@
 // The account API (cloud mode), /account/v1: registration with the free test plan's API key (spec 5: "A free
 // test plan provides a key"), sign-in sessions, the account and its quota, the password, and the account's own
-// API keys. The routes check shapes and call the AccountService (src/licensing/accounts.ts), which holds the
+// API keys. The routes check shapes and call the AccountService (src/accounts/accounts.ts), which holds the
 // rules. Operators authenticate with "Authorization: Bearer <session token>" (plugins/operator-session.ts).
 import type { FastifyPluginAsync } from 'fastify';
 import type { ErrorCatalog } from '../../errors';
 import { PLANS } from '../../domain/accounts';
 import { ROLES, type Role } from '../../domain/roles';
-import { MAX_EMAIL_LENGTH, MAX_PASSWORD_LENGTH } from '../../licensing/accounts';
+import { MAX_EMAIL_LENGTH, MAX_PASSWORD_LENGTH } from '../../accounts/accounts';
 import { bearerToken } from '../plugins/operator-session';
 import { bodyErrors, commonErrors, errorResponses } from '../schemas';
-import { explainFieldErrors, noStore, OPERATOR_AUTH, operatorOf } from '../operator-routes';
+import { explainFieldErrors, noStore, OPERATOR_AUTH, operatorOf } from '../operator-replies';
 import type { ErrorCode } from '../../error-table';
 
 export const ACCOUNT_API_PREFIX = '/account/v1';

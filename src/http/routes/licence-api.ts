@@ -9,10 +9,10 @@ import type { ErrorCatalog } from '../../errors';
 import {
   DAY_PATTERN, FINGERPRINT_PATTERN, LICENCE_KEY_PATTERN, MAX_ROW_REQUESTS, MAX_USAGE_ROWS, MAX_VERSION_LENGTH,
   NONCE_PATTERN, REPORT_SERIES_PATTERN, type LicenceServer,
-} from '../../licensing/licence-server';
-import { MAX_LABEL_LENGTH, MAX_USAGE_DAYS, type LicenceInput, type LicencePatch, type LicenceService } from '../../licensing/licences';
+} from '../../licensing/cloud/licence-server';
+import { MAX_LABEL_LENGTH, MAX_USAGE_DAYS, type LicenceInput, type LicencePatch, type LicenceService } from '../../licensing/cloud/licences';
 import { bodyErrors, commonErrors, errorResponses } from '../schemas';
-import { explainFieldErrors, noStore, OPERATOR_AUTH, operatorOf } from '../operator-routes';
+import { explainFieldErrors, noStore, OPERATOR_AUTH, operatorOf } from '../operator-replies';
 import type { ErrorCode } from '../../error-table';
 
 export const LICENCES_PREFIX = '/account/v1/licences';

@@ -6,8 +6,8 @@ import fs from 'node:fs';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ErrorCatalog } from '../../errors';
 import { publicKeySha256 } from '../../licensing/licence-document';
-import type { LicenceKeyState } from '../../licensing/licence-server';
-import { PackagePrebuildsMissing, type PackageInfo } from '../../licensing/package-file';
+import type { LicenceKeyState } from '../../licensing/cloud/licence-server';
+import { PackagePrebuildsMissing, type PackageInfo } from '../../install/package-file';
 import { headerValue } from '../request-header';
 import { errorResponses } from '../schemas';
 

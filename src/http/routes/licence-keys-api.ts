@@ -1,13 +1,13 @@
 // The device API keys of a licence line (cloud mode), /account/v1/licences/{licenceId}/keys: an operator
 // creates, lists and revokes the keys the licence's device accepts. A key is answered once; the device learns
 // its hash at its next licence check. The routes check shapes; the rules are DeviceKeyService's
-// (src/licensing/licence-device-keys.ts).
+// (src/licensing/cloud/licence-device-keys.ts).
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ROLES, type Role } from '../../domain/roles';
 import type { ErrorCatalog } from '../../errors';
-import { MAX_ACTIVE_DEVICE_KEYS, MAX_DEVICE_KEY_LABEL, type DeviceKeyService } from '../../licensing/licence-device-keys';
+import { MAX_ACTIVE_DEVICE_KEYS, MAX_DEVICE_KEY_LABEL, type DeviceKeyService } from '../../licensing/cloud/licence-device-keys';
 import { bodyErrors, commonErrors, errorResponses } from '../schemas';
-import { explainFieldErrors, noStore, OPERATOR_AUTH, operatorOf } from '../operator-routes';
+import { explainFieldErrors, noStore, OPERATOR_AUTH, operatorOf } from '../operator-replies';
 import { LICENCES_PREFIX } from './licence-api';
 import type { ErrorCode } from '../../error-table';
 

@@ -2,7 +2,7 @@
 // one core; the snapshot's import (reading, AES-256-GCM, row checks, key map) needs only the addon, the file
 // and its key. Each snapshot's header carries the store's data key as the key file wraps it (the `meta`
 // value), so `face-check serve` opens the key file and begins each import into a collection of its own
-// right after reading the ini (src/ops/early-start.ts), while the rest of the program loads.
+// right after reading the ini (src/start/early-start.ts), while the rest of the program loads.
 //
 // Nothing is trusted for being early: the restore (./restore.ts) takes an import only for the very file it
 // checked against the store (same inode, same header block, so the same salt, sequence and chunks) and only
@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { similarityIndex, type Collection, type SealedImportResult } from '../../index/similarity-index';
+import { similarityIndex, type Collection, type SealedImportResult } from '../../similarity-index/similarity-index';
 import { readKeyFile } from '../../storage/crypto/key-file';
 import { deriveFileKey, unwrapDataKey } from '../../storage/crypto/key-wrap';
 import { KEY_PURPOSE } from './format';

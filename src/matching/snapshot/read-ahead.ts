@@ -1,7 +1,7 @@
 // The snapshot files read ahead from the very start of the process: the kernel reads them from the device
 // while the program's modules load (bin/face-check.js starts this before loading the rest, through
-// src/ops/early-start.ts), so the import after the store opened finds most of them cached. It stops when the
-// store opens (stopSnapshotReadAhead, src/server.ts): from then on the store's own reads are page faults,
+// src/start/early-start.ts), so the import after the store opened finds most of them cached. It stops when the
+// store opens (stopSnapshotReadAhead, src/start/start-service.ts): from then on the store's own reads are page faults,
 // each a small read that would wait behind whatever the device still has queued, and the import's own
 // prefetcher (native/core/sealed/sealed_import.cpp) reads the rest. Light on purpose: no store, no lmdb.
 import fs from 'node:fs';

@@ -7,7 +7,7 @@
 import type crypto from 'node:crypto';
 import fs from 'node:fs';
 
-import { similarityIndex, type SealedJob } from '../../index/similarity-index';
+import { similarityIndex, type SealedJob } from '../../similarity-index/similarity-index';
 
 import { chunkAad, chunkNonce, headerBlockLength, HEADER_PREFIX_BYTES, parseHeader, ROWS_PER_CHUNK, SnapshotFormatError, type ParsedHeader } from './format';
 import { chooseUnsealer as choose, SealedLoader, type Unsealer } from '../../threads/sealed-loader';

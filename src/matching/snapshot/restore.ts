@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { IndexError, type SealedImportResult } from '../../index/similarity-index';
+import { IndexError, type SealedImportResult } from '../../similarity-index/similarity-index';
 import type { LocalPersonRepository as PersonRepository } from '../../storage/interfaces';
 import type { WorkerPool } from '../../threads/worker-pool';
 import type { Gallery } from '../gallery';

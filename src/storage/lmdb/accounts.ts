@@ -1,6 +1,6 @@
 // Operators' accounts. An account owns API keys, persons and licences (all filed under its accountId). The
 // e-mail address is unique (compared lower-cased) through a second database that maps it to the account; the
-// password is stored only as its memory-hard hash (src/licensing/passwords.ts makes and checks it).
+// password is stored only as its memory-hard hash (src/accounts/passwords.ts makes and checks it).
 import type { Database, RootDatabase } from 'lmdb';
 import { type AccountRecord, normalisedEmail } from '../records';
 

@@ -1,5 +1,5 @@
 // A licensed device's own record of the requests it answered, kept in its store until the cloud has
-// acknowledged them (src/licensing/licence-usage.ts says when they are written and how they travel):
+// acknowledged them (src/licensing/device/licence-usage.ts says when they are written and how they travel):
 //   pending   - [day, operation] -> requests answered and not yet in a report;
 //   reports   - this store's report series (random, made once), the last report number made, and the report
 //               in flight: numbered counts moved out of pending, sent with every check until the cloud

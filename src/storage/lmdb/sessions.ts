@@ -1,5 +1,5 @@
 // Operators' sign-in sessions. The token itself is never stored: the key is its SHA-256 (hex), so a copy of
-// the store does not hold a usable session. The service (src/licensing/accounts.ts) decides expiry; this file
+// the store does not hold a usable session. The service (src/accounts/accounts.ts) decides expiry; this file
 // only keeps the records.
 import type { Database, RootDatabase } from 'lmdb';
 import { idleEndMs, type SessionRecord, TOUCH_INTERVAL_MS } from '../records';

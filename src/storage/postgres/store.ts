@@ -18,7 +18,7 @@ import { PgKeyUsageRows } from './key-usage';
 import { PgLicenceUsageRepository } from './licence-usage';
 import { PgLicenceRepository } from './licences';
 import { MeterCaches } from './meter-caches';
-import { migrate, type MigrationOutcome } from './migrations';
+import { migrate, type MigrationOutcome } from './schema-upgrade';
 import { PgPersonRepository } from './persons';
 import { describeUrl, PostgresPool, type PostgresSettings } from './pool';
 import { PgQuotaRepository } from './quota';

@@ -9,10 +9,10 @@
 import type crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { writeKeyFileAtomically } from '../storage/crypto/key-file';
+import { writeKeyFileAtomically } from '../../storage/crypto/key-file';
 import {
   checkDocumentFor, LicenceDocumentError, verifyLicenceDocument, type LicenceDocument, type SignedLicence,
-} from './licence-document';
+} from '../licence-document';
 
 export const STORED_DOCUMENT_FILE = 'licence-document.json';
 

@@ -2,25 +2,25 @@
 // the backend's gallery source, ./gallery-sources.ts), first API key, HTTP listener.
 import fs from 'node:fs';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from './config/types';
-import type { FaceEngine } from './engine/types';
-import { ErrorCatalog } from './errors';
-import { buildApp } from './http/app';
-import { stopSnapshotReadAhead } from './matching/snapshot/read-ahead';
-import { templateModelId } from './engine/template-spec';
-import type { DeviceCamera } from './device/camera';
-import { cameraForStart, engineForStart } from './ops/early-start';
-import { warnWhenCameraAbsent } from './device/camera-start-check';
-import { logOptions } from './ops/log-options';
-import { closeWhenIdle, drain, ensureFirstKey, type RunningService, type StartOptions } from './ops/service-lifecycle';
+import type { Config } from '../config/types';
+import type { FaceEngine } from '../engine/types';
+import { ErrorCatalog } from '../errors';
+import { buildApp } from '../http/app';
+import { stopSnapshotReadAhead } from '../matching/snapshot/read-ahead';
+import { templateModelId } from '../engine/template-spec';
+import type { DeviceCamera } from '../device/camera';
+import { cameraForStart, engineForStart } from './early-start';
+import { warnWhenCameraAbsent } from '../device/camera-start-check';
+import { logOptions } from '../ops/log-options';
+import { closeWhenIdle, drain, ensureFirstKey, type RunningService, type StartOptions } from './service-lifecycle';
 import { lmdbGallerySource, postgresGallerySource, type GallerySource } from './gallery-sources';
-import { openBackend, type OpenedBackend } from './storage/open-backend';
-import type { DeviceLicence } from './licensing/device-licence';
-import { checkDeviceLicenceConfig, startDeviceLicence, stopReportMs } from './licensing/device-licence-setup';
-import { checkCameraConfig } from './device/camera-settings';
+import { openBackend, type OpenedBackend } from '../storage/open-backend';
+import type { DeviceLicence } from '../licensing/device/device-licence';
+import { checkDeviceLicenceConfig, startDeviceLicence, stopReportMs } from '../licensing/device/device-licence-setup';
+import { checkCameraConfig } from '../device/camera-settings';
 
-export { ensureFirstKey, FIRST_KEY_FILE, stdoutIsJournal } from './ops/service-lifecycle';
-export type { RunningService, StartOptions } from './ops/service-lifecycle';
+export { ensureFirstKey, FIRST_KEY_FILE, stdoutIsJournal } from './service-lifecycle';
+export type { RunningService, StartOptions } from './service-lifecycle';
 
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
   if (config.storage.backend === 'postgres' && config.server.mode !== 'cloud') {
@@ -96,7 +96,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         await drain(app, config.server.drain_timeout_ms);
         // No request runs any more: the gallery source stops (LMDB's changed snapshots written, bounded by
         // snapshot_stop_timeout_s) while the licence, camera and engine close, so the stop takes the longer of
-        // the two and stays within the service manager's stop timeout (src/ops/service-install.ts).
+        // the two and stays within the service manager's stop timeout (src/install/service-install.ts).
         const sourceStopped = openSource.stop();
         // Usage not yet acknowledged goes with one last check if the cloud answers in time; else the next start sends it.
         await licence?.close({ reportWithinMs: stopReportMs(config) });

@@ -2,7 +2,7 @@
 // behind a proxy or a DNS name sets [licensing] public_url (or [auth] public_base_url, which clients
 // already sign against); without either, the listening address is the best guess.
 import os from 'node:os';
-import type { Config } from '../config/types';
+import type { Config } from '../../config/types';
 
 /** `actualPort`: the port really listened on, for a [server] port of 0 (tests). */
 export function publicUrl(config: Config, actualPort?: number): string {

@@ -7,15 +7,15 @@
 // are short-lived sign-ins, and operators sign in again on the moved store.
 import crypto from 'node:crypto';
 import type { AsyncStore } from '../storage/interfaces';
-import { ACCOUNTS, API_KEYS, copyResponseSigningKey, type SigningKeyOutcome } from './migrate/accounts';
-import type { Checksum } from './migrate/checksum';
-import { KEY_USAGE, LICENCE_USAGE, LICENCE_USAGE_REPORTS, QUOTA } from './migrate/counters';
-import type { CopyCount, MovedKind, Progress } from './migrate/kind';
-import { ACTIVATION_CODES, LICENCES } from './migrate/licences';
-import { PERSONS } from './migrate/persons';
+import { ACCOUNTS, API_KEYS, copyResponseSigningKey, type SigningKeyOutcome } from './kinds/accounts';
+import type { Checksum } from './kinds/checksum';
+import { KEY_USAGE, LICENCE_USAGE, LICENCE_USAGE_REPORTS, QUOTA } from './kinds/counters';
+import type { CopyCount, MovedKind, Progress } from './kinds/kind';
+import { ACTIVATION_CODES, LICENCES } from './kinds/licences';
+import { PERSONS } from './kinds/persons';
 
-export { personChecksums } from './migrate/persons';
-export { STORE_SCOPE } from './migrate/checksum';
+export { personChecksums } from './kinds/persons';
+export { STORE_SCOPE } from './kinds/checksum';
 
 /** In copying order: persons, the bulk, last. */
 export const MOVED_KINDS: readonly MovedKind[] = [ACCOUNTS, API_KEYS, ACTIVATION_CODES, LICENCES, LICENCE_USAGE, LICENCE_USAGE_REPORTS, QUOTA, KEY_USAGE, PERSONS];

@@ -7,10 +7,10 @@
 //   invalid     - an answer that is not a licence for this check (bad signature or shape, another nonce,
 //                 device or key, run out, or an error body that is not a licence refusal).
 import crypto from 'node:crypto';
-import type { Grant } from '../domain/grants';
+import type { Grant } from '../../domain/grants';
 import {
   checkDocumentFor, LicenceDocumentError, verifyLicenceDocument, type LicenceDocument, type SignedLicence,
-} from './licence-document';
+} from '../licence-document';
 
 export const CHECK_PATH = '/licence/v1/check';
 /** A licence check's answer is a few KiB; anything much larger is not one, and is not read whole. */

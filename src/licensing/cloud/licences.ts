@@ -5,17 +5,17 @@
 // one, so ids reveal nothing. The command line acts as administrator: any account, no code, no count.
 // Changes answer the stored record and view() makes the licence line of it: the line's installation command
 // needs the device package, which revoking or releasing must never wait for (or fail on).
-import type { Config } from '../config/types';
-import type { Plan } from '../domain/accounts';
-import { parseGrants, type Grant, type LicenceLimits } from '../domain/grants';
-import type { ApiError, ErrorCatalog } from '../errors';
-import type { ChangeOutcome, LicenceRecord, NewLicence } from '../storage/records';
-import type { AsyncStore } from '../storage/interfaces';
+import type { Config } from '../../config/types';
+import type { Plan } from '../../domain/accounts';
+import { parseGrants, type Grant, type LicenceLimits } from '../../domain/grants';
+import type { ApiError, ErrorCatalog } from '../../errors';
+import type { ChangeOutcome, LicenceRecord, NewLicence } from '../../storage/records';
+import type { AsyncStore } from '../../storage/interfaces';
 import { activationCodeRefusal, activationCodeSha256, normaliseActivationCode } from './activation-codes';
-import { installCommand } from './install-command';
-import type { InstallChoice } from './install-choice';
-import { PackagePrebuildsMissing } from './package-file';
-import { publicKeySha256 } from './licence-document';
+import { installCommand } from '../../install/install-command';
+import type { InstallChoice } from '../../install/install-choice';
+import { PackagePrebuildsMissing } from '../../install/package-file';
+import { publicKeySha256 } from '../licence-document';
 
 /** Whose licences a call may touch: one account's (an operator), or any (the administrator's CLI). */
 export type LicenceScope = { accountId: string } | { anyAccount: true };

@@ -1,7 +1,7 @@
 // The camera and the port an installation command sets up on the device (`device install --camera --port`),
 // picked on the licence line when the command is shown. Left out, the device gets the defaults of
 // `device install` (freenect, 8080).
-import { DEFAULT_DEVICE_PORT, installCameras } from '../ops/device-ini';
+import { DEFAULT_DEVICE_PORT, installCameras } from './device-ini';
 
 export interface InstallChoice {
   /** A source an installed device can run (installCameras()), or none. */

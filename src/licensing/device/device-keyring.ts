@@ -1,7 +1,7 @@
 // The device API keys a licensed device accepts from its ruling licence document, looked up by the SHA-256 of
 // the Api-Key a client sends (licence-document.ts: DocumentDeviceKey). Built once per document, so a request
 // costs one hash and one map lookup; a new document (the next check) brings the new set at once.
-import type { DocumentDeviceKey, LicenceDocument } from './licence-document';
+import type { DocumentDeviceKey, LicenceDocument } from '../licence-document';
 
 const keyrings = new WeakMap<LicenceDocument, Map<string, DocumentDeviceKey>>();
 

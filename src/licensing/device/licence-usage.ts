@@ -10,8 +10,8 @@
 // At a check the pending counts become a numbered report (persisted) that is sent with every check until
 // one succeeds: the cloud adds a report's number once and acknowledges a repeat without adding it, so an
 // answer lost on the way back (or a device killed before it deleted the report) never counts twice.
-import type { Grant } from '../domain/grants';
-import type { TakenReport, UsageReport, UsageRow } from '../storage/records';
+import type { Grant } from '../../domain/grants';
+import type { TakenReport, UsageReport, UsageRow } from '../../storage/records';
 
 /** The wire contract's bound on one check's usage list. */
 export const MAX_USAGE_ENTRIES = 400;

@@ -6,14 +6,14 @@
 // its usage as a numbered report (usageReport: its store's series and the number); a number of that series
 // and device added before is acknowledged without being added again (a resend after a lost answer).
 import crypto from 'node:crypto';
-import type { Config } from '../config/types';
-import { GRANTS, isGrant } from '../domain/grants';
-import type { ApiError, ErrorCatalog } from '../errors';
+import type { Config } from '../../config/types';
+import { GRANTS, isGrant } from '../../domain/grants';
+import type { ApiError, ErrorCatalog } from '../../errors';
 import {
   licenceKeySha256, type LicenceRecord, MAX_DAY_REQUESTS, type UsageReportMark, type UsageRow,
-} from '../storage/records';
-import type { AsyncStore } from '../storage/interfaces';
-import { DOCUMENT_FORMAT, signLicenceDocument, type LicenceDocument, type SignedLicence } from './licence-document';
+} from '../../storage/records';
+import type { AsyncStore } from '../../storage/interfaces';
+import { DOCUMENT_FORMAT, signLicenceDocument, type LicenceDocument, type SignedLicence } from '../licence-document';
 import { documentKeysOf } from './licence-device-keys';
 import { implausibleUsage } from './usage-bounds';
 

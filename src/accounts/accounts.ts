@@ -12,10 +12,10 @@ import {
   type AccountRecord, type ApiKeyRecord, hashSessionToken, idleEndMs, type RegistrationClaim,
 } from '../storage/records';
 import type { AsyncStore, SharedSignInThrottle, ThrottleAttempt, ThrottleLimit } from '../storage/interfaces';
-import { activationCodeSha256, normaliseActivationCode } from './activation-codes';
+import { activationCodeSha256, normaliseActivationCode } from '../licensing/cloud/activation-codes';
 import { passwordProblem } from './password-policy';
 import { dummyVerify, hashPassword, verifyPassword } from './passwords';
-import { ThrottleRules } from './sign-in-throttle';
+import { ThrottleRules } from '../licensing/sign-in-throttle';
 import { signingKeyOf } from './signing-key-request';
 
 export interface AccountServiceDeps {

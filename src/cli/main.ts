@@ -23,30 +23,30 @@
 // unit with Restart=on-failure retries them all.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Config } from './config/types';
-import { ACCOUNT_USAGE, accountCommand } from './cli/accounts';
-import { ACCOUNT_ID, configOf, parseArgs, stdio, UsageError, type Args, type Io } from './cli/args';
-import { CAMERAS_USAGE, camerasCommand } from './cli/cameras';
-import { DEVICE_USAGE, deviceCommand } from './cli/device-install';
-import { failureExitCode } from './cli/exit-code';
-import { LICENCE_USAGE, licenceCommand } from './cli/licences';
-import { LIVENESS_USAGE, livenessEvalCommand, recordSessionCommand } from './cli/liveness';
-import { SERVICE_USAGE, serviceCommand } from './cli/service-install';
-import { isRole, ROLES } from './domain/roles';
-import { SNAPSHOT_FOLDER } from './matching/snapshot/place';
-import { discardSnapshots } from './matching/snapshot/write';
-import { createEngine } from './engine';
-import type { FaceEngine } from './engine/types';
-import { DEFAULT_ACCOUNT } from './services/auth';
-import { reindex } from './services/reindex';
-import { checkedPublicKey } from './services/request-signing';
-import { startService, type RunningService } from './server';
-import { generateRsaKeyPair } from './storage/records';
-import { MIGRATE_USAGE, migrateCommand } from './cli/migrate';
-import { openCommandStore } from './cli/open-store';
-import type { AsyncStore } from './storage/interfaces';
-import { openStore } from './storage/lmdb/store';
-import { lockStore } from './storage/lmdb/process-lock';
+import type { Config } from '../config/types';
+import { ACCOUNT_USAGE, accountCommand } from './accounts';
+import { ACCOUNT_ID, configOf, parseArgs, stdio, UsageError, type Args, type Io } from './args';
+import { CAMERAS_USAGE, camerasCommand } from './cameras';
+import { DEVICE_USAGE, deviceCommand } from './device-install';
+import { failureExitCode } from './exit-code';
+import { LICENCE_USAGE, licenceCommand } from './licences';
+import { LIVENESS_USAGE, livenessEvalCommand, recordSessionCommand } from './liveness';
+import { SERVICE_USAGE, serviceCommand } from './service-install';
+import { isRole, ROLES } from '../domain/roles';
+import { SNAPSHOT_FOLDER } from '../matching/snapshot/place';
+import { discardSnapshots } from '../matching/snapshot/write';
+import { createEngine } from '../engine';
+import type { FaceEngine } from '../engine/types';
+import { DEFAULT_ACCOUNT } from '../services/auth';
+import { reindex } from '../services/reindex';
+import { checkedPublicKey } from '../services/request-signing';
+import { startService, type RunningService } from '../start/start-service';
+import { generateRsaKeyPair } from '../storage/records';
+import { MIGRATE_USAGE, migrateCommand } from './migrate';
+import { openCommandStore } from './open-store';
+import type { AsyncStore } from '../storage/interfaces';
+import { openStore } from '../storage/lmdb/store';
+import { lockStore } from '../storage/lmdb/process-lock';
 
 export const USAGE = `usage:
   face-check serve   [--config <file.ini>]
@@ -213,8 +213,8 @@ async function recordCommand(args: Args, io: Io): Promise<number> {
   const sessionOnly = ['subject', 'distance-cm', 'note', 'session'].filter((f) => args.flags.has(f));
   if (sessionOnly.length) throw new UsageError(`record: --${sessionOnly[0]} describes a labelled session: give --label too`);
   const config = configOf(args);
-  const { parseRecordArgs, recordCamera } = await import('./device/record');
-  const { cameraFps, checkCameraConfig } = await import('./device/camera-settings');
+  const { parseRecordArgs, recordCamera } = await import('../device/record');
+  const { cameraFps, checkCameraConfig } = await import('../device/camera-settings');
   const flags = [...args.flags].filter(([k]) => k !== 'config').flatMap(([k, v]) => [`--${k}`, String(v)]);
   let options;
   try {
@@ -303,5 +303,5 @@ if (require.main === module) {
   });
 }
 
-export { parseArgs } from './cli/args';
-export type { Io } from './cli/args';
+export { parseArgs } from './args';
+export type { Io } from './args';

@@ -4,19 +4,19 @@
 // them from the persons table and follows the shared change log (matching/gallery-follower.ts), and its
 // nodes share the cluster's housekeeping.
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from './config/types';
-import { ThrottleRules } from './licensing/sign-in-throttle';
-import { Galleries } from './matching/galleries';
-import { GalleryFollower } from './matching/gallery-follower';
-import { LocalGalleryFeed } from './matching/local-gallery-feed';
-import { snapshotPlaceOf } from './matching/snapshot/place';
-import type { RestoreOptions, RestoreReport } from './matching/snapshot/restore';
-import { SnapshotScheduler } from './matching/snapshot/scheduler';
-import { snapshotImportsForStart } from './ops/early-start';
-import type { GalleryFeed } from './services/context';
-import type { Store } from './storage/lmdb/store';
-import { clusterHousekeeping, type ClusterHousekeeping } from './storage/postgres/cluster-housekeeping';
-import type { PostgresStore } from './storage/postgres/store';
+import type { Config } from '../config/types';
+import { ThrottleRules } from '../licensing/sign-in-throttle';
+import { Galleries } from '../matching/galleries';
+import { GalleryFollower } from '../matching/gallery-follower';
+import { LocalGalleryFeed } from '../matching/local-gallery-feed';
+import { snapshotPlaceOf } from '../matching/snapshot/place';
+import type { RestoreOptions, RestoreReport } from '../matching/snapshot/restore';
+import { SnapshotScheduler } from '../matching/snapshot/scheduler';
+import { snapshotImportsForStart } from './early-start';
+import type { GalleryFeed } from '../services/context';
+import type { Store } from '../storage/lmdb/store';
+import { clusterHousekeeping, type ClusterHousekeeping } from '../storage/postgres/cluster-housekeeping';
+import type { PostgresStore } from '../storage/postgres/store';
 
 export interface GallerySource {
   readonly galleries: Galleries;

@@ -2,7 +2,7 @@
 // creation to now, each widened by the allowance for a device's clock), and on each day no more requests
 // than a device could have answered in the part of that day inside that span. A report beyond either is a
 // forged or broken one: the check is refused and nothing of it counted.
-import { MAX_REQUESTS_PER_SECOND, type UsageRow } from '../storage/records';
+import { MAX_REQUESTS_PER_SECOND, type UsageRow } from '../../storage/records';
 
 /** How far a device's clock may be from the cloud's before its days are not believed. */
 export const USAGE_CLOCK_ALLOWANCE_MS = 24 * 3_600_000;

@@ -2,7 +2,7 @@
 // command names. It is not published on any registry; the cloud serves the very program it runs, packed
 // with `npm pack` once per version into <storage path>/packages (or the file [licensing] package_file
 // names, for a cloud installed without npm or one that serves another build). A package is served only if
-// it carries the prebuilt addon of every board platform (src/licensing/device-prebuilds.ts): one without
+// it carries the prebuilt addon of every board platform (src/install/device-prebuilds.ts): one without
 // would compile the addon on the board, so it is refused with what is missing and how to fix it.
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';

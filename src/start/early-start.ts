@@ -2,7 +2,7 @@
 // first; loading the program's modules takes ~0.3 s here and several times that on a board): the engine
 // loads its models, a device's camera opens and the galleries' snapshots are imported (or, where they cannot
 // be yet, read ahead: src/matching/snapshot/early-import.ts), all on the addons' threads. The start proper
-// (src/server.ts) then takes them: a start waits for the longest of these and the
+// (src/start/start-service.ts) then takes them: a start waits for the longest of these and the
 // modules' load instead of their sum. Light on purpose: the configuration, the engine, the camera, the
 // snapshots' key file and the addons only. Any failure here is left to the start proper, which reports it.
 import path from 'node:path';

@@ -4,15 +4,15 @@
 // learns that hash (never the key) from its next signed licence document (licence-server.ts), so a new key
 // works and a revoked one is refused from the device's next check. Every change is decided on the licence
 // record inside its own transaction (the key count, a revoked licence), as the licence's other changes are.
-import type { Role } from '../domain/roles';
-import type { ApiError, ErrorCatalog } from '../errors';
+import type { Role } from '../../domain/roles';
+import type { ApiError, ErrorCatalog } from '../../errors';
 import {
   deviceKeysOf, deviceKeySha256, generateDeviceKey, type DeviceKeyRecord,
-} from '../storage/device-keys';
-import type { ChangeOutcome, LicenceRecord } from '../storage/records';
-import type { AsyncStore } from '../storage/interfaces';
-import type { DocumentDeviceKey } from './licence-document';
-import { signingKeyOf } from './signing-key-request';
+} from '../../storage/device-keys';
+import type { ChangeOutcome, LicenceRecord } from '../../storage/records';
+import type { AsyncStore } from '../../storage/interfaces';
+import type { DocumentDeviceKey } from '../licence-document';
+import { signingKeyOf } from '../../accounts/signing-key-request';
 import type { LicenceScope, LicenceService } from './licences';
 
 /** Active keys one licence line may hold: a board serves a handful of clients, and each key rides in every document. */

@@ -10,10 +10,10 @@
 //                 verification is treated like no answer: whoever can forge one can as well block one.
 import { EventEmitter } from 'node:events';
 import type crypto from 'node:crypto';
-import type { Grant, LicenceLimits } from '../domain/grants';
+import type { Grant, LicenceLimits } from '../../domain/grants';
 import type { CheckOutcome, LicenceClient } from './licence-client';
 import { deviceKeysChange, keyringOf } from './device-keyring';
-import type { DocumentDeviceKey, LicenceDocument, SignedLicence } from './licence-document';
+import type { DocumentDeviceKey, LicenceDocument, SignedLicence } from '../licence-document';
 import { LicenceUsage, MAX_USAGE_ENTRIES, type UsageStore } from './licence-usage';
 import { graceDocument, storeDocument } from './stored-licence';
 

@@ -4,9 +4,9 @@
 // back case- and dash-insensitively, I and L read as 1 and O as 0. Only its hash is stored; the code is
 // shown once, when issued.
 import crypto from 'node:crypto';
-import type { Plan } from '../domain/accounts';
-import type { AsyncActivationCodeRepository } from '../storage/interfaces';
-import type { ActivationCodeRecord, RedeemCheck } from '../storage/records';
+import type { Plan } from '../../domain/accounts';
+import type { AsyncActivationCodeRepository } from '../../storage/interfaces';
+import type { ActivationCodeRecord, RedeemCheck } from '../../storage/records';
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const CODE_CHARACTERS = 16;

@@ -3,9 +3,9 @@
 // does not start.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { ConfigError } from '../config/load';
-import type { Config } from '../config/types';
-import { packageRoot } from '../package-root';
+import { ConfigError } from '../../config/load';
+import type { Config } from '../../config/types';
+import { packageRoot } from '../../package-root';
 import { readDeviceFingerprint } from './device-fingerprint';
 import { DeviceLicence } from './device-licence';
 import { LicenceClient } from './licence-client';

@@ -6,7 +6,7 @@
 // exposes the Kinect's serial, so the device passes "" and the fingerprint follows the board alone.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { ConfigError } from '../config/load';
+import { ConfigError } from '../../config/load';
 
 export const FINGERPRINT_LABEL = 'face-check device fingerprint\0';
 

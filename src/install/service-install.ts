@@ -37,7 +37,7 @@ export interface ServiceLayout {
 const CAMERA_GROUPS = ['plugdev', 'video'];
 /** Where `npm install -g` puts the program: the installation command's --prefix /usr/local, else a distribution's. */
 const BINARY_CANDIDATES = ['/usr/local/bin/face-check', '/usr/bin/face-check'];
-/** How long the engine may still finish an analysis after the drain (src/server.ts closeWhenIdle), plus slack. */
+/** How long the engine may still finish an analysis after the drain (src/start/start-service.ts closeWhenIdle), plus slack. */
 const STOP_MARGIN_SEC = 35;
 
 export function serviceLayout(root: string): ServiceLayout {
