@@ -20,6 +20,10 @@ const RULES: readonly LayerRule[] = [
   // The cloud's licence issuing and the device's licence client share only the signed document between them.
   { from: 'licensing/cloud/', notTo: ['licensing/device/'] },
   { from: 'licensing/device/', notTo: ['licensing/cloud/'] },
+  // The command line is the entry: no layer imports it (the early start takes a configuration, not argv).
+  ...['start/', 'http/', 'back-office/', 'services/', 'accounts/', 'licensing/', 'install/', 'migrate/', 'device/',
+    'engine/', 'image/', 'matching/', 'similarity-index/', 'storage/', 'threads/', 'ops/', 'config/', 'domain/']
+    .map((from) => ({ from, notTo: ['cli/'] })),
   // Helpers for worker threads, under every layer that starts one.
   { from: 'threads/', notTo: ['storage/', 'matching/', 'similarity-index/', 'engine/', 'services/', 'accounts/', 'licensing/', 'http/', 'back-office/'] },
 ];

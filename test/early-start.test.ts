@@ -5,7 +5,8 @@ import path from 'node:path';
 import t from 'tap';
 import { parseArgs, configOf } from '../src/cli/args';
 import { templateModelId } from '../src/engine/template-spec';
-import { beginEarlyStart, cameraForStart, earlyStartWaiting, engineForStart } from '../src/start/early-start';
+import { beginEarlyServe } from '../src/cli/early-serve';
+import { cameraForStart, earlyStartWaiting, engineForStart } from '../src/start/early-start';
 import { Prestarted } from '../src/start/prestarted';
 import { tempDir } from './helpers/app';
 
@@ -25,7 +26,7 @@ function iniFile(lines: string[]): string {
 
 t.test('serve starts the engine early; the start takes it once, a later start gets a new one', async (t) => {
   const ini = iniFile(['[server]', 'mode = cloud', '[storage]', `path = ${path.join(tempDir(), 'db')}`]);
-  beginEarlyStart(['serve', '--config', ini]);
+  beginEarlyServe(['serve', '--config', ini]);
   t.same(earlyStartWaiting(), { engine: true, camera: false }, 'no camera in cloud mode');
   const first = engineForStart();
   t.same(earlyStartWaiting(), { engine: false, camera: false }, 'handed out once');
@@ -42,7 +43,7 @@ t.test("a device's camera opens early for its configuration; another configurati
   const lines = (camera: string[] = []) => ['[server]', 'mode = device', '[storage]', `path = ${path.join(tempDir(), 'db')}`,
     '[licence]', 'development = true', '[camera]', 'source = synthetic', ...camera, '[camera.synthetic]', 'scenario = none'];
   const ini = iniFile(lines());
-  beginEarlyStart(['serve', '--config', ini]);
+  beginEarlyServe(['serve', '--config', ini]);
   t.same(earlyStartWaiting(), { engine: true, camera: true });
   const config = configOf(parseArgs(['serve', '--config', ini]));
   const camera = await cameraForStart(config);
@@ -51,7 +52,7 @@ t.test("a device's camera opens early for its configuration; another configurati
   await camera.close();
   await (await engineForStart()).close();
 
-  beginEarlyStart(['serve', '--config', ini]);
+  beginEarlyServe(['serve', '--config', ini]);
   const other = configOf(parseArgs(['serve', '--config', iniFile(lines(['idle_detect_fps = 2']))]));
   const own = await cameraForStart(other);
   t.equal(earlyStartWaiting().camera, false, 'the early camera, of another configuration, is not kept waiting');
@@ -64,7 +65,7 @@ t.test('other commands, --help and a bad ini start nothing', async (t) => {
   const ini = iniFile(['[server]', 'mode = cloud']);
   for (const argv of [['accounts', 'list', '--config', ini], ['serve', '--help'], ['serve', '--config', iniFile(['[server]', 'mode = nonsense'])],
     ['serve', '--config', path.join(tempDir(), 'missing.ini')]]) {
-    beginEarlyStart(argv);
+    beginEarlyServe(argv);
     t.same(earlyStartWaiting(), { engine: false, camera: false }, argv.join(' '));
   }
 });

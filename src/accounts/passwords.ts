@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import { normalisedPassword } from './password-policy';
 
-/** 2^15 x 8 x 128 bytes = 32 MiB of memory per hash: costly for a guesser's GPU, ~0.1 s for us. */
+/** 2^15 x 8 x 128 bytes = 32 MiB of memory per hash: costly for a guesser's GPU, a fraction of a second for us. */
 const COST = { N: 2 ** 15, r: 8, p: 1 };
 const SALT_BYTES = 16;
 const HASH_BYTES = 32;

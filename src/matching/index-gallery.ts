@@ -25,7 +25,7 @@ export type TemplateSource = (
 
 /**
  * int8 candidates re-scored per search when the templates come from a source. Each costs one template
- * fetch (from the store: an AES-256-GCM open of 2.8 KB, ~10 us) and an exact score, so fewer is faster. At
+ * fetch (from the store: an AES-256-GCM open of 2.8 KB) and an exact score, so fewer is faster. At
  * 1M clustered templates with near-duplicates, recall@1 and recall@10 against float32 brute force are 100 %
  * from 16 candidates for a top 10 (the int8 order alone: recall@10 ~98 %); this asks for twice that at
  * least, 4 per result beyond (bench:index prints recall by candidate count).

@@ -1,5 +1,5 @@
 // What `face-check serve` starts before the rest of the program is loaded (bin/face-check.js calls it
-// first; loading the program's modules takes ~0.3 s here and several times that on a board): the engine
+// first; loading the program's modules takes a noticeable time, several times longer on a board): the engine
 // loads its models, a device's camera opens and the galleries' snapshots are imported (or, where they cannot
 // be yet, read ahead: src/matching/snapshot/early-import.ts), all on the addons' threads. The start proper
 // (src/start/start-service.ts) then takes them: a start waits for the longest of these and the
@@ -7,7 +7,6 @@
 // snapshots' key file and the addons only. Any failure here is left to the start proper, which reports it.
 import path from 'node:path';
 
-import { configOf, parseArgs } from '../cli/args';
 import type { Config } from '../config/types';
 import type { DeviceCamera } from '../device/camera';
 import { createEngine } from '../engine';
@@ -26,7 +25,7 @@ const ENGINE = 'default';
 let earlySnapshots: { storagePath: string; imports: EarlySnapshotImports } | undefined;
 
 /**
- * The camera's module, loaded when a camera is opened: it loads the image library (~60 ms here), which the
+ * The camera's module, loaded when a camera is opened: it loads the image library (docs/benchmarks.md), which the
  * engine's early start must not wait for, nor a cloud node at all before its engine begins.
  */
 function openCamera(config: Config): Promise<DeviceCamera> {
@@ -34,20 +33,13 @@ function openCamera(config: Config): Promise<DeviceCamera> {
   return (require('../device/camera') as typeof import('../device/camera')).DeviceCamera.open(config);
 }
 
-/** For `serve`: starts loading the engine, a device's camera and an LMDB store's snapshots; otherwise nothing. */
-export function beginEarlyStart(argv: string[]): void {
-  try {
-    const args = parseArgs(argv);
-    if (args.positional[0] !== 'serve' || args.flags.get('help')) return;
-    const config = configOf(args);
-    earlyEngine.begin(ENGINE, () => createEngine());
-    if (config.server.mode === 'device' && config.camera.source !== 'none') {
-      earlyCamera.begin(JSON.stringify(config), () => openCamera(config));
-    }
-    beginEarlySnapshots(config);
-  } catch {
-    // a bad command line or ini: the start proper says what is wrong
+/** Starts loading the engine, a device's camera and an LMDB store's snapshots for the service `config` runs. */
+export function beginEarlyStart(config: Config): void {
+  earlyEngine.begin(ENGINE, () => createEngine());
+  if (config.server.mode === 'device' && config.camera.source !== 'none') {
+    earlyCamera.begin(JSON.stringify(config), () => openCamera(config));
   }
+  beginEarlySnapshots(config);
 }
 
 /** An LMDB store's snapshots, imported (or read ahead) from here on: ../matching/snapshot/early-import.ts. */

@@ -177,10 +177,9 @@ export class EarlySnapshotImports {
 
 /**
  * Snapshots together smaller than this are imported early on every core but one: the main thread is loading
- * the program meanwhile (~50 ms of a core here), and an import of about that much work finishes as soon
- * without it and without the two fighting for the cores (at 100k persons, 72 MB, on 2 cores, twelve
- * alternating warm starts each: medians 192 ms with one thread against 205 with two). Larger ones outlast
- * the load by far and take every core.
+ * the program meanwhile, and an import of about that much work finishes as soon without it and without the
+ * two fighting for the cores (measured side by side: docs/benchmarks.md). Larger ones outlast the load by far
+ * and take every core.
  */
 const SHARE_CORES_BELOW = 128 << 20;
 

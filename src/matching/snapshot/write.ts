@@ -43,8 +43,8 @@ export function snapshotFolder(dir: string): string {
 }
 
 /**
- * Byte ranges of each chunk's keys in the joined keys (rows separated by one '\0'). A million keys take
- * ~0.1 s to scan: the event loop gets a turn every 16 chunks.
+ * Byte ranges of each chunk's keys in the joined keys (rows separated by one '\0'). A million keys are a
+ * long scan for one turn: the event loop gets a turn every 16 chunks.
  */
 async function keyRanges(keys: Buffer, count: number): Promise<Array<[number, number]>> {
   const ranges: Array<[number, number]> = [];

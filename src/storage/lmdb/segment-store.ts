@@ -180,8 +180,8 @@ export class SegmentStore {
 /**
  * The value lmdb-js's getBinaryFast returns without copying: its reused read buffer, valid until the next
  * read, whose `length` property (set by lmdb-js) is the value's size while the typed array spans the whole
- * buffer; subarray makes a view of exactly the value. (1M templates: rebuild median 2.3 s vs 3.0 s with a
- * copy per segment, measured interleaved.)
+ * buffer; subarray makes a view of exactly the value (a copy per segment made a full rebuild measurably
+ * slower: docs/benchmarks.md).
  */
 export function sharedView(b: Buffer | undefined): Buffer | undefined {
   return b && b.subarray(0, b.length);

@@ -1,6 +1,6 @@
 // One sealed float32 template per person (`template-rows`, key [accountId, personId]), beside the segments:
 // the similarity index keeps only int8 codes and re-ranks its best candidates with these exact templates,
-// read one by one (a sealed 2.8 KB row opens in ~9 µs; a segment is 32 times that). The segments stay the
+// read one by one (a segment is 32 times a sealed 2.8 KB row to open). The segments stay the
 // fast path of a full gallery rebuild. Both are written in the transaction that writes the person.
 import type { Database, RootDatabase } from 'lmdb';
 

@@ -1,7 +1,7 @@
 // The persons' metadata a node's meter cache holds (./meter-caches.ts), in typed arrays instead of an object
 // per person: a cached person is then its key in the cache's Map and a slot number here (18 bytes of
 // arrays), not a key, an object and two heap numbers. At the cache's bound of a million persons this is
-// the difference between ~190 and ~115 MB of heap (measured at 100k). Slots freed by the cache are reused.
+// markedly less heap (docs/benchmarks.md). Slots freed by the cache are reused.
 
 /** What a slot holds: milliseconds since the epoch, and the model's index in `models`. */
 export interface SlotMeta {

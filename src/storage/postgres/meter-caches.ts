@@ -24,12 +24,12 @@ import type { PersonMetaPosition, PersonMetaRow } from './persons';
 const MAX_PLANS = 100_000;
 /** Persons' meta cached at most (~110 B of heap each, ./meta-slots.ts): past it, the oldest is read again when next matched. */
 const MAX_PERSONS = 1_000_000;
-/** Persons read per statement of a fill: a page's rows take ~4 ms of the event loop (~4 µs a person, measured). */
+/** Persons read per statement of a fill: a page's rows are one short turn of the event loop (docs/benchmarks.md). */
 const FILL_PAGE = 1_000;
 /**
  * A fill begins this long after the follower listens: a node's start (or its return after an outage) serves
- * its first requests first, which read the database meanwhile as without a fill (a 100k fill takes ~0.4-0.6 s
- * of a core; begun at once, it delayed a joining node's first identify by ~0.3 s on two cores).
+ * its first requests first, which read the database meanwhile as without a fill (a large fill takes a core
+ * for a while; begun at once, it delayed a joining node's first identify: docs/benchmarks.md).
  */
 const FILL_DELAY_MS = 1_000;
 
