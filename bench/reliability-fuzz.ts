@@ -1,7 +1,7 @@
 // Sends N generated hostile requests (test/helpers/hostile-requests.ts: bad JSON, deep nesting, bad headers,
 // paths and methods, damaged and bomb images of every format) over raw sockets to a running service and
 // counts what came back. Used by `npm run bench:reliability` (bench/reliability.ts); the same generators
-// drive test/http-fuzz.test.ts.
+// drive test/http/http-fuzz.test.ts.
 import fc from 'fast-check';
 import { contractProblem, hostileRequest, makeImageCorpus, sendRaw } from '../test/helpers/hostile-requests';
 

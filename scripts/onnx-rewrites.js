@@ -1,6 +1,6 @@
 'use strict';
 // Graph rewrites applied to the downloaded models at install time (named per model in models/manifest.json).
-// Each gives the same results (checked by bench:engine and test/model-rewrites.test.ts) in less time on
+// Each gives the same results (checked by bench:engine and test/engine/model-rewrites.test.ts) in less time on
 // ONNX Runtime's CPU provider, whose fast x86 convolution path (NCHWc, blocks of 8 or 16 channels) does
 // not take PRelu and stops at channel counts that are not a multiple of the block, and which slows down
 // on denormal weights wherever the calling thread does not flush them.

@@ -92,6 +92,28 @@ t.test('no file has the name of a folder beside it', async (t) => {
   t.same(namesTwice(src), []);
 });
 
+/** Folders of test/ (but helpers/) that mirror no folder of src/ (client/ mirrors the client package). */
+function unmirrored(testRoot: string, srcRoot: string, dir = ''): string[] {
+  return fs.readdirSync(path.join(testRoot, dir), { withFileTypes: true }).flatMap((e) => {
+    const rel = dir ? `${dir}/${e.name}` : e.name;
+    if (!e.isDirectory() || rel === 'helpers') return [];
+    const mirrored = fs.existsSync(path.join(srcRoot, rel)) || rel === 'client';
+    return mirrored ? unmirrored(testRoot, srcRoot, rel) : [rel];
+  });
+}
+
+t.test('test/ holds its tests in folders that mirror src/', async (t) => {
+  t.same(unmirrored(__dirname, src), []);
+  t.same(fs.readdirSync(__dirname).filter((f) => f.endsWith('.test.ts')).sort(), ['architecture.test.ts', 'errors.test.ts'],
+    'at the top only the tests of src/ as a whole and of its top-level error table');
+  const { dir, write } = generatedTree(t);
+  write('src/storage/postgres/store.ts', 'export {};\n');
+  write('test/storage/postgres/store.test.ts', 'export {};\n');
+  write('test/helpers/app.ts', 'export {};\n');
+  write('test/store/lock.test.ts', 'export {};\n');
+  t.same(unmirrored(path.join(dir, 'test'), path.join(dir, 'src')), ['store'], 'a folder src/ lacks is found');
+});
+
 t.test('the name check fails on a file beside a folder of its name', async (t) => {
   const { dir, write } = generatedTree(t);
   write('cli.ts', 'export {};\n');

@@ -1,5 +1,5 @@
 // The API this client speaks: the result types and, as data, each operation's method, path, request fields,
-// 200 fields and error codes. test/client-contract.test.ts checks this table against the /openapi.json the
+// 200 fields and error codes. test/client/client-contract.test.ts checks this table against the /openapi.json the
 // service generates from its own route schemas (both modes), so the two cannot drift apart.
 
 /** The API version this client speaks (the service's OpenAPI info.version; the spec's label v6.0.0). */

@@ -1,5 +1,5 @@
 'use strict';
-// Run by test/arm64-smoke.test.ts twice: under this machine's node (the x64 reference) and under an arm64
+// Run by test/engine/arm64-smoke.test.ts twice: under this machine's node (the x64 reference) and under an arm64
 // node in qemu. Node built-ins, node-gyp-build, the addon and libonnxruntime only: no TypeScript build,
 // no sharp, nothing else that would need an arm64 install. It loads the addon the way an installed
 // package does (node-gyp-build from the package folder), analyses one raw RGB photo and compares every

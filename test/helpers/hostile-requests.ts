@@ -1,4 +1,4 @@
-// Hostile HTTP requests for the fuzz test (test/http-fuzz.test.ts) and the reliability benchmark
+// Hostile HTTP requests for the fuzz test (test/http/http-fuzz.test.ts) and the reliability benchmark
 // (bench/reliability-fuzz.ts): fast-check generators of raw request bytes (raw-http.ts sends them and checks
 // the answers) and a corpus of valid, damaged and bomb images of every accepted format. No test framework
 // here: the benchmark, compiled to dist/, imports this module too.
