@@ -42,5 +42,5 @@ export const COMMON_PASSWORDS: readonly string[] = [
 ${lines.join('\n')}
 ].join('\\n').split('\\n');
 `;
-fs.writeFileSync(path.join(__dirname, '..', 'src', 'licensing', 'common-passwords.ts'), out);
+fs.writeFileSync(path.join(__dirname, '..', 'src', 'accounts', 'common-passwords.ts'), out);
 console.log(`${kept.length} passwords written`);

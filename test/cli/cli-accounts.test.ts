@@ -104,7 +104,7 @@ async function listed(ini: string): Promise<string[]> {
 t.test('account create reads the password from stdin when no file is given (a real process)', async (t) => {
   const { ini } = setup(t);
   // The TypeScript loader flags tap gave this process let the child run src/cli/main.ts as the program.
-  const r = spawnSync(process.execPath, [...process.execArgv, path.join(repoRoot, 'src', 'cli.ts'),
+  const r = spawnSync(process.execPath, [...process.execArgv, path.join(repoRoot, 'src', 'cli', 'main.ts'),
     'account', 'create', '--config', ini, '--email', 'pipe@example.com'], { input: `${PASSWORD}\n`, encoding: 'utf8', cwd: repoRoot });
   t.equal(r.status, 0, r.stderr);
   t.match(r.stdout, /^created account acc_\S+ \(pipe@example\.com, role operator, plan free\)$/m);

@@ -1,7 +1,7 @@
 // The client package (client/) against a real cloud-mode service process: every method with every kind of
 // input, one test per error class of the spec (section 7) plus the generic ones, the safe-retry rules on a
 // real 503, timeouts and cancellation, enterprise request signing with verified answers, and the API version
-// check. The process runs the service's own start-up with the fake engine (test/client/service-main.ts).
+// check. The process runs the service's own start-up with the fake engine (test/helpers/client/service-main.ts).
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

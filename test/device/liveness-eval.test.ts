@@ -26,7 +26,7 @@ const SECONDS = FRAMES / 30;
 /** `face-check <args>` as a process (the TypeScript loader flags tap gave this one). */
 function cli(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, path.join(repoRoot, 'src', 'cli.ts'), ...args], { cwd });
+    const child = spawn(process.execPath, [...process.execArgv, path.join(repoRoot, 'src', 'cli', 'main.ts'), ...args], { cwd });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => { stdout += d; });

@@ -16,7 +16,7 @@ import { FakeLicenceServer, testKeyPair } from '../helpers/fake-licence-server';
 import { request, startServiceProcess } from '../helpers/service-process';
 import { freePort } from '../helpers/free-port';
 
-const compiled = path.join(repoRoot, 'dist', 'src', 'licensing', 'device-licence-setup.js');
+const compiled = path.join(repoRoot, 'dist', 'src', 'licensing', 'device', 'device-licence-setup.js');
 const skip = fs.existsSync(compiled) ? false : 'dist/ lacks the licence code: run npx tsc -p tsconfig.json';
 
 function refusesConnections(port: number): Promise<boolean> {

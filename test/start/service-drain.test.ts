@@ -43,7 +43,7 @@ async function startDevice(t: Test): Promise<Device> {
   ].join('\n'));
   // The TypeScript loader flags tap gave this process let the child run src/cli/main.ts, the program's entry.
   const { child, port, output, exited } = await spawnListening(process.execPath,
-    [...process.execArgv, path.join(repoRoot, 'src', 'cli.ts'), 'serve', '--config', ini], { cwd: dir });
+    [...process.execArgv, path.join(repoRoot, 'src', 'cli', 'main.ts'), 'serve', '--config', ini], { cwd: dir });
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
   return { child, port, store: path.join(dir, 'store'), output, exited };
 }

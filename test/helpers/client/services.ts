@@ -8,7 +8,7 @@ import { spawnListening } from '../spawn-listening';
 import { generateRsaKeyPair } from '../../../src/storage/records';
 import { openStore } from '../../../src/storage/lmdb/store';
 
-const repoRoot = path.resolve(__dirname, '..', '..');
+const repoRoot = path.resolve(__dirname, '..', '..', '..');
 
 export interface ClientTestService {
   baseUrl: string;
