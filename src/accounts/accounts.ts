@@ -15,7 +15,7 @@ import type { AsyncStore, SharedSignInThrottle, ThrottleAttempt, ThrottleLimit }
 import { activationCodeSha256, normaliseActivationCode } from '../licensing/cloud/activation-codes';
 import { passwordProblem } from './password-policy';
 import { dummyVerify, hashPassword, verifyPassword } from './passwords';
-import { ThrottleRules } from '../licensing/sign-in-throttle';
+import { ThrottleRules } from './sign-in-throttle';
 import { signingKeyOf } from './signing-key-request';
 
 export interface AccountServiceDeps {

@@ -5,7 +5,7 @@
 // nodes share the cluster's housekeeping.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/types';
-import { ThrottleRules } from '../licensing/sign-in-throttle';
+import { ThrottleRules } from '../accounts/sign-in-throttle';
 import { Galleries } from '../matching/galleries';
 import { GalleryFollower } from '../matching/gallery-follower';
 import { LocalGalleryFeed } from '../matching/local-gallery-feed';

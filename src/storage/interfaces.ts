@@ -235,7 +235,7 @@ export interface ThrottleAttempt {
   ids: readonly string[];
 }
 
-/** The sign-in throttle (./sign-in-throttle.ts counts, src/licensing/sign-in-throttle.ts names the keys), shared by every node. */
+/** The sign-in throttle (./sign-in-throttle.ts counts, src/accounts/sign-in-throttle.ts names the keys), shared by every node. */
 export interface SharedSignInThrottle {
   /** Seconds until an attempt on `keys` is allowed; 0 = now. */
   retryAfterSeconds(keys: readonly ThrottleKey[]): Promise<number>;

@@ -1,6 +1,6 @@
 // The sign-in throttle's counting rule, for both backends: events (failed sign-ins, registrations) per key in
 // a sliding window, each key with its own limit and window (the rules that name the keys and set the limits
-// are src/licensing/sign-in-throttle.ts's). At a key's limit, an attempt that counts against it is refused
+// are src/accounts/sign-in-throttle.ts's). At a key's limit, an attempt that counts against it is refused
 // until the oldest of its latest `max` events leaves the window. An attempt counts from the moment it starts
 // and is taken back when it succeeds, so many attempts sent at once cannot all pass the check while their
 // passwords are still being hashed: the check and the count are one step, held against every other attempt

@@ -2,7 +2,7 @@
 // snapshot_interval_s, the interval at which an LMDB service prunes its change log, with the settings LMDB
 // uses: [index] change_log_keep entries kept, sessions ended by [accounts] session_idle_minutes, the
 // throttle's counts kept for their longest window (`signInWindowMs`, which the throttle's rules in
-// src/licensing/sign-in-throttle.ts set). Every node runs it; the pass's lock and its spacing make one node
+// src/accounts/sign-in-throttle.ts set). Every node runs it; the pass's lock and its spacing make one node
 // do the work per interval. A pass that fails (the database unreachable) is logged and tried again at the
 // next interval: housekeeping never takes a node down.
 import type { Config } from '../../config/types';

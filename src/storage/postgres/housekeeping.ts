@@ -17,7 +17,7 @@ export interface HousekeepingSettings {
   changeLogKeep: number;
   /** A session unused this long has ended ([accounts] session_idle_minutes). */
   sessionIdleMs: number;
-  /** The throttle's events count this long at most (the longest of its windows: src/licensing/sign-in-throttle.ts). */
+  /** The throttle's events count this long at most (the longest of its windows: src/accounts/sign-in-throttle.ts). */
   signInWindowMs: number;
   /** A pass within this long after another node's finished one does nothing (0: always work). */
   minGapMs: number;

@@ -24,7 +24,7 @@
 // session cannot guess the password either.
 import type { AccountsConfig } from '../config/types';
 import type { ThrottleLimit } from '../storage/interfaces';
-import { clientNetwork } from '../accounts/client-network';
+import { clientNetwork } from './client-network';
 
 type ThrottleSettings = Pick<AccountsConfig, 'sign_in_max_failures' | 'sign_in_address_max_failures' | 'sign_in_account_max_failures'
   | 'sign_in_lockout_minutes' | 'registrations_per_address' | 'registrations_per_network' | 'registration_window_hours'>;
