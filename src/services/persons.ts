@@ -1,5 +1,5 @@
 // Person management: create, update, remove, get. The store is written first; the account's gallery follows
-// (LMDB: under the lock; PostgreSQL: the change follower), so a search never sees a person the store does not hold.
+// through the gallery feed (either backend's change log), so a search never sees a person the store does not hold.
 import type { FaceAnalysis, RgbImage } from '../engine/types';
 import type { AccountScope } from '../storage/interfaces';
 import { analyse, type Caller, type ServiceContext } from './context';
