@@ -1,6 +1,6 @@
 // Checks core/ort/float_mode.h: inside a FlushDenormals scope denormal operands read as zero and denormal
 // results become zero; when the scope ends the thread computes with denormals again, also after nesting.
-// Prints one line per case; exits 1 on a failure. Built and run by test/float-mode.test.ts.
+// Prints one line per case; exits 1 on a failure. Built and run by test/engine/float-mode.test.ts.
 #include <cfloat>
 #include <cstdint>
 #include <cstdio>

@@ -2,7 +2,7 @@
 // documented rules (pixel-centre coordinates, halving pyramid for scales >= 2, bilinear taps clamped to the
 // image, outside = mean / black). Every value must be bit-identical: the axis-aligned fast path (crops,
 // letterbox) must give exactly what the general affine path gives. Prints one line per case; exits 1 on a
-// mismatch. Built and run by test/image-ops.test.ts.
+// mismatch. Built and run by test/image/image-ops.test.ts.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>

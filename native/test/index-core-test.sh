@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs native/test/index_core_test.cpp without Node: every index kernel against the scalar
 # reference and the index against a float32 brute force. `npm test` runs the same build natively
-# (test/index-core.test.ts); this script adds what needs extra tools. With aarch64-linux-gnu-g++ and
+# (test/similarity-index/index-core.test.ts); this script adds what needs extra tools. With aarch64-linux-gnu-g++ and
 # qemu-aarch64 installed (Debian: g++-aarch64-linux-gnu qemu-user) it also runs the NEON build under
 # emulation. INDEX_CORE_TSAN=1 adds a ThreadSanitizer build (the concurrent search/write stress at the end
 # of the test). Flags and sources come from native/build-flags.json and native/sources.json.

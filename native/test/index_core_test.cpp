@@ -1,5 +1,5 @@
 // Standalone test of the index core (no Node): every kernel against the scalar reference, and the index
-// against a float32 brute force. Built and run by test/index-core.test.ts (npm test, once per kernel) and by
+// against a float32 brute force. Built and run by test/similarity-index/index-core.test.ts (npm test, once per kernel) and by
 // native/test/index-core-test.sh (adds ThreadSanitizer, and the aarch64/NEON build under qemu-user when a
 // cross compiler is installed).
 #include <atomic>
