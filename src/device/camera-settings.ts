@@ -6,7 +6,7 @@ import path from 'node:path';
 import { ConfigError } from '../config/load';
 import type { Config } from '../config/types';
 import {
-  cameraCatalog, cameraSourceNames, findCameraSource, sourceForRecording,
+  cameraSourceNames, findCameraSource, sourceForRecording,
   type CameraOptionSpec, type CameraSourceDescription,
 } from './camera-catalog';
 
@@ -112,9 +112,4 @@ export function checkCameraConfig(config: Config): CameraSettings | undefined {
 export function cameraFps(settings: CameraSettings | undefined): number {
   const fps = settings?.configured.options.fps;
   return typeof fps === 'number' && fps > 0 ? fps : 30;
-}
-
-/** Every compiled source, for messages and docs. */
-export function describeCameraSources(): string {
-  return cameraCatalog().map((s) => `${s.name} (${s.summary})`).join('; ');
 }

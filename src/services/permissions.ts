@@ -15,7 +15,3 @@ const rolePermissions: Record<Role, readonly Permission[]> = {
 export function roleAllows(role: string, permission: Permission): boolean {
   return isRole(role) && rolePermissions[role].includes(permission);
 }
-
-export function permissionsOf(role: Role): readonly Permission[] {
-  return rolePermissions[role];
-}

@@ -24,8 +24,6 @@ export interface DeviceKeyRecord {
  * its own so that anyone holding a key sees where it works (a cloud key is refused by a device, and the other
  * way round).
  */
-export const DEVICE_KEY_PATTERN = /^fcd_[A-Za-z0-9_-]{32}$/;
-
 export function generateDeviceKey(): string {
   return `fcd_${crypto.randomBytes(24).toString('base64url')}`;
 }
