@@ -159,7 +159,7 @@ t.test('reindex recomputes templates of another model from the stored images; cr
   t.same(res.json(), before, 'identify works again with the same created/updated');
 });
 
-t.test('bin/face-check.js runs the compiled CLI', { skip: fs.existsSync(path.join(repoRoot, 'dist', 'src', 'cli.js')) ? false : 'dist/ not built (npm run build:ts)' }, async (t) => {
+t.test('bin/face-check.js runs the compiled CLI', { skip: fs.existsSync(path.join(repoRoot, 'dist', 'src', 'cli', 'main.js')) ? false : 'dist/ not built (npm run build:ts)' }, async (t) => {
   const r = spawnSync(process.execPath, [path.join(repoRoot, 'bin', 'face-check.js'), '--help'], { encoding: 'utf8' });
   t.equal(r.status, 0);
   t.match(r.stdout, /face-check serve/);

@@ -10,7 +10,7 @@ import t, { type Test } from 'tap';
 import { BOOTSTRAP_KEY, tempDir } from '../helpers/app';
 import { repoRoot } from '../helpers/errors';
 
-const built = fs.existsSync(path.join(repoRoot, 'dist', 'src', 'cli.js'));
+const built = fs.existsSync(path.join(repoRoot, 'dist', 'src', 'cli', 'main.js'));
 
 interface Program {
   child: ChildProcess;

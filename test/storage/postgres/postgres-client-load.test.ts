@@ -18,7 +18,7 @@ const fetchLoaded = "process.moduleLoadList.some((m) => m.includes('undici'))";
 
 t.test('the whole program loads without the PostgreSQL client (an LMDB start never needs it)', async (t) => {
   const got = inFreshNode(`
-    require(${dist('cli.js')}); require(${dist('server.js')}); require(${dist('http/app.js')});
+    require(${dist('cli/main.js')}); require(${dist('start/start-service.js')}); require(${dist('http/app.js')});
     console.log(JSON.stringify({ pg: ${pgLoaded} }));`);
   t.equal(got.pg, false);
 });
