@@ -201,6 +201,8 @@ int main() {
       }
     };
     auto writer = [&](int w) {
+      // The writes begin once both searchers run, so they overlap searches however the threads are scheduled.
+      while (searches.load() < 2) std::this_thread::yield();
       std::vector<float> v(dim);
       std::mt19937 r(w);
       std::normal_distribution<float> g(0.f, 1.f);
