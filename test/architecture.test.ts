@@ -30,12 +30,9 @@ const RULES: readonly LayerRule[] = [
 
 /** The storage backends: each sees only itself and the contract at the storage root. */
 const BACKENDS = ['storage/lmdb/', 'storage/postgres/'];
-/**
- * The only files outside a backend that see one: the start and its per-backend gallery sources (with
- * PostgreSQL's gallery follower, which follows that backend's change log), the chooser and the storage CLI tools.
- */
+/** The only files outside a backend that see one: the start and its per-backend gallery sources, the chooser and the storage CLI tools. */
 const BACKEND_DOORS = [
-  'start/start-service.ts', 'start/gallery-sources.ts', 'matching/gallery-follower.ts', 'storage/open-backend.ts',
+  'start/start-service.ts', 'start/gallery-sources.ts', 'storage/open-backend.ts',
   'cli/main.ts', 'cli/open-store.ts', 'cli/migrate.ts',
 ];
 

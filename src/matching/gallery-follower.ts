@@ -6,17 +6,17 @@
 // keeps its int8 codes and a float32 copy of every template for the exact re-rank, so a search never
 // reads the database (identify keeps answering while it is unreachable).
 import crypto from 'node:crypto';
-import type { ChangeFollower, ChangeFollowerOptions, FollowerStatus } from '../storage/postgres/change-follower';
-import type { AsyncChangeLog, AsyncPersonRepository, FollowedChange, OwnChanges } from '../storage/interfaces';
-import type { PgPersonRepository } from '../storage/postgres/persons';
+import type {
+  AsyncChangeLog, AsyncPersonRepository, BulkTemplateReader, ChangeFeed, ChangeFeedOptions, FollowedChange, FollowerStatus, OwnChanges,
+} from '../storage/interfaces';
 import { Galleries } from './galleries';
 import { IndexGallery } from './index-gallery';
 
-/** What the follower needs of the store (PostgresStore has it; the optional parts make it faster). */
+/** What the follower needs of the store (PostgresStore has it; the bulk reader makes it faster). */
 export interface FollowedStore {
-  readonly persons: AsyncPersonRepository & Partial<Pick<PgPersonRepository, 'copyTemplates' | 'openTemplate' | 'countOtherModels'>>;
+  readonly persons: AsyncPersonRepository & Partial<BulkTemplateReader>;
   readonly changes: AsyncChangeLog;
-  followChanges(options: Omit<ChangeFollowerOptions, 'settings'>): ChangeFollower;
+  followChanges(options: ChangeFeedOptions): ChangeFeed;
 }
 
 export interface GalleryFollowerOptions {
@@ -34,7 +34,7 @@ export interface GalleryFollowerOptions {
 export class GalleryFollower {
   /** The node's galleries; a resync rebuilds into new ones and moves them in here, so this object stays. */
   readonly galleries = new Galleries();
-  private follower: ChangeFollower | undefined;
+  private follower: ChangeFeed | undefined;
   private readonly name = crypto.randomUUID();
 
   constructor(private readonly store: FollowedStore, private readonly options: GalleryFollowerOptions) {}
@@ -65,7 +65,7 @@ export class GalleryFollower {
     return this.follower.waitFor(seq, this.options.waitTimeoutMs);
   }
 
-  /** A section on this node committed these changes: applied at once if nothing else came between (ChangeFollower.offer). */
+  /** A section on this node committed these changes: applied at once if nothing else came between (ChangeFeed.offer). */
   offer(own: OwnChanges): void {
     this.follower?.offer(own);
   }

@@ -17,6 +17,7 @@ import type {
 
 import type { Grant } from '../domain/grants';
 import type { Role } from '../domain/roles';
+import type { SealedBatchOutcome } from './crypto/sealed-batch';
 
 
 export interface AsyncPersonRepository {
@@ -345,6 +346,106 @@ export interface OwnChanges {
 export interface FollowedChange extends PersonChange {
   /** The person's current model, sealed template and meta; null when the person is gone. Absent unless asked for. */
   current?: { modelId: string; sealedTemplate: Buffer; created: Date; updated: Date } | null;
+}
+
+/** What a node's change feed does besides handing over batches (PostgreSQL: ./postgres/change-follower.ts). */
+export interface ChangeFeedOptions {
+  /** Deliver changes after this seq (lastChange() read before the gallery was built). */
+  after: number;
+  /** Applies one ordered batch; a throw means "not applied" and the batch comes again. */
+  onChanges(batch: readonly FollowedChange[]): Promise<void>;
+  /** Read each change with the person's current sealed template (FollowedChange.current), in the same query. */
+  withTemplates?: boolean;
+  /** The log no longer holds changes this feed missed: rebuild from the persons, return lastChange() read before. */
+  onResync(): Promise<number>;
+  /** Errors the feed handled itself (connection lost, callback failed), for the log. */
+  onError?(err: unknown): void;
+  /** Safety-net read interval when no notification comes; default 1000 ms. */
+  pollIntervalMs?: number;
+  /** Changes per batch at most; default 500. */
+  batchSize?: number;
+  /** First reconnect delay, doubled up to maxReconnectDelayMs; defaults 100 and 5000 ms. */
+  reconnectDelayMs?: number;
+  maxReconnectDelayMs?: number;
+}
+
+export interface FollowerStats {
+  /** Connections established after the first one. */
+  reconnects: number;
+  notifications: number;
+  batches: number;
+  delivered: number;
+  resyncs: number;
+  /** Changes delivered as their writer on this node offered them, without reading the log. */
+  offered: number;
+}
+
+/** Where a change feed stands, for metrics. */
+export interface FollowerStatus {
+  /** The last seq delivered. */
+  position: number;
+  /** The highest seq known to be committed (read from the log or notified). */
+  lastSeen: number;
+  /** 0 when caught up; else seconds since it fell behind or, if later, since its last delivery. */
+  lagSeconds: number;
+  connected: boolean;
+  stats: FollowerStats;
+}
+
+/** A store's changes handed, in order and at least once, to a node's galleries. */
+export interface ChangeFeed {
+  /** The last seq delivered. */
+  readonly position: number;
+  start(): Promise<void>;
+  /** Resolves once every change up to `seq` was delivered; DatabaseUnavailableError past `timeoutMs`. */
+  waitFor(seq: number, timeoutMs: number): Promise<void>;
+  /** A section on this node committed these changes: delivered at once if nothing else came between. */
+  offer(own: OwnChanges): void;
+  status(): FollowerStatus;
+  stop(): Promise<void>;
+}
+
+/** Opened templates of one account, `ids[i]`'s template at data[i * dimension …]. */
+export interface OpenedTemplates {
+  accountId: string;
+  ids: string[];
+  data: Float32Array;
+  dimension: number;
+  /** Call once the data has been copied (the index's load settled): its memory is reused. */
+  release(): void;
+}
+
+/**
+ * One account's templates still sealed, as a consumer that opens them where it keeps them takes them (the
+ * index's loadSealed: no unsealed copy of the block). Row i, for ids[i], is sealed[sealedOffsets[i] …
+ * sealedOffsets[i + 1]) with its additional data likewise.
+ */
+export interface SealedTemplateBlock {
+  accountId: string;
+  ids: string[];
+  dimension: number;
+  sealed: Uint8Array;
+  sealedOffsets: Uint32Array;
+  aad: Uint8Array;
+  aadOffsets: Uint32Array;
+  /** The raw data key: valid until the consumer's promise settles, wiped once the read is done. */
+  key: Uint8Array;
+}
+
+/** Opens and keeps a block; resolves with the lowest row that did not open (failedRow -1: none, all kept). */
+export type SealedBlockConsumer = (block: SealedTemplateBlock) => Promise<SealedBatchOutcome>;
+
+/** What a shared store offers a node's start besides templateBlocks: every template read in bulk, and the feed's sealed rows opened. */
+export interface BulkTemplateReader {
+  /**
+   * Every template of `modelId` handed to `onRows` in blocks of one account, or, with `openSealed` where the
+   * store can, to it still sealed; resolves with the count, never a partial one.
+   */
+  copyTemplates(modelId: string, onRows: (rows: OpenedTemplates) => void, options?: { parts?: number; openSealed?: SealedBlockConsumer }): Promise<number>;
+  /** A template as sealed in the store (FollowedChange.current), opened. */
+  openTemplate(accountId: string, personId: string, modelId: string, sealed: Uint8Array): Float32Array;
+  /** Persons whose template is of another model. */
+  countOtherModels(modelId: string): Promise<number>;
 }
 
 /** One counter an attempt is checked and counted against: refused at `max` events within `windowMs`. */

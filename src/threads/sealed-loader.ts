@@ -1,5 +1,5 @@
 // The one loader of sealed templates at a start, for both sources of sealed bytes: the PostgreSQL node's
-// COPY streams (storage/postgres/native-unsealer.ts) and the snapshot files (matching/snapshot/read.ts). Each
+// COPY streams (storage/postgres/copy-unsealer.ts) and the snapshot files (matching/snapshot/read.ts). Each
 // source cuts its bytes into units (a batch of rows, a group of chunks) and hands each unit's opening to the
 // loader: a worker thread (./worker-pool.ts) or the addon's threads open it, off the event loop. The loader
 // bounds the openings in flight (memory, and room on the thread pool for the index's loads), lets the source

@@ -1,20 +1,13 @@
 // Worker threads that have been busy are never terminated (src/threads/retire.ts): terminating one while V8
 // still compiles its hot code on a background thread can abort the whole process. A retired worker exits on
 // its own (exit code 0, where terminate gives 1) once quiet, without holding the process open; one that does
-// not answer is terminated after the bound. The start-up build's unseal worker, aborted in the middle of a
-// stream again and again, delivers nothing after its abort and always retires; the snapshot restore's
-// pool retires its workers too.
+// not answer is terminated after the bound. The snapshot restore's pool retires its workers too.
 import { spawnSync } from 'node:child_process';
-import crypto from 'node:crypto';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import t from 'tap';
 import { unsealPool } from '../../src/matching/snapshot/unseal';
 import { RETIRE_SOURCE, retireWorker } from '../../src/threads/retire';
-import { secretKey } from '../../src/storage/crypto/aead';
-import { DataKeySealer } from '../../src/storage/crypto/sealer';
-import { TEMPLATES_PLACE } from '../../src/storage/postgres/persons';
-import { UnsealWorker, type TemplateRows } from '../../src/storage/postgres/unseal-worker';
 
 const HOT_WORKER = `
 const { parentPort } = require('node:worker_threads');
@@ -78,60 +71,6 @@ t.test('a retiring worker does not hold the process open', async (t) => {
   t.equal(r.status, 0, r.stderr);
   t.match(r.stdout, /retiring/);
   t.ok(Date.now() - t0 < 60_000, 'the process ended without waiting for the worker\'s two quiet minutes');
-});
-
-// A binary COPY stream of `n` persons of one account, sealed as the store seals them.
-function copyStream(n: number, modelId: string, key: crypto.KeyObject): Buffer {
-  const sealer = new DataKeySealer(key);
-  const int16 = (v: number) => { const b = Buffer.alloc(2); b.writeInt16BE(v); return b; };
-  const int32 = (v: number) => { const b = Buffer.alloc(4); b.writeInt32BE(v); return b; };
-  const parts: Buffer[] = [Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), int32(0), int32(0)];
-  for (let i = 0; i < n; i++) {
-    const personId = `p${i}`;
-    const template = Buffer.from(Float32Array.from({ length: 704 }, () => Math.random() - 0.5).buffer);
-    const sealed = sealer.seal(TEMPLATES_PLACE, ['acct', personId, modelId], template);
-    parts.push(int16(3));
-    for (const f of [Buffer.from('acct'), Buffer.from(personId), sealed]) parts.push(int32(f.length), f);
-  }
-  parts.push(int16(-1));
-  return Buffer.concat(parts);
-}
-
-t.test('an unseal worker aborted mid-stream, again and again, delivers nothing after and retires', async (t) => {
-  const key = secretKey(crypto.randomBytes(32));
-  const settings = { key, place: TEMPLATES_PLACE, modelId: 'model' };
-  const stream = copyStream(6000, settings.modelId, key);
-  const exits: Array<Promise<number>> = [];
-  let late = 0;
-  for (let round = 0; round < 12; round++) {
-    let aborted = false;
-    let delivered = 0;
-    const w = new UnsealWorker(settings, (rows: TemplateRows) => {
-      if (aborted) late++;
-      delivered += rows.ids.length;
-      rows.release();
-    });
-    for (let at = 0; at < stream.length; at += 65536) w.push(Buffer.from(stream.subarray(at, at + 65536)));
-    // Wait until it is busy (it boots in ~40 ms, then unseals ~1,000 persons per 10 ms), then abort.
-    while (delivered === 0) await new Promise((r) => setTimeout(r, 5));
-    await new Promise((r) => setTimeout(r, round * 5));
-    aborted = true;
-    w.abort();
-    t.same(await w.end(), { rows: 0, finished: false }, `round ${round}: end after the abort counts nothing`);
-    t.ok(delivered < 6000, `round ${round}: aborted before the end of the stream (${delivered} delivered)`);
-    exits.push(w.exited);
-  }
-  await new Promise((r) => setTimeout(r, 100));
-  t.equal(late, 0, 'no block reached the caller after an abort');
-  t.same(await Promise.all(exits), exits.map(() => 0), 'every worker retired on its own');
-
-  // A copy that ends well retires its worker too.
-  let count = 0;
-  const w = new UnsealWorker(settings, (rows) => { count += rows.ids.length; rows.release(); });
-  for (let at = 0; at < stream.length; at += 65536) w.push(Buffer.from(stream.subarray(at, at + 65536)));
-  t.same(await w.end(), { rows: 6000, finished: true }, 'a whole stream: every person');
-  t.equal(count, 6000);
-  t.equal(await w.exited, 0, 'its worker retired on its own');
 });
 
 t.test('the snapshot restore\'s unseal pool retires its workers', async (t) => {

@@ -1,8 +1,11 @@
-// Sealed values (./aead.ts's format) opened natively in batches: the addon's openSealedTemplates
-// (native/addon/sealed_batch_binding.cpp) opens a batch of rows on every core, off the event loop, with the
-// process's own OpenSSL found at run time. Arguments are checked here, before the addon sees them; the
-// addon reports the first failing row and why, and the caller builds its SealError from that.
-import type crypto from 'node:crypto';
+// Sealed values (./aead.ts's format) opened in batches of float32 templates. Natively, the addon's
+// openSealedTemplates (native/addon/sealed_batch_binding.cpp) opens a batch on every core, off the event
+// loop, with the process's own OpenSSL found at run time; where it cannot, openSealedBatchHere opens the same
+// batch in JavaScript on this thread. Arguments are checked here, before the addon sees them; both report
+// the first failing row and why, and the caller builds its SealError from that.
+import crypto from 'node:crypto';
+
+import { SEAL_VERSION } from './aead';
 import type { NativeAddon } from '../../native';
 
 /** Why a row did not open, in the order the checks run (as openBytes in ./aead.ts checks). */
@@ -71,6 +74,47 @@ export function checkOffsets(name: string, offsets: Uint32Array, rows: number, b
   if (offsets[rows] > bytes) throw new RangeError(`sealed batch: ${name} end past their buffer`);
 }
 
+function checkBatch(batch: SealedBatchInput): number {
+  const rows = batch.sealedOffsets.length - 1;
+  if (rows < 0) throw new RangeError('sealed batch: no offsets');
+  if (!Number.isInteger(batch.dimension) || batch.dimension < 1) throw new RangeError('sealed batch: dimension must be a positive integer');
+  checkOffsets('sealedOffsets', batch.sealedOffsets, rows, batch.sealed.byteLength);
+  checkOffsets('aadOffsets', batch.aadOffsets, rows, batch.aad.byteLength);
+  if (batch.out.length < rows * batch.dimension) throw new RangeError('sealed batch: out holds fewer than rows × dimension values');
+  return rows;
+}
+
+const NONCE = 12;
+const TAG = 16;
+
+/** openSealedBatch's result, in JavaScript on this thread: every row is checked, the lowest failing one named. */
+export function openSealedBatchHere(key: crypto.KeyObject | Uint8Array, batch: SealedBatchInput): SealedBatchOutcome {
+  const rows = checkBatch(batch);
+  const secret = key instanceof Uint8Array ? crypto.createSecretKey(key) : key;
+  const width = batch.dimension * 4;
+  const out = new Uint8Array(batch.out.buffer, batch.out.byteOffset, rows * width);
+  for (let i = 0; i < rows; i++) {
+    const sealed = batch.sealed.subarray(batch.sealedOffsets[i], batch.sealedOffsets[i + 1]);
+    const failed = (reason: SealedRowFault, bytes = 0, version = 0): SealedBatchOutcome => ({ failedRow: i, reason, bytes, version });
+    if (sealed.length < 1 + NONCE + TAG) return failed('short', sealed.length);
+    if (sealed[0] !== SEAL_VERSION) return failed('version', 0, sealed[0]);
+    const end = sealed.length - TAG;
+    const decipher = crypto.createDecipheriv('aes-256-gcm', secret, sealed.subarray(1, 1 + NONCE), { authTagLength: TAG });
+    decipher.setAAD(batch.aad.subarray(batch.aadOffsets[i], batch.aadOffsets[i + 1]));
+    decipher.setAuthTag(sealed.subarray(end));
+    const plain = decipher.update(sealed.subarray(1 + NONCE, end));
+    try {
+      decipher.final();
+    } catch {
+      return failed('tag');
+    }
+    if (plain.length !== width) return failed('size', plain.length);
+    out.set(plain, i * width);
+    plain.fill(0);
+  }
+  return { failedRow: -1, reason: '', bytes: 0, version: 0 };
+}
+
 /**
  * Opens every row of `batch` with `key` into batch.out. Resolves with the first failing row (failedRow -1
  * when none); rejects only for a call that cannot run (bad arguments, no native AES-GCM).
@@ -79,12 +123,7 @@ export async function openSealedBatch(key: crypto.KeyObject | Uint8Array, batch:
   threads = 0): Promise<SealedBatchOutcome> {
   const b = loaded();
   if (!b.available) throw new Error(`sealed batch: not available here (${b.reason})`);
-  const rows = batch.sealedOffsets.length - 1;
-  if (rows < 0) throw new RangeError('sealed batch: no offsets');
-  if (!Number.isInteger(batch.dimension) || batch.dimension < 1) throw new RangeError('sealed batch: dimension must be a positive integer');
-  checkOffsets('sealedOffsets', batch.sealedOffsets, rows, batch.sealed.byteLength);
-  checkOffsets('aadOffsets', batch.aadOffsets, rows, batch.aad.byteLength);
-  if (batch.out.length < rows * batch.dimension) throw new RangeError('sealed batch: out holds fewer than rows × dimension values');
+  checkBatch(batch);
   const raw = key instanceof Uint8Array ? key : key.export();
   try {
     const r = await b.addon.openSealedTemplates(raw, batch.sealed, batch.sealedOffsets, batch.aad, batch.aadOffsets,

@@ -15,7 +15,7 @@
 import type { Client, Notification } from 'pg';
 import { ACCOUNT_CHANNEL } from './accounts';
 import { CHANGE_CHANNEL, readForFollower } from './change-log';
-import { type FollowedChange, type OwnChanges } from '../interfaces';
+import type { ChangeFeed, ChangeFeedOptions, FollowedChange, FollowerStats, FollowerStatus, OwnChanges } from '../interfaces';
 import { DatabaseUnavailableError, unavailability } from '../errors';
 import { pg } from './pg-module';
 import { clientOptions, type PostgresSettings } from './pool';
@@ -32,49 +32,9 @@ export interface FollowerObserver {
   delivered(batch: readonly FollowedChange[]): void;
 }
 
-export interface ChangeFollowerOptions {
+export interface ChangeFollowerOptions extends ChangeFeedOptions {
   settings: PostgresSettings;
   observer?: FollowerObserver;
-  /** Deliver changes after this seq (lastSeq() read before the gallery was built). */
-  after: number;
-  /** Applies one ordered batch; a throw means "not applied" and the batch comes again. */
-  onChanges(batch: readonly FollowedChange[]): Promise<void>;
-  /** Read each change with the person's current sealed template (FollowedChange.current), in the same query. */
-  withTemplates?: boolean;
-  /** The log no longer holds changes this follower missed: rebuild from the persons table, return lastSeq() read before. */
-  onResync(): Promise<number>;
-  /** Errors the follower handled itself (connection lost, callback failed), for the log. */
-  onError?(err: unknown): void;
-  /** Safety-net read interval when no notification comes; default 1000 ms. */
-  pollIntervalMs?: number;
-  /** Changes per batch at most; default 500. */
-  batchSize?: number;
-  /** First reconnect delay, doubled up to maxReconnectDelayMs; defaults 100 and 5000 ms. */
-  reconnectDelayMs?: number;
-  maxReconnectDelayMs?: number;
-}
-
-export interface FollowerStats {
-  /** Connections established after the first one. */
-  reconnects: number;
-  notifications: number;
-  batches: number;
-  delivered: number;
-  resyncs: number;
-  /** Changes delivered as their writer on this node offered them, without reading the log. */
-  offered: number;
-}
-
-/** Where the follower stands, for metrics. */
-export interface FollowerStatus {
-  /** The last seq delivered. */
-  position: number;
-  /** The highest seq known to be committed (read from the log or notified). */
-  lastSeen: number;
-  /** 0 when caught up; else seconds since it fell behind or, if later, since its last delivery. */
-  lagSeconds: number;
-  connected: boolean;
-  stats: FollowerStats;
 }
 
 interface Waiter {
@@ -86,7 +46,7 @@ interface Waiter {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
-export class ChangeFollower {
+export class ChangeFollower implements ChangeFeed {
   readonly stats: FollowerStats = { reconnects: 0, notifications: 0, batches: 0, delivered: 0, resyncs: 0, offered: 0 };
   private positionSeq: number;
   private lastSeenSeq: number;

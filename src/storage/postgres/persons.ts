@@ -4,30 +4,22 @@
 // 68 KB rewrite per enrolment); the gallery rebuild pays one decryption per person instead of per 32.
 // Every write appends to the change log in the same transaction (./change-log.ts).
 import type crypto from 'node:crypto';
-import os from 'node:os';
 import {
   type AccountPersonMeta, type CreateResult, IMAGES_DB, type PersonMeta, type PersonRecord, type TemplateBlock,
   type TemplateInput,
 } from '../records';
 import type { Sealer } from '../crypto/sealer';
 import { appendChanges, PgChangeLog } from './change-log';
-import type { AsyncPersonRepository } from '../interfaces';
+import type { AsyncPersonRepository, BulkTemplateReader, OpenedTemplates, SealedBlockConsumer } from '../interfaces';
 import { PostgresPool, type Db } from './pool';
-import { chooseTemplateUnsealer, NativeUnsealers, type SealedBlockConsumer, type TemplateUnsealer } from './native-unsealer';
+import { chooseTemplateUnsealer, CopyUnsealers, type TemplateUnsealer } from './copy-unsealer';
 import { copyTemplateParts } from './template-copy';
-import { inProcessUnsealer, UnsealWorker, type TemplateRows } from './unseal-worker';
 
 /** Place of a sealed template; the model is part of it, so a template cannot be passed off under another model. */
 export const TEMPLATES_PLACE = 'person-templates';
 
 /** Rows read per round trip when walking every person or template. */
 const PAGE = 1000;
-/**
- * Cores from which the start-up fill unseals on worker threads. On two cores shared with the database
- * server the workers only added contention and memory (a 100k join: 2.2-4.1 s and +80-170 MiB, against
- * 2.0-2.2 s on the main thread, which already overlaps the server's two COPY backends).
- */
-const UNSEAL_WORKERS_FROM_CORES = 4;
 /** Persons per template block handed to the gallery rebuild. */
 const BLOCK = 1024;
 
@@ -66,7 +58,7 @@ export interface PersonMetaRow {
 const META_PAGE_COLUMNS = `model_id, account_id, person_id,
   floor(extract(epoch FROM created) * 1000)::float8 AS created_ms, floor(extract(epoch FROM updated) * 1000)::float8 AS updated_ms`;
 
-export class PgPersonRepository implements AsyncPersonRepository {
+export class PgPersonRepository implements AsyncPersonRepository, BulkTemplateReader {
   readonly changes: PgChangeLog;
 
   /** `dataKey`: the sealer's key, for unsealing the start-up fill on worker threads (copyTemplates). */
@@ -264,20 +256,17 @@ export class PgPersonRepository implements AsyncPersonRepository {
   }
 
   /**
-   * Every template of `modelId`, unsealed, in blocks of up to 4,096 persons of one account (1,024 natively),
-   * in no particular order: a node's start-up fill. On the node's pool it reads with `parts` binary COPY
-   * streams at once (./template-copy.ts: no hex text, no pages), each parsed on this thread and unsealed natively in
-   * batches on the other cores (./native-unsealer.ts) where the addon can (`unsealer`, else
-   * FACE_CHECK_TEMPLATE_UNSEAL=js, decides otherwise); else in JavaScript (./unseal-worker.ts) on a worker
-   * thread per part on a machine of UNSEAL_WORKERS_FROM_CORES cores or more, else on this thread (`workers`
-   * decides instead when given, and chooses JavaScript). Natively, `openSealed` (when given) takes each block
-   * still sealed and opens it where it keeps it, instead of `onRows` taking it unsealed. Inside a
-   * transaction, or without the data key, it
-   * falls back to templateBlocks. A template that does not open rejects (SealError), as does a stream that
-   * fails midway: never a partial count. Resolves with the count.
+   * Every template of `modelId`, unsealed, in blocks of up to 1,024 persons of one account, in no particular
+   * order: a node's start-up fill. On the node's pool it reads with `parts` binary COPY streams at once
+   * (./template-copy.ts: no hex text, no pages), each parsed on this thread and unsealed in batches
+   * (./copy-unsealer.ts): natively on the other cores where the addon can (`unsealer`, else
+   * FACE_CHECK_TEMPLATE_UNSEAL=js, decides otherwise), else in JavaScript. Natively, `openSealed` (when given)
+   * takes each block still sealed and opens it where it keeps it, instead of `onRows` taking it unsealed.
+   * Inside a transaction, or without the data key, it falls back to templateBlocks. A template that does not
+   * open rejects (SealError), as does a stream that fails midway: never a partial count. Resolves with the count.
    */
-  async copyTemplates(modelId: string, onRows: (rows: TemplateRows) => void,
-    options: { parts?: number; workers?: boolean; unsealer?: TemplateUnsealer; openSealed?: SealedBlockConsumer } = {}): Promise<number> {
+  async copyTemplates(modelId: string, onRows: (rows: OpenedTemplates) => void,
+    options: { parts?: number; unsealer?: TemplateUnsealer; openSealed?: SealedBlockConsumer } = {}): Promise<number> {
     if (!(this.db instanceof PostgresPool) || !this.dataKey) {
       let n = 0;
       for await (const block of this.templateBlocks(modelId)) {
@@ -290,17 +279,12 @@ export class PgPersonRepository implements AsyncPersonRepository {
     }
     const settings = { key: this.dataKey, place: TEMPLATES_PLACE, modelId };
     const copyOptions = { parts: options.parts, timeoutMs: Math.max(60_000, 10 * this.db.settings.statementTimeoutMs) };
-    if (options.workers === undefined && chooseTemplateUnsealer(options.unsealer) === 'native') {
-      const unsealers = new NativeUnsealers(settings, onRows, options.openSealed);
-      try {
-        return await copyTemplateParts(this.db.pool, modelId, () => unsealers.sink(), copyOptions);
-      } finally {
-        unsealers.close();
-      }
+    const unsealers = new CopyUnsealers(settings, chooseTemplateUnsealer(options.unsealer), onRows, options.openSealed);
+    try {
+      return await copyTemplateParts(this.db.pool, modelId, () => unsealers.sink(), copyOptions);
+    } finally {
+      unsealers.close();
     }
-    const workers = options.workers ?? os.availableParallelism() >= UNSEAL_WORKERS_FROM_CORES;
-    return copyTemplateParts(this.db.pool, modelId,
-      () => (workers ? new UnsealWorker(settings, onRows) : inProcessUnsealer(settings, onRows)), copyOptions);
   }
 
   async accountsWithTemplates(modelId: string): Promise<string[]> {

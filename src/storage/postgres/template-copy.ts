@@ -3,9 +3,9 @@
 // text (twice its size, decoded in JavaScript) and every page is one more round trip. Here each part is one
 // `COPY (SELECT …) TO STDOUT (FORMAT binary)` whose rows arrive as raw buffers (node-pg hands COPY data
 // through untouched), on its own pooled connection; by default one part, or several split by a hash of the
-// person id run at once, each into a sink of its own (./native-unsealer.ts: parsed here, opened by the
-// addon in batches on the other cores; where the addon cannot, ./unseal-worker.ts), so the server's reading
-// and this process's unsealing overlap. A sink may pause its part's reading.
+// person id run at once, each into a sink of its own (./copy-unsealer.ts: parsed here, opened in batches,
+// natively on the other cores), so the server's reading and this process's unsealing overlap. A sink may
+// pause its part's reading.
 import type { Pool, PoolClient } from 'pg';
 import { translated } from '../errors';
 
@@ -26,10 +26,7 @@ const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
  */
 export const DEFAULT_COPY_PARTS = 1;
 
-/**
- * Parses PostgreSQL's binary COPY stream (header, tuples, trailer) whatever its chunking. Self-contained (only
- * SIGNATURE and Buffer): ./unseal-worker.ts inlines its source into the worker threads that parse the streams.
- */
+/** Parses PostgreSQL's binary COPY stream (header, tuples, trailer) whatever its chunking. */
 export class BinaryCopyParser {
   private pending: Buffer = Buffer.alloc(0);
   private headerDone = false;

@@ -1,10 +1,10 @@
-// The start-up build's native unsealing (src/storage/postgres/native-unsealer.ts) against the JavaScript one
-// (inProcessUnsealer), fed the same binary COPY streams: the same templates for ids that need JSON escaping
+// The start-up build's unsealing (src/storage/postgres/copy-unsealer.ts) with the addon's opener against
+// JavaScript's (openSealedBatchHere), fed the same binary COPY streams: the same templates for ids that need JSON escaping
 // in their AAD, over several batches and accounts; the same SealError, naming the same (first) row, for a
 // flipped byte in the ciphertext, tag, nonce or version, a cut value, a plain size that is not float32 and
 // a value moved to another person. Then the knob that chooses JavaScript, the addon's argument checks, a
 // batch on 1 to 4 threads (rows in place, the lowest bad row named) and copyTemplates over a real server with
-// either unsealer. The same streams opened straight into the index (NativeUnsealers with a sealed consumer,
+// either unsealer. The same streams opened straight into the index (CopyUnsealers with a sealed consumer,
 // Collection.loadSealed) give the rows bulkLoad makes of the JavaScript opener's templates, bit for bit, and
 // the same SealError; loadSealed itself names the lowest bad row on 1 to 4 threads and loads nothing then.
 import crypto from 'node:crypto';
@@ -14,12 +14,12 @@ import { similarityIndex, type Collection } from '../../../src/similarity-index/
 import { SealError, secretKey } from '../../../src/storage/crypto/aead';
 import { openSealedBatch, sealedBatchAvailable } from '../../../src/storage/crypto/sealed-batch';
 import { DataKeySealer } from '../../../src/storage/crypto/sealer';
-import { chooseTemplateUnsealer, NativeUnsealers } from '../../../src/storage/postgres/native-unsealer';
+import type { OpenedTemplates } from '../../../src/storage/interfaces';
+import { chooseTemplateUnsealer, CopyUnsealers, type TemplateUnsealer, type UnsealSettings } from '../../../src/storage/postgres/copy-unsealer';
 import { TEMPLATES_PLACE, type PgPersonRepository } from '../../../src/storage/postgres/persons';
 import { postgresSettings } from '../../../src/storage/postgres/pool';
 import { openPostgresStore } from '../../../src/storage/postgres/store';
 import type { CopyPartSink } from '../../../src/storage/postgres/template-copy';
-import { inProcessUnsealer, type TemplateRows, type UnsealSettings } from '../../../src/storage/postgres/unseal-worker';
 import { postgresSkipReason, postgresCluster } from '../../helpers/postgres';
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
@@ -65,7 +65,7 @@ function sampleRows(): Row[] {
 type Outcome = { count: number; templates: Map<string, string>; blocks: number } | { error: unknown };
 
 /** Feeds a stream to a sink in `cut`-byte messages, as copyTemplateParts does, collecting what it emits. */
-async function run(makeSink: (onRows: (rows: TemplateRows) => void) => CopyPartSink, stream: Buffer, cut = 65536): Promise<Outcome> {
+async function run(makeSink: (onRows: (rows: OpenedTemplates) => void) => CopyPartSink, stream: Buffer, cut = 65536): Promise<Outcome> {
   const templates = new Map<string, string>();
   let blocks = 0;
   const sink = makeSink((rows) => {
@@ -90,14 +90,17 @@ async function run(makeSink: (onRows: (rows: TemplateRows) => void) => CopyPartS
   }
 }
 
-async function runNative(stream: Buffer, cut?: number, with_ = settings): Promise<Outcome> {
-  let unsealers: NativeUnsealers | undefined;
+async function runWith(unsealer: TemplateUnsealer, stream: Buffer, cut?: number, with_ = settings): Promise<Outcome> {
+  let unsealers: CopyUnsealers | undefined;
   try {
-    return await run((onRows) => (unsealers = new NativeUnsealers(with_, onRows)).sink(), stream, cut);
+    return await run((onRows) => (unsealers = new CopyUnsealers(with_, unsealer, onRows)).sink(), stream, cut);
   } finally {
     unsealers?.close();
   }
 }
+
+const runNative = (stream: Buffer, cut?: number, with_ = settings) => runWith('native', stream, cut, with_);
+const runJs = (stream: Buffer) => runWith('js', stream);
 
 let collections = 0;
 function newCollection(dim = DIM): Collection {
@@ -147,7 +150,7 @@ async function runIntoIndex(stream: Buffer, cut?: number): Promise<{ count: numb
   const byAccount = new Map<string, Collection>();
   let blocks = 0;
   let chain: Promise<unknown> = Promise.resolve();
-  const unsealers = new NativeUnsealers(settings, () => { throw new Error('unsealed rows handed over'); }, (block) => {
+  const unsealers = new CopyUnsealers(settings, 'native', () => { throw new Error('unsealed rows handed over'); }, (block) => {
     blocks++;
     const c = byAccount.get(block.accountId) ?? newCollection(block.dimension);
     byAccount.set(block.accountId, c);
@@ -165,7 +168,7 @@ async function runIntoIndex(stream: Buffer, cut?: number): Promise<{ count: numb
 }
 
 async function both(stream: Buffer): Promise<{ js: Outcome; native: Outcome; intoIndex: Awaited<ReturnType<typeof runIntoIndex>> }> {
-  const js = await run((onRows) => inProcessUnsealer(settings, onRows), stream);
+  const js = await runJs(stream);
   return { js, native: await runNative(stream), intoIndex: await runIntoIndex(stream) };
 }
 
@@ -198,7 +201,7 @@ async function nativeAgainstJs(t: Test): Promise<void> {
     if ('error' in intoIndex) throw intoIndex.error;
     t.equal(intoIndex.count, rows.length, 'every row counted');
     t.ok(intoIndex.blocks >= 3, `several sealed blocks (${intoIndex.blocks})`);
-    const expected = await jsIntoIndex(await run((onRows) => inProcessUnsealer(settings, onRows), stream));
+    const expected = await jsIntoIndex(await runJs(stream));
     t.equal(intoIndex.rows.size, rows.length, 'every person in the index once');
     t.same(intoIndex.rows, expected, 'identical float32 templates, int8 codes, scales and sums for every person');
   });
@@ -235,6 +238,9 @@ async function nativeAgainstJs(t: Test): Promise<void> {
       const jsMessage = 'error' in js ? (js.error as Error).message : '';
       t.match(jsMessage, message);
       t.ok(jsMessage.includes(JSON.stringify([victim.accountId, victim.personId, MODEL])) || /not float32/.test(jsMessage), 'names the person');
+      if (!/not float32/.test(jsMessage)) {
+        t.throws(() => sealer.open(TEMPLATES_PLACE, [victim.accountId, victim.personId, MODEL], sealed), { message: jsMessage }, 'in the sealer\'s own words');
+      }
       t.equal('error' in native ? (native.error as Error).message : '', jsMessage, 'the same message');
       t.equal('error' in intoIndex ? (intoIndex.error as Error).message : '', jsMessage, 'and opened into the index');
     });
@@ -258,6 +264,35 @@ async function nativeAgainstJs(t: Test): Promise<void> {
     t.match('error' in got ? (got.error as Error).message : '', JSON.stringify([rows[0].accountId, rows[0].personId, MODEL]), 'naming the first row');
   });
 }
+
+t.test('a copy aborted mid-stream delivers nothing after its abort, with either opener', async (t) => {
+  const stream = copyStream(sampleRows().slice(0, 6000));
+  for (const unsealer of availability.available ? ['native', 'js'] as const : ['js'] as const) {
+    for (let round = 0; round < 4; round++) {
+      let aborted = false;
+      let late = 0;
+      let delivered = 0;
+      const unsealers = new CopyUnsealers(settings, unsealer, (rows) => {
+        if (aborted) late++;
+        delivered += rows.ids.length;
+        rows.release();
+      });
+      const sink = unsealers.sink();
+      const cut = 65536;
+      const stopAt = Math.floor(stream.length * (round + 1) / 6);
+      for (let at = 0; at < stopAt; at += cut) sink.push(Buffer.from(stream.subarray(at, at + cut)));
+      if (round % 2) await new Promise((r) => setTimeout(r, 5));  // some batches opened and delivered first
+      aborted = true;
+      sink.abort();
+      const end = await sink.end();
+      unsealers.close();
+      await new Promise((r) => setTimeout(r, 20));
+      t.equal(late, 0, `${unsealer}, round ${round}: nothing delivered after the abort`);
+      t.ok(delivered < 6000 && end.rows === delivered, `${unsealer}, round ${round}: ${delivered} delivered before it, and counted`);
+      t.notOk(end.finished, 'the stream did not finish');
+    }
+  }
+});
 
 t.test('FACE_CHECK_TEMPLATE_UNSEAL=js chooses JavaScript', async (t) => {
   const before = process.env.FACE_CHECK_TEMPLATE_UNSEAL;

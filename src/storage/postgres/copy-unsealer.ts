@@ -1,24 +1,43 @@
-// The start-up build's templates unsealed natively: each COPY part is parsed on the calling thread (the one
-// BinaryCopyParser), its rows gathered per account into batches of up to 1,024 sealed values with their
-// AADs, and each full batch opened by the addon off the event loop on every core but this one while
-// parsing goes on. In JavaScript one AES-256-GCM set-up and open per template was a large share of a
-// node's join; here this thread only parses and copies bytes. A consumer that can open sealed
-// templates where it keeps them (the index's loadSealed) takes the batches sealed, so no unsealed copy of
-// a batch is ever made; otherwise they are opened into blocks of floats (../crypto/sealed-batch.ts) and
-// handed over. At most BATCHES_IN_FLIGHT batches of a copy are opened at once, so the addon's calls leave
-// the thread pool room for the index's loads, and when more than BATCHES_QUEUED wait, the copy's streams
-// stop reading until one is done: batch buffers are reused, never taken anew while loads are the slower
-// side. Where fresh memory is dear (a page's first write is costly on some virtual machines)
-// rows copied into a new buffer cost far more than into a reused one, and bounded batches of 1,024 rows with
-// the reading paused build faster than unbounded batches of 4,096 (figures: docs/benchmarks.md). A template
-// that does not open fails the copy with the SealError the JavaScript opener (./unseal-worker.ts) gives for
-// the same row, the first in the stream.
+// The start-up build's templates unsealed as each COPY part is parsed on the calling thread (the one
+// BinaryCopyParser): its rows gathered per account into batches of up to 1,024 sealed values with their
+// AADs, and each full batch opened while parsing goes on. Natively (the default where the addon can open
+// AES-256-GCM) the addon opens a batch off the event loop on every core but this one: one set-up and open
+// per template in JavaScript was a large share of a node's join, and here this thread only parses and copies
+// bytes. Where the addon cannot, or with FACE_CHECK_TEMPLATE_UNSEAL=js, the same batches are opened in
+// JavaScript on this thread (../crypto/sealed-batch.ts openSealedBatchHere). A consumer that can open sealed
+// templates where it keeps them (the index's loadSealed) takes the batches sealed, natively only, so no
+// unsealed copy of a batch is ever made; otherwise they are opened into blocks of floats and handed over. At
+// most BATCHES_IN_FLIGHT batches of a copy are opened at once, so the addon's calls leave the thread pool
+// room for the index's loads, and when more than BATCHES_QUEUED wait, the copy's streams stop reading until
+// one is done: batch buffers are reused, never taken anew while loads are the slower side. Where fresh memory
+// is dear (a page's first write is costly on some virtual machines) rows copied into a new buffer cost far
+// more than into a reused one, and bounded batches of 1,024 rows with the reading paused build faster than
+// unbounded batches of 4,096 (figures: docs/benchmarks.md). A template that does not open fails the copy with
+// a SealError naming the first such row in the stream, in the same words whichever opener found it.
+import type crypto from 'node:crypto';
 import os from 'node:os';
 
 import { chooseUnsealer, SealedLoader, Turns, type Unsealer } from '../../threads/sealed-loader';
-import { openSealedBatch, sealedBatchAvailable, type SealedBatchOutcome } from '../crypto/sealed-batch';
+import { SealError } from '../crypto/aead';
+import { openSealedBatch, openSealedBatchHere, sealedBatchAvailable, type SealedBatchOutcome, type SealedRowFault } from '../crypto/sealed-batch';
+import type { OpenedTemplates, SealedBlockConsumer } from '../interfaces';
 import { BinaryCopyParser, type CopyPartSink } from './template-copy';
-import { sealFailure, type TemplateRows, type UnsealSettings } from './unseal-worker';
+
+export interface UnsealSettings {
+  key: crypto.KeyObject;
+  /** The sealer's place name; the AAD is JSON of [place, account, person, model], as the sealer builds it. */
+  place: string;
+  modelId: string;
+}
+
+/** The SealError of a template that did not open, in the sealer's words (../crypto/aead.ts openBytes). */
+function sealFailure(fault: SealedRowFault | '', settings: UnsealSettings, accountId: string, personId: string, bytes: number, version: number): SealError {
+  const what = `storage ${settings.place} ${JSON.stringify([accountId, personId, settings.modelId])}`;
+  return new SealError(fault === 'short' ? `${what}: sealed value of ${bytes} bytes is too short`
+    : fault === 'version' ? `${what}: sealed value version ${version}, this program reads 1`
+    : fault === 'tag' ? `${what}: sealed value does not open (wrong key, damaged, or moved from another record)`
+    : `storage: template of ${bytes} bytes is not float32`);
+}
 
 /** Rows per batch: a short call on a core, and little memory held by the batches of a copy. */
 const BLOCK = 1024;
@@ -31,27 +50,7 @@ const BATCHES_QUEUED = BATCHES_IN_FLIGHT + 1;
 const THREADS = Math.max(1, os.availableParallelism() - 1);
 const OVERHEAD = 1 + 12 + 16;  // version, nonce, tag
 
-/**
- * One account's templates still sealed, as a consumer that opens them where it keeps them takes them (the
- * index's loadSealed: no unsealed copy of the batch). Row i, for ids[i], is sealed[sealedOffsets[i] …
- * sealedOffsets[i + 1]) with its additional data likewise.
- */
-export interface SealedTemplateBlock {
-  accountId: string;
-  ids: string[];
-  dimension: number;
-  sealed: Uint8Array;
-  sealedOffsets: Uint32Array;
-  aad: Uint8Array;
-  aadOffsets: Uint32Array;
-  /** The raw data key: valid until the consumer's promise settles, wiped once the copy is done. */
-  key: Uint8Array;
-}
-
-/** Opens and keeps a block; resolves with the lowest row that did not open (failedRow -1: none, all kept). */
-export type SealedBlockConsumer = (block: SealedTemplateBlock) => Promise<SealedBatchOutcome>;
-
-/** Who opens the start-up build's templates: 'native' (this file) or 'js' (./unseal-worker.ts). */
+/** Who opens the start-up build's templates: the addon ('native') or JavaScript on this thread ('js'). */
 export type TemplateUnsealer = Unsealer;
 
 /** FACE_CHECK_TEMPLATE_UNSEAL=js chooses JavaScript; otherwise native where the addon can open AES-256-GCM. */
@@ -74,22 +73,29 @@ interface Batch {
   aadOffsets: Uint32Array;
 }
 
+/** A batch's opener: the addon's on the other cores, or JavaScript's on this thread. */
+type BatchOpener = (key: Uint8Array, batch: Parameters<typeof openSealedBatchHere>[1]) => Promise<SealedBatchOutcome>;
+
 /**
- * The sinks of one copy's parts: they share the raw data key (wiped by close()) and the batches in flight.
- * close() once the copy settled.
+ * The sinks of one copy's parts: they share the raw data key (wiped by close()), the opener and the batches
+ * in flight. close() once the copy settled.
  */
-export class NativeUnsealers {
+export class CopyUnsealers {
   private readonly rawKey: Buffer;
   private readonly turns = new Turns(BATCHES_IN_FLIGHT);
+  private readonly opener: BatchOpener;
+  private readonly openSealed: SealedBlockConsumer | undefined;
 
-  /** With `openSealed`, blocks go to it sealed and `onRows` is not called. */
-  constructor(private readonly settings: UnsealSettings, private readonly onRows: (rows: TemplateRows) => void,
-    private readonly openSealed?: SealedBlockConsumer) {
+  /** With `openSealed` (natively only), blocks go to it sealed and `onRows` is not called. */
+  constructor(private readonly settings: UnsealSettings, unsealer: TemplateUnsealer, private readonly onRows: (rows: OpenedTemplates) => void,
+    openSealed?: SealedBlockConsumer) {
     this.rawKey = settings.key.export();
+    this.opener = unsealer === 'native' ? (key, batch) => openSealedBatch(key, batch, THREADS) : async (key, batch) => openSealedBatchHere(key, batch);
+    this.openSealed = unsealer === 'native' ? openSealed : undefined;
   }
 
   sink(): CopyPartSink {
-    return new NativeUnsealSink(this.settings, this.rawKey, new SealedLoader(this.turns), this.onRows, this.openSealed);
+    return new UnsealSink(this.settings, this.rawKey, new SealedLoader(this.turns), this.opener, this.onRows, this.openSealed);
   }
 
   close(): void {
@@ -99,7 +105,7 @@ export class NativeUnsealers {
   }
 }
 
-class NativeUnsealSink implements CopyPartSink {
+class UnsealSink implements CopyPartSink {
   private readonly parser = new BinaryCopyParser((fields) => this.row(fields));
   private readonly filling = new Map<string, Batch>();
   /** Accounts that filled a whole batch: their next one starts whole. */
@@ -113,7 +119,7 @@ class NativeUnsealSink implements CopyPartSink {
   private readonly suffix: string;
 
   constructor(private readonly settings: UnsealSettings, private readonly rawKey: Buffer, private readonly loader: SealedLoader,
-    private readonly onRows: (rows: TemplateRows) => void, private readonly openSealed?: SealedBlockConsumer) {
+    private readonly opener: BatchOpener, private readonly onRows: (rows: OpenedTemplates) => void, private readonly openSealed?: SealedBlockConsumer) {
     this.suffix = `,${JSON.stringify(settings.modelId)}]`;
   }
 
@@ -221,7 +227,7 @@ class NativeUnsealSink implements CopyPartSink {
       }
       // The output is taken only now: batches waiting for a turn hold their sealed bytes, not their rows.
       const out = this.output(n * dimension);
-      const outcome = await openSealedBatch(this.rawKey, { sealed: b.sealed, sealedOffsets, aad: b.aad, aadOffsets, out, dimension }, THREADS);
+      const outcome = await this.opener(this.rawKey, { sealed: b.sealed, sealedOffsets, aad: b.aad, aadOffsets, out, dimension });
       this.keepSealed(b.sealed, b.sealedLength);
       return this.failedAt(outcome, b) ? undefined : out;
     }, (out) => {
