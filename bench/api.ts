@@ -1,10 +1,11 @@
-// npm run bench:api — identify and verify over HTTP at 10 concurrent clients against a service holding
+// npm run bench:api — identify and verify over HTTP at 50 concurrent clients (BENCH_API_CONNECTIONS) against a service holding
 // 10,000 enrolled persons, with a fastify route returning a constant measured in the same run as the
 // ceiling. The service runs in a child process (bench/api-server.ts); autocannon drives it from here.
 // Each operation runs twice side by side: with its own engine stages (services/operation-stages.ts) and with
 // every stage (eye and colour-liveness models, quality measures, every face's landmarks), and the engine's
 // own time per analysis is compared the same way in this process, for the saving per operation.
-// Targets: identify >= 40 requests/s on the 2-core machine, p99 <= 3x p50.
+// Targets: identify >= 150 requests/s at 50 connections on the 2-core machine with 10,000 persons, p99
+// reported, no 5xx (a 503 of the overload bound counts as a failure here).
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
@@ -21,7 +22,7 @@ const autocannon = require('autocannon');
 
 const PERSONS = Number(process.env.BENCH_API_PERSONS ?? 10000);
 const SECONDS = Number(process.env.BENCH_API_SECONDS ?? 15);
-const CONNECTIONS = 10;
+const CONNECTIONS = Number(process.env.BENCH_API_CONNECTIONS ?? 50);
 const KEY = 'bench-api-key-0123456789abcdef';
 
 /** A JPEG of one face (about 480 px), cut from a face-api demo photo: what a gate camera would send. */
@@ -158,10 +159,13 @@ async function main() {
     console.log(`requests/s with own stages over every stage: identify ${savings.identifyRateOverEveryStage}x, ` +
       `verify ${savings.verifyRateOverEveryStage}x, compare ${savings.compareRateOverEveryStage}x`);
     const targets = {
-      identifyAtLeast40: runs.identify.requestsPerSecond >= 40,
+      identifyAtLeast150: runs.identify.requestsPerSecond >= 150,
+      identifyNoFailure: runs.identify.non2xx === 0 && runs.identify.errors === 0,
       identifyP99Within3xP50: runs.identify.p99 <= 3 * runs.identify.p50,
     };
-    console.log(`targets: identify >= 40 req/s ${targets.identifyAtLeast40 ? 'MET' : 'NOT MET'}, p99 <= 3x p50 ${targets.identifyP99Within3xP50 ? 'MET' : 'NOT MET'}`);
+    const met = (ok: boolean) => (ok ? 'MET' : 'NOT MET');
+    console.log(`targets: identify >= 150 req/s ${met(targets.identifyAtLeast150)}, no failed request ${met(targets.identifyNoFailure)}, ` +
+      `p99 <= 3x p50 ${met(targets.identifyP99Within3xP50)}`);
     printJsonLine({ bench: 'api', persons: PERSONS + 1, connections: CONNECTIONS, seconds: SECONDS, jpegBytes: jpeg.length, runs, engineStages: engineTimes, savings, targets });
   } finally {
     server.kill('SIGTERM');
