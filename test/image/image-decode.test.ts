@@ -19,9 +19,10 @@ t.test('strict base64', async (t) => {
   const b64 = bytes.toString('base64');
   t.same(decodeBase64Field(b64, 100), bytes);
   t.same(decodeBase64Field(`data:image/png;base64,${b64}`, 100), bytes, 'data URL prefix accepted');
-  for (const bad of ['', 'QUJD!', 'QUJ D', 'QUJD\n', 'QUI', 'QU==Q', 'QUJD_-==', 'data:text/plain;base64,QUJD', 'data:image/png,QUJD', '====']) {
+  for (const bad of ['', 'QUJD!', 'QUJ D', 'QUJD\n', 'QUI', 'QU==Q', 'QUJD_-==', 'QUJD-_-_', 'QU=D', 'QUJD\u00e9AAA', 'data:text/plain;base64,QUJD', 'data:image/png,QUJD', '====']) {
     t.throws(() => decodeBase64Field(bad, 100), Base64Error, JSON.stringify(bad));
   }
+  t.same(decodeBase64Field('QR==', 100), Buffer.from('A'), 'non-zero padding bits are still base64 (not the canonical text)');
   t.equal(decodedLength('QUJDRA=='), 4);
   t.equal(decodedLength('QUJDREU='), 5);
   t.throws(() => decodeBase64Field(Buffer.alloc(101).toString('base64'), 100), /max_bytes=100/, 'byte limit before decoding');
