@@ -80,12 +80,77 @@ function preluForInt8(model) {
   return rewritten;
 }
 
+const groupOf = (node) => Number(node.attributes.find((a) => a.name === 'group')?.int ?? 1n);
+
+/**
+ * Cross-layer equalisation (Nagel et al., "Data-free quantization through weight equalization", 2019):
+ * for a Conv A whose every output channel c reaches a Conv B only through per-channel positively homogeneous
+ * steps (Relu, PRelu in preluForInt8's form), output channel c of A is divided by s_c and B's input channel
+ * c multiplied by it, s_c = sqrt(r_A / r_B) of the two channels' weight ranges. The same function (up to
+ * float rounding), with the channels' ranges evened out, which per-tensor activation scales need.
+ */
+function equaliseChannels(model, passes = 2) {
+  let pairs = 0;
+  for (let pass = 0; pass < passes; pass++) {
+    const consumers = consumersOf(model.nodes);
+    const outputs = new Set(model.outputNames);
+    const only = (t) => (outputs.has(t) ? [] : consumers.get(t) ?? []);
+    for (const a of model.nodes) {
+      const wa = a.opType === 'Conv' ? model.initializers.get(a.inputs[1]) : undefined;
+      if (!wa?.data) continue;
+      const channels = wa.dims[0];
+      // walk the homogeneous steps from A's output to the one Conv that reads the result
+      let t = a.outputs[0];
+      let b;
+      for (;;) {
+        const readers = only(t);
+        if (readers.length === 1 && readers[0].opType === 'Relu') { t = readers[0].outputs[0]; continue; }
+        const add = readers.find((r) => r.opType === 'Add' && r.name.endsWith('__prelu_add'));
+        const negate = readers.find((r) => r.opType === 'Conv' && r.name.endsWith('__prelu_negate'));
+        if (readers.length === 2 && add && negate) { t = add.outputs[0]; continue; }
+        if (readers.length === 1 && readers[0].opType === 'Conv' && readers[0].inputs[0] === t) b = readers[0];
+        break;
+      }
+      const wb = b && model.initializers.get(b.inputs[1]);
+      if (!wb?.data || b.name.endsWith('__prelu_negate')) continue;
+      const depthwise = groupOf(b) === channels && wb.dims[1] === 1;
+      if (!depthwise && (groupOf(b) !== 1 || wb.dims[1] !== channels)) continue;
+      const innerA = wa.data.length / channels;
+      const innerB = wb.data.length / wb.dims[0] / wb.dims[1];
+      const rangeA = new Float64Array(channels), rangeB = new Float64Array(channels);
+      wa.data.forEach((v, i) => { const c = Math.floor(i / innerA); rangeA[c] = Math.max(rangeA[c], Math.abs(v)); });
+      wb.data.forEach((v, i) => {
+        const c = depthwise ? Math.floor(i / innerB) : Math.floor(i / innerB) % channels;
+        rangeB[c] = Math.max(rangeB[c], Math.abs(v));
+      });
+      const scale = Float64Array.from(rangeA, (r, c) => (r > 0 && rangeB[c] > 0 ? Math.sqrt(r / rangeB[c]) : 1));
+      const newA = Float32Array.from(wa.data, (v, i) => v / scale[Math.floor(i / innerA)]);
+      const newB = Float32Array.from(wb.data, (v, i) => v * scale[depthwise ? Math.floor(i / innerB) : Math.floor(i / innerB) % channels]);
+      // renamed copies: a weight shared with another node stays as it was there
+      const set = (node, index, tensor, data) => {
+        const name = `${tensor.name}_equalised`;
+        model.initializers.set(name, floatTensor(name, tensor.dims, data));
+        node.inputs = node.inputs.map((x, i) => (i === index ? name : x));
+      };
+      set(a, 1, wa, newA);
+      set(b, 1, wb, newB);
+      const ba = a.inputs[2] && model.initializers.get(a.inputs[2]);
+      if (ba?.data) set(a, 2, ba, Float32Array.from(ba.data, (v, c) => v / scale[c]));
+      pairs++;
+    }
+    const read = new Set(model.nodes.flatMap((n) => n.inputs));
+    for (const name of [...model.initializers.keys()]) if (!read.has(name)) model.initializers.delete(name);
+  }
+  return pairs;
+}
+
 /**
  * The float graph whose activations the calibration measures (bench/int8-calibration.ts) and the int8 form
- * quantises: PRelu as preluForInt8 has it. The same function up to float rounding.
+ * quantises: PRelu as preluForInt8 has it, channels equalised. The same function up to float rounding.
  */
 function prepareForInt8(model) {
   preluForInt8(model);
+  equaliseChannels(model);
 }
 
 /** The weight's output-channel axis: Conv [M, C/g, kH, kW] 0; Gemm 0 with transB, else 1; MatMul 1. */
@@ -191,4 +256,4 @@ function quantiseInt8(model, table, { exclude = [], weightMax = WEIGHT_MAX } = {
   return weighted;
 }
 
-module.exports = { quantiseInt8, prepareForInt8, preluForInt8, fuseConvRelu, rint };
+module.exports = { quantiseInt8, prepareForInt8, preluForInt8, fuseConvRelu, equaliseChannels, rint };
