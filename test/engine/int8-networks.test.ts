@@ -23,8 +23,10 @@ const root = path.resolve(__dirname, '..', '..');
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'models', 'manifest.json'), 'utf8'));
 const calibration = JSON.parse(fs.readFileSync(path.join(root, 'models', 'int8-calibration.json'), 'utf8'));
 
-/** Lowest cosine of an int8 template with the float32 one of the same face (docs/models.md, int8). */
-const MIN_TEMPLATE_COSINE = 0.97;
+/** Lowest and mean cosine of an int8 template with the float32 one of the same face (docs/engine.md, int8
+ *  template networks): well above what a wrong scale or a lost Relu gives (near 0), below what was measured. */
+const MIN_TEMPLATE_COSINE = 0.9;
+const MIN_MEAN_COSINE = 0.96;
 
 function seeded(seed: number): () => number {
   let x = seed >>> 0;
@@ -126,17 +128,20 @@ t.test('int8 templates agree with float32 ones on real photos, under another mod
   t.not(int8.modelId, float32.modelId, 'int8 templates carry their own model id');
   t.equal(int8.modelId, templateModelId(templateNetworks(undefined, 'int8')));
   t.equal(int8.templateSize, float32.templateSize);
-  let faces = 0, lowest = 1;
+  let faces = 0, lowest = 1, sum = 0;
   for (const photo of samplePhotos()) {
     const image = await loadRgb(photo);
     const [a, b] = [await float32.analyze(image), await int8.analyze(image)];
     t.equal(b.length, a.length, `${path.basename(photo)}: same faces`);
     for (let i = 0; i < Math.min(a.length, b.length); i++) {
       if (!a[i].analyzed || !b[i].analyzed) continue;
-      lowest = Math.min(lowest, cosine(a[i].embedding, b[i].embedding));
+      const c = cosine(a[i].embedding, b[i].embedding);
+      lowest = Math.min(lowest, c);
+      sum += c;
       faces++;
     }
   }
   t.ok(faces >= 10, `${faces} faces compared`);
   t.ok(lowest >= MIN_TEMPLATE_COSINE, `lowest template cosine int8 vs float32 ${lowest.toFixed(4)} >= ${MIN_TEMPLATE_COSINE}`);
+  t.ok(sum / faces >= MIN_MEAN_COSINE, `mean template cosine int8 vs float32 ${(sum / faces).toFixed(4)} >= ${MIN_MEAN_COSINE}`);
 });
