@@ -1,7 +1,7 @@
 // The int8 form of the template networks (scripts/onnx-quantise.js, models/manifest.json `int8`): the rewrite
 // is deterministic and gives ONNX Runtime's QDQ form (int8 weights, QuantizeLinear/DequantizeLinear around
 // activations), on a small graph built here and on the installed networks; int8 templates agree with
-// float32 ones on real photos above a cosine bound and carry another model id.
+// float32 ones on real photos above a cosine bound and carry another model id; int8 is the default.
 import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -25,8 +25,8 @@ const calibration = JSON.parse(fs.readFileSync(path.join(root, 'models', 'int8-c
 
 /** Lowest and mean cosine of an int8 template with the float32 one of the same face (docs/engine.md, int8
  *  template networks): well above what a wrong scale or a lost Relu gives (near 0), below what was measured. */
-const MIN_TEMPLATE_COSINE = 0.9;
-const MIN_MEAN_COSINE = 0.96;
+const MIN_TEMPLATE_COSINE = 0.95;
+const MIN_MEAN_COSINE = 0.98;
 
 function seeded(seed: number): () => number {
   let x = seed >>> 0;
@@ -108,7 +108,7 @@ t.test('the int8 rewrite of a small network: same bytes twice, QDQ form, outputs
 
 t.test('the installed int8 networks are the float ones quantised with the committed table: pinned, deterministic, QDQ', async (t) => {
   const quantised = manifest.models.filter((m: { int8?: unknown }) => m.int8);
-  t.ok(quantised.length >= 2, 'both embedding networks have an int8 form');
+  t.ok(quantised.length >= 1, 'an embedding network has an int8 form');
   for (const m of quantised) {
     const float = fs.readFileSync(path.join(root, 'models', m.file));
     const options = { exclude: m.int8.exclude, weightMax: m.int8.weight_max };
@@ -126,6 +126,7 @@ t.test('int8 templates agree with float32 ones on real photos, under another mod
   const int8 = await createEngine({ precision: 'int8' });
   t.teardown(() => Promise.all([float32.close(), int8.close()]));
   t.not(int8.modelId, float32.modelId, 'int8 templates carry their own model id');
+  if (!process.env.FACE_CHECK_PRECISION) t.equal(templateModelId(), int8.modelId, 'the engine uses the int8 networks by default');
   t.equal(int8.modelId, templateModelId(templateNetworks(undefined, 'int8')));
   t.equal(int8.templateSize, float32.templateSize);
   let faces = 0, lowest = 1, sum = 0;
