@@ -23,7 +23,7 @@ const PROBE = path.join(root, 'test', 'helpers', 'arm64-probe.js');
 const PHOTO = 5; // the demo group photo with the most faces (five)
 // ONNX Runtime's int8 kernels differ between x64 (AVX2 u8s8) and arm64 (dot-product instructions): the
 // int8 networks' templates agree less closely across the two than the float32 ones (docs/arm64.md).
-const ARM64_INT8_MIN_COSINE = 0.99;
+const ARM64_INT8_MIN_COSINE = 0.98;
 // What the install step would look for to build the addon: each records its call and fails.
 const BUILD_TOOLS = ['cc', 'gcc', 'g++', 'c++', 'clang', 'make', 'cmake', 'cmake-js', 'node-gyp', 'npm', 'npx', 'python3'];
 
@@ -148,6 +148,15 @@ if (reason && process.env.FACE_CHECK_REQUIRE_ARM64 === '1') {
       t.equal(arm64Int8.faces.length, x64Int8.faces.length, 'int8: arm64 finds as many faces');
       const int8Pairs = byX(x64Int8.faces).map((face, i) => [face, byX(arm64Int8.faces)[i]] as const).filter(([, other]) => other);
       const int8Cosine = Math.min(1, ...int8Pairs.map(([a, b]) => cosine(a.embedding, b.embedding)));
+      // each network's part alone, for the record (docs/arm64.md)
+      let offset = 0;
+      for (const { id, size } of templateNetworks(undefined, 'int8')) {
+        const part = (e: number[]) => e.slice(offset, offset + size);
+        const partCosine = (a: number[], b: number[]) => cosine(a, b) / Math.sqrt(cosine(a, a) * cosine(b, b));
+        const lowest = Math.min(1, ...int8Pairs.map(([a, b]) => partCosine(part(a.embedding), part(b.embedding))));
+        t.comment(`int8 run, ${id}: lowest cosine x64 vs arm64 ${lowest.toFixed(6)}`);
+        offset += size;
+      }
       t.ok(int8Pairs.length >= 3 && int8Cosine >= ARM64_INT8_MIN_COSINE,
         `int8 templates agree across x64 and arm64 (lowest cosine ${int8Cosine.toFixed(6)} >= ${ARM64_INT8_MIN_COSINE})`);
 
