@@ -6,10 +6,10 @@
 // (DevTest accuracy within 0.1 point, TAR at FAR 1e-5 and 1e-6 within 0.5 point of float32).
 import path from 'node:path';
 
+import { defaultPrecision, type Precision } from '../src/engine/template-spec';
 import { dot as cosine } from '../src/matching/dot';
 import { percentile, printJsonLine, requireSharedData } from './common';
 import { lfwTemplates, readPairs } from './lfw-data';
-import { defaultPrecision, type Precision } from '../src/engine/template-spec';
 import { acceptRate, accuracyAt, bestThreshold, impostorScores, scorePairs, thresholdAtFar } from './lfw-scoring';
 
 function distribution(values: number[]): Record<string, number> {
