@@ -196,7 +196,9 @@ async function compareRewrites(inputs: Record<ModelId, Float32Array>): Promise<P
   const models = manifestModels() as Record<ModelId, { file: string; rewrites?: string[] }>;
   const out: Partial<Record<ModelId, RewriteResult>> = {};
   for (const id of MODEL_IDS.filter((m) => models[m].rewrites?.length)) {
-    const sessions = [await createSession(id, 1, 'all', path.join(publishedDir, models[id].file)), await createSession(id, 1, 'all')];
+    // the float rewrite's own file (the engine may load the int8 form of a template network instead)
+    const sessions = [await createSession(id, 1, 'all', path.join(publishedDir, models[id].file)),
+      await createSession(id, 1, 'all', path.join(packageRoot(), 'models', models[id].file))];
     const shape = manifestModels()[id].input.shape;
     const feeds = { [sessions[0].inputNames[0]]: new ort.Tensor('float32', inputs[id], shape) };
     const outputs: Float32Array[][] = [];
