@@ -256,4 +256,4 @@ function quantiseInt8(model, table, { exclude = [], weightMax = WEIGHT_MAX } = {
   return weighted;
 }
 
-module.exports = { quantiseInt8, prepareForInt8, preluForInt8, fuseConvRelu, equaliseChannels, rint };
+module.exports = { quantiseInt8, prepareForInt8 };
