@@ -32,8 +32,10 @@ export function manifestModels(): Record<ModelId, ManifestModel> {
   return out;
 }
 
+/** The file the engine loads for the model: a template network's at the default precision (int8 where chosen). */
 export function modelPath(id: ModelId): string {
-  return path.join(packageRoot(), 'models', manifestModels()[id].file);
+  const file = templateNetworks().find((n) => n.id === id)?.file ?? manifestModels()[id].file;
+  return path.join(packageRoot(), 'models', file);
 }
 
 /** Session options equivalent to the native engine's (native/core/ort/ort_session.cpp): N intra-op threads, one

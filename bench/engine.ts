@@ -8,6 +8,9 @@
 // the model as published (converted to ONNX where published as tflite). Both sides load the same (rewritten) files.
 // Targets: end-to-end <= 30 ms p50 on the 2-core machine, >= 1.5x faster than the baseline.
 // BENCH_ENGINE_ITERATIONS (default 80) sets the measured iterations per configuration.
+// --precision: only the template networks' precisions, side by side: the float32 and the int8 engine (1 thread
+// each) on the same photo, interleaved, per-stage p50 / p95, their ratio and the cosine of their templates.
+// Target: int8 photo -> template p50 <= 12 ms (pipeline, without decode).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -193,7 +196,9 @@ async function compareRewrites(inputs: Record<ModelId, Float32Array>): Promise<P
   const models = manifestModels() as Record<ModelId, { file: string; rewrites?: string[] }>;
   const out: Partial<Record<ModelId, RewriteResult>> = {};
   for (const id of MODEL_IDS.filter((m) => models[m].rewrites?.length)) {
-    const sessions = [await createSession(id, 1, 'all', path.join(publishedDir, models[id].file)), await createSession(id, 1, 'all')];
+    // the float rewrite's own file (the engine may load the int8 form of a template network instead)
+    const sessions = [await createSession(id, 1, 'all', path.join(publishedDir, models[id].file)),
+      await createSession(id, 1, 'all', path.join(packageRoot(), 'models', models[id].file))];
     const shape = manifestModels()[id].input.shape;
     const feeds = { [sessions[0].inputNames[0]]: new ort.Tensor('float32', inputs[id], shape) };
     const outputs: Float32Array[][] = [];
@@ -415,7 +420,52 @@ function boxIou(a: { x: number; y: number; width: number; height: number }, b: {
   return (w * h) / (a.width * a.height + b.width * b.height - w * h);
 }
 
-main().catch((err) => {
+// ---- int8 vs float32 template networks (--precision) -------------------------------------------------------
+
+const PRECISION_TARGET_MS = 12;
+
+async function comparePrecisions(): Promise<void> {
+  const loadBefore = os.loadavg().map((v) => round(v));
+  const float32 = await createEngine({ threads: 1, precision: 'float32' });
+  const int8 = await createEngine({ threads: 1, precision: 'int8' });
+  if (float32.modelId === int8.modelId) throw new Error('the manifest has no int8 form of any template network');
+  const image = await makeTestImage(float32);
+  const rgb = await decode(image.jpeg);
+  const [f] = await float32.analyze(rgb), [q] = await int8.analyze(rgb);
+  const networkCosines: Record<string, number> = {};
+  let offset = 0;
+  for (const { id, size } of templateNets()) {
+    networkCosines[id] = round(partCosine(f.embedding.subarray(offset, offset + size), q.embedding.subarray(offset, offset + size)), 4);
+    offset += size;
+  }
+  const templateCosine = round(cosine(f.embedding, q.embedding), 4);
+  const configs = [{ ...nativeConfig(float32, 1), name: 'float32_t1' }, { ...nativeConfig(int8, 1), name: 'int8_t1' }];
+  for (const c of configs) c.samples = {};
+  for (let i = 0; i < WARMUP; i++) for (const c of configs) await request(c, image.jpeg, false);
+  for (let i = 0; i < ITERATIONS; i++) for (const k of i % 2 ? [1, 0] : [0, 1]) await request(configs[k], image.jpeg, true);
+  await Promise.all([float32.close(), int8.close()]);
+  const stages: StageName[] = ['detect', 'landmarks', 'eyes', 'liveness', 'quality', 'embed', 'pipeline', 'e2e'];
+  console.log(`== float32 vs int8 template networks, ms p50 / p95 over ${ITERATIONS} interleaved iterations (1 thread, ${path.basename(image.source)}) ==`);
+  console.log(`${pad('stage', 14, true)}${configs.map((c) => pad(c.name, 17)).join('')}  ratio`);
+  for (const k of stages) {
+    const [a, b] = configs.map((c) => stat(c, k));
+    if (!a || !b) continue;
+    console.log(`${pad(k, 14, true)}${[a, b].map((s) => pad(`${s.p50.toFixed(2)} / ${s.p95.toFixed(2)}`, 17)).join('')}  ${(a.p50 / b.p50).toFixed(2)}x`);
+  }
+  const pipelineP50 = stat(configs[1], 'pipeline')!.p50;
+  console.log(`template cosine float32 vs int8 ${templateCosine} (per network ${JSON.stringify(networkCosines)}); ` +
+    `int8 photo -> template p50 ${pipelineP50} ms: target <= ${PRECISION_TARGET_MS} ms ${pipelineP50 <= PRECISION_TARGET_MS ? 'MET' : 'NOT MET'}`);
+  const loadAfter = os.loadavg().map((v) => round(v));
+  console.log(`load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')} (shared 2-core machine: compare the ratio)`);
+  printJsonLine({
+    bench: 'engine-precision', iterations: ITERATIONS, image: path.basename(image.source), load: { before: loadBefore, after: loadAfter },
+    float32: Object.fromEntries(stages.map((k) => [k, stat(configs[0], k)])), int8: Object.fromEntries(stages.map((k) => [k, stat(configs[1], k)])),
+    ratio: { embed: round(stat(configs[0], 'embed')!.p50 / stat(configs[1], 'embed')!.p50), pipeline: round(stat(configs[0], 'pipeline')!.p50 / pipelineP50) },
+    templateCosine, networkCosines, target: { pipelineP50Ms: PRECISION_TARGET_MS, met: pipelineP50 <= PRECISION_TARGET_MS },
+  });
+}
+
+(process.argv.includes('--precision') ? comparePrecisions() : main()).catch((err) => {
   console.error(err);
   process.exit(1);
 });

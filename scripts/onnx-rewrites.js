@@ -5,6 +5,7 @@
 // not take PRelu and stops at channel counts that are not a multiple of the block, and which slows down
 // on denormal weights wherever the calling thread does not flush them.
 const { parseModel, serialiseModel, node: makeNode, floatTensor, intAttribute } = require('./onnx-model');
+const { quantiseInt8 } = require('./onnx-quantise');
 
 const attribute = (node, name) => node.attributes.find((a) => a.name === name);
 const group = (node) => Number(attribute(node, 'group')?.int ?? 1n);
@@ -181,4 +182,11 @@ function rewriteModel(bytes, names) {
   return { bytes: serialiseModel(model), changed };
 }
 
-module.exports = { rewriteModel, REWRITES };
+/** The int8 (QDQ) form of a float model (scripts/onnx-quantise.js) with its calibration table. */
+function quantisedModel(bytes, table, options = {}) {
+  const model = parseModel(bytes);
+  quantiseInt8(model, table, options);
+  return serialiseModel(model);
+}
+
+module.exports = { rewriteModel, quantisedModel, REWRITES };

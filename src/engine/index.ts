@@ -7,7 +7,7 @@ import path from 'node:path';
 import { native, type NativeEngineHandle, type NativeFace, type StageTimings } from '../native';
 import { packageRoot } from '../package-root';
 import { resolveOrtLibrary } from './ort-library';
-import { nativeTemplateNetworks, templateModelId, templateNetworks, templateSize, type TemplateNetwork } from './template-spec';
+import { nativeTemplateNetworks, templateModelId, templateNetworks, templateSize, type Precision, type TemplateNetwork } from './template-spec';
 import type { AnalyzeOptions, EngineOptions, FaceAnalysis, FaceEngine, Point, RgbImage } from './types';
 
 export type * from './types';
@@ -44,8 +44,8 @@ function toAnalysis(f: NativeFace): FaceAnalysis {
  * The template's networks and identifier: templates carry the identifier, so a change of any network's file,
  * of a weight or of flip-averaging forces a reindex.
  */
-function templateModels(modelDir: string, flipAverage: boolean): { modelId: string; networks: TemplateNetwork[]; size: number } {
-  const networks = templateNetworks();
+function templateModels(modelDir: string, flipAverage: boolean, precision?: Precision): { modelId: string; networks: TemplateNetwork[]; size: number } {
+  const networks = templateNetworks(undefined, precision);
   for (const { file } of networks) {
     if (!fs.existsSync(path.join(modelDir, file))) {
       throw new Error(`face-check: model ${file} missing in ${modelDir}; run npm install (or scripts/fetch-assets.js)`);
@@ -98,7 +98,7 @@ class NativeFaceEngine implements FaceEngine {
 export async function createEngine(options: EngineOptions = {}): Promise<FaceEngine> {
   const modelDir = path.resolve(options.modelDir ?? path.join(packageRoot(), 'models'));
   const flipAverage = options.flipAverage ?? false;
-  const { modelId, networks, size } = templateModels(modelDir, flipAverage);
+  const { modelId, networks, size } = templateModels(modelDir, flipAverage, options.precision);
   const handle = await native.createEngine({
     modelDir,
     ortLibrary: options.ortLibrary ?? resolveOrtLibrary(),

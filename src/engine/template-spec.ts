@@ -27,13 +27,28 @@ export interface ManifestModel {
   id: string;
   file: string;
   sha256: string;
+  /** The network's int8 form (scripts/onnx-quantise.js), when it keeps the accuracy guard. */
+  int8?: { file: string; sha256: string };
   input: { name: string; shape: number[]; channels: string; mean: number[]; std: number[] };
   outputs: Record<string, number[]>;
 }
 
 export interface Manifest {
   models: ManifestModel[];
-  template: { models: { id: string; weight: number }[] };
+  template: { models: { id: string; weight: number }[]; precision?: Precision };
+}
+
+/** int8: each template network's int8 form where the manifest has one (float32 where it has not). */
+export type Precision = 'int8' | 'float32';
+
+/**
+ * The precision the engine uses unless told: FACE_CHECK_PRECISION when set (int8 or float32), else the
+ * manifest's `template.precision`, else float32.
+ */
+export function defaultPrecision(manifest: Manifest = readManifest()): Precision {
+  const chosen = process.env.FACE_CHECK_PRECISION || manifest.template?.precision || 'float32';
+  if (chosen !== 'int8' && chosen !== 'float32') throw new Error(`face-check: precision must be int8 or float32 (has ${chosen})`);
+  return chosen;
 }
 
 export function readManifest(): Manifest {
@@ -44,7 +59,7 @@ const positiveInt = (n: unknown): n is number => Number.isInteger(n) && (n as nu
 const finite = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n);
 
 /** One template network from its manifest row; throws naming what is wrong. */
-function templateNetwork(model: ManifestModel, weight: number): TemplateNetwork {
+function templateNetwork(model: ManifestModel, weight: number, precision: Precision): TemplateNetwork {
   const bad = (what: string) => new Error(`face-check: the manifest's template model ${model.id}: ${what}`);
   const { input } = model;
   if (!input || typeof input.name !== 'string' || !input.name) throw bad('input.name must be a tensor name');
@@ -64,20 +79,21 @@ function templateNetwork(model: ManifestModel, weight: number): TemplateNetwork 
     throw bad(`output ${output} must be shaped [1, size] (has ${JSON.stringify(outShape)})`);
   }
   if (!finite(weight) || weight <= 0) throw bad(`weight must be positive (has ${weight})`);
+  const { file, sha256 } = precision === 'int8' && model.int8 ? model.int8 : model;
   return {
-    id: model.id, file: model.file, sha256: model.sha256, weight, size: outShape[1],
+    id: model.id, file, sha256, weight, size: outShape[1],
     input: { name: input.name, height: shape[2], width: shape[3], channels: input.channels, mean: [...input.mean], std: [...input.std] },
     output,
   };
 }
 
-export function templateNetworks(manifest: Manifest = readManifest()): TemplateNetwork[] {
+export function templateNetworks(manifest: Manifest = readManifest(), precision: Precision = defaultPrecision(manifest)): TemplateNetwork[] {
   const listed = manifest.template?.models ?? [];
   if (listed.length === 0) throw new Error('face-check: the manifest\'s template lists no model');
   const networks = listed.map(({ id, weight }) => {
     const model = manifest.models.find((m) => m.id === id);
     if (!model) throw new Error(`face-check: the manifest's template names an unknown model ${id}`);
-    return templateNetwork(model, weight);
+    return templateNetwork(model, weight, precision);
   });
   const total = networks.reduce((sum, n) => sum + n.weight, 0);
   if (Math.abs(total - 1) > 1e-3) throw new Error(`face-check: the manifest's template weights must sum to 1 (sum ${total})`);
@@ -97,7 +113,8 @@ export const templateSize = (networks = templateNetworks()) => networks.reduce((
 
 /**
  * The identifier stored with every template: each network's file, the first 12 hex digits of its sha256
- * and its weight, so a change of any file or weight (or flip-averaging) marks old templates for a reindex.
+ * and its weight, so a change of any file or weight (or flip-averaging, or int8 for float32: another file)
+ * marks old templates for a reindex.
  */
 export function templateModelId(networks = templateNetworks(), flipAverage = false): string {
   const parts = networks.map((n) => `${n.file.replace(/\.onnx$/, '')}@${n.sha256.slice(0, 12)}:${n.weight}`);

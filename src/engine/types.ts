@@ -93,6 +93,9 @@ export interface EngineOptions {
   /** Average each network's embeddings of the aligned crop and its mirror image (default false: on LFW it
    *  changed one pair in 1,000 for twice the embedding time). Templates made either way get different model ids. */
   flipAverage?: boolean;
+  /** The template networks' precision (default: FACE_CHECK_PRECISION, else models/manifest.json
+   *  `template.precision`). int8 and float32 templates get different model ids. */
+  precision?: 'int8' | 'float32';
   /** Detector confidence below which a candidate is not a face (default 0.85). */
   minDetectionScore?: number;
   /** Largest image the engine accepts, in pixels (default 100,000,000). */

@@ -142,7 +142,9 @@ t.test('the template is each network\'s embedding of the aligned crop, normalise
   let offset = 0;
   for (const { id, weight } of manifest.template.models as { id: string; weight: number }[]) {
     const m = manifest.models.find((x: { id: string }) => x.id === id);
-    const session = await ort.InferenceSession.create(path.join(__dirname, '..', '..', 'models', m.file), { logSeverityLevel: 3 });
+    // the file the engine loads at its default precision (an int8 form where the manifest has one)
+    const file = templateNetworks().find((n) => n.id === id)!.file;
+    const session = await ort.InferenceSession.create(path.join(__dirname, '..', '..', 'models', file), { logSeverityLevel: 3 });
     const input = new Float32Array(3 * 112 * 112);
     const order = m.input.channels === 'BGR' ? [2, 1, 0] : [0, 1, 2];
     for (let c = 0; c < 3; c++) {
@@ -156,7 +158,9 @@ t.test('the template is each network\'s embedding of the aligned crop, normalise
     const norm = Math.sqrt(cosine(part, part)), refNorm = Math.sqrt(cosine(reference, reference));
     t.ok(Math.abs(norm * norm - weight) < 1e-4, `${id}: its part carries weight ${weight} (${(norm * norm).toFixed(5)})`);
     const c = cosine(part, reference) / (norm * refNorm);
-    t.ok(c > 0.999, `${id}: the engine's part matches the network run on the crop (cosine ${c.toFixed(5)})`);
+    // int8 networks move more with the byte rounding of the crop (quantised activations round it again)
+    const bound = file.endsWith('.int8.onnx') ? 0.99 : 0.999;
+    t.ok(c > bound, `${id}: the engine's part matches the network run on the crop (cosine ${c.toFixed(5)} > ${bound})`);
   }
   t.equal(offset, face.embedding.length, 'the parts make up the whole template');
 });
