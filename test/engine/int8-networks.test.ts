@@ -1,7 +1,7 @@
 // The int8 form of the template networks (scripts/onnx-quantise.js, models/manifest.json `int8`): the rewrite
 // is deterministic and gives ONNX Runtime's QDQ form (int8 weights, QuantizeLinear/DequantizeLinear around
 // activations), on a small graph built here and on the installed networks; int8 templates agree with
-// float32 ones on real photos above a cosine bound and carry another model id; int8 is the default.
+// float32 ones on real photos above a cosine bound and carry another model id; float32 is the default.
 import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -126,7 +126,7 @@ t.test('int8 templates agree with float32 ones on real photos, under another mod
   const int8 = await createEngine({ precision: 'int8' });
   t.teardown(() => Promise.all([float32.close(), int8.close()]));
   t.not(int8.modelId, float32.modelId, 'int8 templates carry their own model id');
-  if (!process.env.FACE_CHECK_PRECISION) t.equal(templateModelId(), int8.modelId, 'the engine uses the int8 networks by default');
+  if (!process.env.FACE_CHECK_PRECISION) t.equal(templateModelId(), float32.modelId, 'the engine uses the float32 networks by default');
   t.equal(int8.modelId, templateModelId(templateNetworks(undefined, 'int8')));
   t.equal(int8.templateSize, float32.templateSize);
   let faces = 0, lowest = 1, sum = 0;
