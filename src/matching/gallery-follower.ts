@@ -10,7 +10,7 @@ import type { ChangeFollower, ChangeFollowerOptions, FollowerStatus } from '../s
 import type { AsyncChangeLog, AsyncPersonRepository, FollowedChange, OwnChanges } from '../storage/interfaces';
 import type { PgPersonRepository } from '../storage/postgres/persons';
 import { Galleries } from './galleries';
-import { IndexGallery } from './index-gallery';
+import { IndexGallery, type TemplateSource } from './index-gallery';
 
 /** What the follower needs of the store (PostgresStore has it; the optional parts make it faster). */
 export interface FollowedStore {
@@ -29,11 +29,13 @@ export interface GalleryFollowerOptions {
   pollIntervalMs?: number;
   /** Connections reading the persons table at once during a build; default DEFAULT_COPY_PARTS (one). */
   buildParts?: number;
+  /** Where the indexes re-rank from (the node's gallery cache): they keep int8 codes only; else float32 copies. */
+  templates?: (accountId: string) => TemplateSource;
 }
 
 export class GalleryFollower {
   /** The node's galleries; a resync rebuilds into new ones and moves them in here, so this object stays. */
-  readonly galleries = new Galleries();
+  readonly galleries = new Galleries((accountId) => this.newGallery(accountId));
   private follower: ChangeFollower | undefined;
   private readonly name = crypto.randomUUID();
 
@@ -126,12 +128,16 @@ export class GalleryFollower {
     return changes.map((c, i) => (c.op !== 'remove' && c.modelId === modelId ? templates[i] : undefined));
   }
 
+  private newGallery(accountId: string): IndexGallery {
+    return new IndexGallery(`${this.name}/${crypto.randomUUID()}/${accountId}`, this.options.templates?.(accountId));
+  }
+
   /**
    * Loads every template of the model into new galleries, then moves them into this.galleries: during a
    * resync searches keep answering from the old ones instead of empty ones.
    */
   private async rebuild(): Promise<{ loaded: number; stale: number }> {
-    const fresh = new Galleries((accountId) => new IndexGallery(`${this.name}/${crypto.randomUUID()}/${accountId}`));
+    const fresh = new Galleries((accountId) => this.newGallery(accountId));
     try {
       const loaded = this.store.persons.copyTemplates ? await this.copyInto(fresh) : await this.blocksInto(fresh);
       const { persons } = this.store;

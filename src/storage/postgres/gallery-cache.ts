@@ -1,0 +1,184 @@
+// A PostgreSQL node's own copy of the persons' sealed templates, in a local LMDB environment
+// (<storage path>/gallery-cache): what the node's similarity index re-ranks its int8 candidates with, as a
+// board re-ranks from its store's template rows, so the index keeps no float32 copy and a search never reads
+// the database. Each row is the persons table's value as it is (sealed under the cluster's data key, its place
+// [account, person, model] authenticated), keyed [account, person]; only templates of the node's model are kept.
+//
+// The rows are the table's state at `position` (a change-log seq), kept in the same LMDB transaction as the
+// rows, so a restarted node replays the log from there. The change follower is the only writer: it writes a
+// batch here before the galleries see it, so a row is never older than the index entry it re-scores (a
+// person removed on another node leaves this cache when it leaves the index). A cache names the database it
+// copies (a fingerprint of its data key) and the model; one that names another, or that a fill left
+// incomplete, is not used.
+import fs from 'node:fs';
+import path from 'node:path';
+import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
+
+import type { FollowedChange } from '../interfaces';
+
+export const GALLERY_CACHE_DIR = 'gallery-cache';
+
+type PersonKey = [string, string];
+
+interface CacheState {
+  /** Fingerprint of the database whose rows these are. */
+  database: string;
+  modelId: string;
+  /** The change-log seq the rows stand at. */
+  position: number;
+  /** False while a fill runs (a crash leaves it false: the next start copies again). */
+  complete: boolean;
+}
+
+/** One account's cached rows of one sealed length: row i is sealed[offsets[i] … offsets[i + 1]). */
+export interface CachedBlock {
+  accountId: string;
+  ids: string[];
+  sealed: Buffer;
+  offsets: Uint32Array;
+}
+
+export class GalleryCache {
+  private constructor(private readonly root: RootDatabase, private readonly rows: Database<Buffer, PersonKey>,
+    private readonly meta: Database<CacheState, string>, readonly dir: string) {}
+
+  /** Opens (or makes) the cache in `dir`; a file LMDB cannot open is removed and the cache made anew. */
+  static open(dir: string): GalleryCache {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    try {
+      return GalleryCache.openIn(dir);
+    } catch {
+      for (const f of ['data.mdb', 'lock.mdb']) fs.rmSync(path.join(dir, f), { force: true });
+      return GalleryCache.openIn(dir);
+    }
+  }
+
+  private static openIn(dir: string): GalleryCache {
+    // No sync per commit: a crash may lose the last commits, and the position with them (it is written in
+    // the same transaction), so the next start replays a little more of the log. noReadAhead: a re-rank reads
+    // a few dozen rows scattered over the file.
+    const root = open({ path: dir, compression: false, maxDbs: 4, noSync: true, noReadAhead: true } as RootDatabaseOptionsWithPath);
+    try {
+      const rows = root.openDB<Buffer, PersonKey>({ name: 'rows', encoding: 'binary' });
+      const meta = root.openDB<CacheState, string>({ name: 'meta' });
+      meta.get('state');  // a damaged file throws here rather than later
+      for (const f of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, f), 0o600);
+      return new GalleryCache(root, rows, meta, dir);
+    } catch (err) {
+      void root.close();
+      throw err;
+    }
+  }
+
+  /** LMDB's data file (for the page-cache advice of its map). */
+  get dataFile(): string {
+    return path.join(this.dir, 'data.mdb');
+  }
+
+  /** The position the rows stand at, when they are a complete copy of `database`'s templates of `modelId`. */
+  usable(database: string, modelId: string): number | undefined {
+    const s = this.meta.get('state');
+    return s && s.complete && s.database === database && s.modelId === modelId ? s.position : undefined;
+  }
+
+  /** Whether the cache holds rows of `database` and `modelId` (complete or not): a fill may keep them in place. */
+  holds(database: string, modelId: string): boolean {
+    const s = this.meta.get('state');
+    return s !== undefined && s.database === database && s.modelId === modelId;
+  }
+
+  /**
+   * Before a fill: marks the cache incomplete for `database` and `modelId`; `keep` false empties it (rows of
+   * another database or model), true leaves the rows for searches meanwhile (finish() removes the unseen).
+   */
+  async beginFill(database: string, modelId: string, keep: boolean): Promise<void> {
+    await this.meta.put('state', { database, modelId, position: 0, complete: false });
+    if (!keep) await this.rows.clearAsync();
+  }
+
+  /** Rows of a fill, as the table holds them. */
+  putBlock(accountId: string, ids: readonly string[], sealed: Uint8Array, offsets: Uint32Array, seen?: Set<string>): Promise<boolean> {
+    return this.root.transaction(() => {
+      for (let i = 0; i < ids.length; i++) {
+        void this.rows.put([accountId, ids[i]], Buffer.from(sealed.buffer, sealed.byteOffset + offsets[i], offsets[i + 1] - offsets[i]));
+        seen?.add(`${accountId}\u0000${ids[i]}`);
+      }
+      return true;
+    });
+  }
+
+  /** The fill is done: complete at `position`; with `seen`, rows the fill did not write are removed. */
+  async finishFill(position: number, seen?: Set<string>): Promise<void> {
+    if (seen) {
+      const gone: PersonKey[] = [];
+      for (const key of this.rows.getKeys()) if (!seen.has(`${key[0]}\u0000${key[1]}`)) gone.push(key);
+      await this.root.transaction(() => {
+        for (const key of gone) void this.rows.remove(key);
+      });
+    }
+    const s = this.meta.get('state')!;
+    await this.meta.put('state', { ...s, position, complete: true });
+    await this.root.flushed;
+  }
+
+  /**
+   * Applies a batch the change follower read with each person's current template (FollowedChange.current),
+   * in one synchronous transaction with the new position: a template of `modelId` is kept, anything else
+   * (gone, another model) removed.
+   */
+  apply(batch: readonly FollowedChange[], modelId: string): void {
+    if (batch.length === 0) return;
+    if (batch.some((c) => c.current === undefined)) throw new Error('gallery cache: a change without its current template');
+    this.root.transactionSync(() => {
+      for (const c of batch) {
+        const key: PersonKey = [c.accountId, c.personId];
+        if (c.current && c.current.modelId === modelId) this.rows.putSync(key, c.current.sealedTemplate);
+        else this.rows.removeSync(key);
+      }
+      const s = this.meta.get('state')!;
+      this.meta.putSync('state', { ...s, position: Math.max(s.position, batch[batch.length - 1].seq) });
+    });
+  }
+
+  /** The sealed rows of `personIds` in order (undefined where none), each handed to `open` before the next read. */
+  read<T>(accountId: string, personIds: readonly string[], openRow: (personId: string, sealed: Uint8Array) => T): Array<T | undefined> {
+    const out = new Array<T | undefined>(personIds.length);
+    for (let i = 0; i < personIds.length; i++) {
+      // getBinaryFast hands out lmdb-js's reused read buffer (its `length` is the value's size): opened at once.
+      const fast = this.rows.getBinaryFast([accountId, personIds[i]]);
+      out[i] = fast ? openRow(personIds[i], fast.subarray(0, fast.length)) : undefined;
+    }
+    return out;
+  }
+
+  /** Every row in key order, in blocks of up to `size` rows of one account and one sealed length. */
+  *blocks(size: number): Generator<CachedBlock> {
+    let accountId = '';
+    let ids: string[] = [];
+    let parts: Buffer[] = [];
+    const flush = (): CachedBlock => {
+      const offsets = new Uint32Array(ids.length + 1);
+      parts.forEach((p, i) => { offsets[i + 1] = offsets[i] + p.length; });
+      const block = { accountId, ids, sealed: Buffer.concat(parts), offsets };
+      ids = [];
+      parts = [];
+      return block;
+    };
+    for (const { key, value } of this.rows.getRange()) {
+      if (ids.length > 0 && (key[0] !== accountId || value.length !== parts[0].length || ids.length >= size)) yield flush();
+      accountId = key[0];
+      ids.push(key[1]);
+      parts.push(value);
+    }
+    if (ids.length > 0) yield flush();
+  }
+
+  count(): number {
+    return this.rows.getCount();
+  }
+
+  async close(): Promise<void> {
+    await this.root.flushed;
+    await this.root.close();
+  }
+}
