@@ -180,7 +180,8 @@ function openNodeGalleryCache(storagePath: string, log: () => FastifyBaseLogger 
     temporary = true;
     lock = lockStore(dir, 'gallery cache');
   }
-  const cache = GalleryCache.open(dir);
+  const { cache, damaged } = GalleryCache.open(dir);
+  if (damaged) log()?.warn({ dir }, 'gallery cache: unreadable, made anew');
   return {
     cache,
     async close() {

@@ -123,7 +123,7 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
       ...options,
       withTemplates: true,
       onChanges: async (batch) => {
-        cache.apply(batch, modelId);
+        await cache.apply(batch, modelId);
         await options.onChanges(batch);
       },
     }),

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 
 import type { FollowedChange } from '../interfaces';
+import { galleryCacheReadable } from './gallery-cache-probe';
 
 export const GALLERY_CACHE_DIR = 'gallery-cache';
 
@@ -42,22 +43,29 @@ export class GalleryCache {
   private constructor(private readonly root: RootDatabase, private readonly rows: Database<Buffer, PersonKey>,
     private readonly meta: Database<CacheState, string>, readonly dir: string) {}
 
-  /** Opens (or makes) the cache in `dir`; a file LMDB cannot open is removed and the cache made anew. */
-  static open(dir: string): GalleryCache {
+  /**
+   * Opens (or makes) the cache in `dir`; a file LMDB cannot read (./gallery-cache-probe.ts, or an error at
+   * open) is removed and the cache made anew. `damaged` says so.
+   */
+  static open(dir: string): { cache: GalleryCache; damaged: boolean } {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const remove = () => { for (const f of ['data.mdb', 'lock.mdb']) fs.rmSync(path.join(dir, f), { force: true }); };
+    if (!galleryCacheReadable(dir)) {
+      remove();
+      return { cache: GalleryCache.openIn(dir), damaged: true };
+    }
     try {
-      return GalleryCache.openIn(dir);
+      return { cache: GalleryCache.openIn(dir), damaged: false };
     } catch {
-      for (const f of ['data.mdb', 'lock.mdb']) fs.rmSync(path.join(dir, f), { force: true });
-      return GalleryCache.openIn(dir);
+      remove();
+      return { cache: GalleryCache.openIn(dir), damaged: true };
     }
   }
 
   private static openIn(dir: string): GalleryCache {
-    // No sync per commit: a crash may lose the last commits, and the position with them (it is written in
-    // the same transaction), so the next start replays a little more of the log. noReadAhead: a re-rank reads
-    // a few dozen rows scattered over the file.
-    const root = open({ path: dir, compression: false, maxDbs: 4, noSync: true, noReadAhead: true } as RootDatabaseOptionsWithPath);
+    // LMDB's own commits (synced: a machine that goes down keeps the last commit whole, and the position
+    // with it). noReadAhead: a re-rank reads a few dozen rows scattered over the file.
+    const root = open({ path: dir, compression: false, maxDbs: 4, noReadAhead: true } as RootDatabaseOptionsWithPath);
     try {
       const rows = root.openDB<Buffer, PersonKey>({ name: 'rows', encoding: 'binary' });
       const meta = root.openDB<CacheState, string>({ name: 'meta' });
@@ -123,20 +131,20 @@ export class GalleryCache {
 
   /**
    * Applies a batch the change follower read with each person's current template (FollowedChange.current),
-   * in one synchronous transaction with the new position: a template of `modelId` is kept, anything else
-   * (gone, another model) removed.
+   * in one transaction with the new position: a template of `modelId` is kept, anything else (gone, another
+   * model) removed. Resolves once committed.
    */
-  apply(batch: readonly FollowedChange[], modelId: string): void {
+  async apply(batch: readonly FollowedChange[], modelId: string): Promise<void> {
     if (batch.length === 0) return;
     if (batch.some((c) => c.current === undefined)) throw new Error('gallery cache: a change without its current template');
-    this.root.transactionSync(() => {
+    await this.root.transaction(() => {
       for (const c of batch) {
         const key: PersonKey = [c.accountId, c.personId];
-        if (c.current && c.current.modelId === modelId) this.rows.putSync(key, c.current.sealedTemplate);
-        else this.rows.removeSync(key);
+        if (c.current && c.current.modelId === modelId) void this.rows.put(key, c.current.sealedTemplate);
+        else void this.rows.remove(key);
       }
       const s = this.meta.get('state')!;
-      this.meta.putSync('state', { ...s, position: Math.max(s.position, batch[batch.length - 1].seq) });
+      void this.meta.put('state', { ...s, position: Math.max(s.position, batch[batch.length - 1].seq) });
     });
   }
 
