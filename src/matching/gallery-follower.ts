@@ -3,8 +3,9 @@
 // The follower is the only writer of these galleries, so what a search sees is always something the
 // database committed; writers on this node wait for it (reach, catchUp) instead of writing the gallery
 // themselves. The galleries are a cache of the database that answers on its own: each account's index
-// keeps its int8 codes and a float32 copy of every template for the exact re-rank, so a search never
-// reads the database (identify keeps answering while it is unreachable).
+// keeps its int8 codes and re-ranks exactly from the node's gallery cache (`templates`), or without one from
+// a float32 copy of every template it keeps, so a search never reads the database (identify keeps answering
+// while it is unreachable).
 import crypto from 'node:crypto';
 import type { ChangeFollower, ChangeFollowerOptions, FollowerStatus } from '../storage/postgres/change-follower';
 import type { AsyncChangeLog, AsyncPersonRepository, FollowedChange, OwnChanges } from '../storage/interfaces';

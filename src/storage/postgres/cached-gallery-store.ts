@@ -11,6 +11,7 @@
 import crypto from 'node:crypto';
 
 import { SealError } from '../crypto/aead';
+import { storageBinding } from '../native-storage';
 import type { ChangeFollowerOptions } from './change-follower';
 import type { GalleryCache } from './gallery-cache';
 import type { SealedBlockConsumer } from './native-unsealer';
@@ -84,12 +85,19 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
       },
     });
     await cache.finishFill(position, seen);
+    releaseMap();
     return n;
   };
+
+  // After a build every row was read or written through LMDB's map: its pages leave the node's resident set
+  // (searches map again the few they read).
+  const releaseMap = () => storageBinding()?.adviseMappedFile(cache.dataFile, 'release');
 
   /** The start's build from the cache's rows, opened natively into the index (as the table's copy is). */
   async function fromCacheInto(openSealed: SealedBlockConsumer): Promise<number> {
     const key = table.dataKey!.export();
+    // A scan of every row: under normal read-ahead, then random again (the map's advice at rest).
+    storageBinding()?.adviseMappedFile(cache.dataFile, 'normal');
     try {
       let n = 0;
       for (const b of cache.blocks(BLOCK)) {
@@ -110,6 +118,8 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
       throw err instanceof GalleryCacheError ? err : new GalleryCacheError('the start could not read it', { cause: err });
     } finally {
       key.fill(0);
+      storageBinding()?.adviseMappedFile(cache.dataFile, 'random');
+      releaseMap();
     }
   }
 
