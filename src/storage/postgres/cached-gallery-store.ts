@@ -77,13 +77,17 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
     const seen = keep ? new Set<string>() : undefined;
     await cache.beginFill(database, modelId, keep);
     const openSealed = options.openSealed;
-    const n = await table.copyTemplates(model, onRows, {
+    // The cache holds only what comes sealed: a block handed over unsealed (a copy that could not open
+    // natively) would leave it short while searches read it.
+    let unsealed = false;
+    const n = await table.copyTemplates(model, (rows) => { unsealed = true; onRows(rows); }, {
       ...options,
       openSealed: async (block) => {
         const [outcome] = await Promise.all([openSealed(block), cache.putBlock(block.accountId, block.ids, block.sealed, block.sealedOffsets, seen)]);
         return outcome;
       },
     });
+    if (unsealed) throw new Error('gallery cache: the build took unsealed templates; start the node with [storage] gallery_cache = false');
     await cache.finishFill(position, seen);
     releaseMap();
     return n;
