@@ -262,6 +262,8 @@ async function joining(databaseUrl: (name: string) => Promise<string>, pgStorage
   let joinRss = NaN;
   const peaks: number[] = [];
   for (let run = 0; run < JOIN_RUNS; run++) {
+    // A node joining has no gallery cache yet (a restart's start from one is the cache part's).
+    fs.rmSync(path.join(dir, 'node-files', 'gallery-cache'), { recursive: true, force: true });
     const joined = started(await startNode(joinIni.ini, joinIni.port, async (base) =>
       (await call(base, 'POST', '/person/recognize-face', knownPhoto)).body?.personId === 'known'));
     joins.push(joined.startMs);
