@@ -89,13 +89,9 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
     });
     if (unsealed) throw new Error('gallery cache: the build took unsealed templates; start the node with [storage] gallery_cache = false');
     await cache.finishFill(position, seen);
-    releaseMap();
+    cache.release();
     return n;
   };
-
-  // After a build every row was read or written through LMDB's map: its pages leave the node's resident set
-  // (searches map again the few they read).
-  const releaseMap = () => storageBinding()?.adviseMappedFile(cache.dataFile, 'release');
 
   /** The start's build from the cache's rows, opened natively into the index (as the table's copy is). */
   async function fromCacheInto(openSealed: SealedBlockConsumer): Promise<number> {
@@ -123,7 +119,7 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
     } finally {
       key.fill(0);
       storageBinding()?.adviseMappedFile(cache.dataFile, 'random');
-      releaseMap();
+      cache.release();
     }
   }
 

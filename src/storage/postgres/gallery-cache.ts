@@ -15,9 +15,17 @@ import path from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 
 import type { FollowedChange } from '../interfaces';
+import { storageBinding } from '../native-storage';
 import { galleryCacheReadable } from './gallery-cache-probe';
 
 export const GALLERY_CACHE_DIR = 'gallery-cache';
+/**
+ * Rows read (by re-ranks or a scan) between two releases of the map's pages from the process's resident set
+ * (release()): every row read maps a page of the file, and without a release a node's resident memory would
+ * grow toward the file's size (~4 KB a person) as searches reach more persons. The page cache keeps the
+ * pages; a row read again after a release maps its page again without a disk read.
+ */
+const RELEASE_EVERY_ROWS = 16_384;
 
 type PersonKey = [string, string];
 
@@ -40,6 +48,8 @@ export interface CachedBlock {
 }
 
 export class GalleryCache {
+  private readSinceRelease = 0;
+
   private constructor(private readonly root: RootDatabase, private readonly rows: Database<Buffer, PersonKey>,
     private readonly meta: Database<CacheState, string>, readonly dir: string) {}
 
@@ -150,6 +160,7 @@ export class GalleryCache {
 
   /** The sealed rows of `personIds` in order (undefined where none), each handed to `open` before the next read. */
   read<T>(accountId: string, personIds: readonly string[], openRow: (personId: string, sealed: Uint8Array) => T): Array<T | undefined> {
+    this.counted(personIds.length);
     const out = new Array<T | undefined>(personIds.length);
     for (let i = 0; i < personIds.length; i++) {
       // getBinaryFast hands out lmdb-js's reused read buffer (its `length` is the value's size): opened at once.
@@ -174,11 +185,23 @@ export class GalleryCache {
     };
     for (const { key, value } of this.rows.getRange()) {
       if (ids.length > 0 && (key[0] !== accountId || value.length !== parts[0].length || ids.length >= size)) yield flush();
+      this.counted(1);
       accountId = key[0];
       ids.push(key[1]);
       parts.push(value);
     }
     if (ids.length > 0) yield flush();
+  }
+
+  /** The map's pages leave this process's resident set (the page cache keeps them). */
+  release(): void {
+    this.readSinceRelease = 0;
+    storageBinding()?.adviseMappedFile(this.dataFile, 'release');
+  }
+
+  private counted(rows: number): void {
+    this.readSinceRelease += rows;
+    if (this.readSinceRelease >= RELEASE_EVERY_ROWS) this.release();
   }
 
   count(): number {
