@@ -54,18 +54,22 @@ export class GalleryCache {
     private readonly meta: Database<CacheState, string>, readonly dir: string) {}
 
   /**
-   * Opens (or makes) the cache in `dir`; a file LMDB cannot read (./gallery-cache-probe.ts, or an error at
-   * open) is removed and the cache made anew. `damaged` says so.
+   * Opens (or makes) the cache in `dir`. It is removed and made anew when LMDB cannot read it
+   * (./gallery-cache-probe.ts, or an error at open), or when the machine went down while it was open (its
+   * commits are not synced one by one: see openIn); `damaged` says so.
    */
   static open(dir: string): { cache: GalleryCache; damaged: boolean } {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const remove = () => { for (const f of ['data.mdb', 'lock.mdb']) fs.rmSync(path.join(dir, f), { force: true }); };
-    if (!galleryCacheReadable(dir)) {
+    let damaged = false;
+    const previous = readOpenMark(dir);
+    if ((previous?.open && (previous.boot === '' || previous.boot !== bootId())) || !galleryCacheReadable(dir)) {
       remove();
-      return { cache: GalleryCache.openIn(dir), damaged: true };
+      damaged = true;
     }
+    writeOpenMark(dir, { open: true, boot: bootId() });
     try {
-      return { cache: GalleryCache.openIn(dir), damaged: false };
+      return { cache: GalleryCache.openIn(dir), damaged };
     } catch {
       remove();
       return { cache: GalleryCache.openIn(dir), damaged: true };
@@ -73,14 +77,16 @@ export class GalleryCache {
   }
 
   private static openIn(dir: string): GalleryCache {
-    // LMDB's own commits (synced: a machine that goes down keeps the last commit whole, and the position
-    // with it). noReadAhead: a re-rank reads a few dozen rows scattered over the file.
-    const root = open({ path: dir, compression: false, maxDbs: 4, noReadAhead: true } as RootDatabaseOptionsWithPath);
+    // Commits are not synced one by one (a fill of 1M rows, a batch on every write the node follows): a
+    // process that ends, however abruptly, leaves them in the page cache, whole. A machine that goes down
+    // may leave the file torn, which the open mark tells (open() makes the cache anew); an orderly close
+    // syncs the file first. noReadAhead: a re-rank reads a few dozen rows scattered over the file.
+    const root = open({ path: dir, compression: false, maxDbs: 4, noSync: true, noReadAhead: true } as RootDatabaseOptionsWithPath);
     try {
       const rows = root.openDB<Buffer, PersonKey>({ name: 'rows', encoding: 'binary' });
       const meta = root.openDB<CacheState, string>({ name: 'meta' });
       meta.get('state');  // a damaged file throws here rather than later
-      for (const f of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, f), 0o600);
+      for (const f of ['data.mdb', 'lock.mdb']) fs.chmodSync(path.join(dir, f), 0o600);
       return new GalleryCache(root, rows, meta, dir);
     } catch (err) {
       void root.close();
@@ -208,8 +214,53 @@ export class GalleryCache {
     return this.rows.getCount();
   }
 
+  /** Commits what is pending, syncs the file, closes, and marks the cache closed (cleanly). */
   async close(): Promise<void> {
     await this.root.flushed;
+    const fd = fs.openSync(this.dataFile, 'r');
+    try {
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
     await this.root.close();
+    writeOpenMark(this.dir, { open: false, boot: bootId() });
+  }
+}
+
+/** Whether the cache is open, and since which boot of the machine (a machine that went down leaves it open). */
+interface OpenMark {
+  open: boolean;
+  boot: string;
+}
+
+const OPEN_MARK = 'open.json';
+
+/** This boot of the machine ('' where the kernel does not say: any cache left open is then made anew). */
+function bootId(): string {
+  try {
+    return fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+function readOpenMark(dir: string): OpenMark | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(dir, OPEN_MARK), 'utf8')) as OpenMark;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Written and synced before the cache is used (open) or after it was synced and closed. */
+function writeOpenMark(dir: string, mark: OpenMark): void {
+  const file = path.join(dir, OPEN_MARK);
+  const fd = fs.openSync(file, 'w', 0o600);
+  try {
+    fs.writeSync(fd, JSON.stringify(mark));
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
   }
 }

@@ -2,8 +2,8 @@
 // of the sealed templates), as real node processes over one database beside a node without it (float32 copies
 // in memory): both answer identify alike; a write on the other node reaches the cached node; a restart keeps
 // the cache and replays only the log since it (persons added, updated and removed meanwhile answered as the
-// database holds them from the first request); a cache that is damaged, missing, or behind a pruned log is
-// made anew from the table.
+// database holds them from the first request); a cache that is damaged, left open by a machine that went
+// down, missing, or behind a pruned log is made anew from the table.
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -131,6 +131,18 @@ async function run(): Promise<void> {
     t.equal(startedFrom(a), 'database', 'copied from the table');
     t.equal(await identify(a, await photo(1005)), 'p-5');
     t.equal(await identify(a, await photo(6001)), 'while-away');
+  });
+
+  await t.test('a cache left open when the machine went down is made anew from the table', async (t) => {
+    t.equal(await a.kill9(), undefined);
+    // As a machine that went down with the node running leaves it: open, under another boot.
+    fs.writeFileSync(path.join(cacheDir, 'open.json'), JSON.stringify({ open: true, boot: 'an-earlier-boot' }));
+    a = await startServiceProcess(aIni, 'fake');
+    t.equal(startedFrom(a), 'database', 'copied from the table');
+    t.equal(await identify(a, await photo(1005)), 'p-5');
+    t.equal(await a.stop(), 0);
+    a = await startServiceProcess(aIni, 'fake');
+    t.equal(startedFrom(a), 'cache', 'then trusted again after an orderly stop');
   });
 
   await t.test('a cache whose rows do not open is made anew from the table', async (t) => {
