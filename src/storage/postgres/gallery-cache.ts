@@ -25,7 +25,7 @@ export const GALLERY_CACHE_DIR = 'gallery-cache';
  * grow toward the file's size (~4 KB a person) as searches reach more persons. The page cache keeps the
  * pages; a row read again after a release maps its page again without a disk read.
  */
-const RELEASE_EVERY_ROWS = 16_384;
+const RELEASE_EVERY_ROWS = 4_096;
 
 type PersonKey = [string, string];
 
