@@ -10,7 +10,12 @@
 // - cross-node visibility: A acknowledged a create -> an identify on B finds the person (p50/p99);
 // - a node joining with BENCH_SCALE_JOIN_PERSONS (100k) persons in the database: process start to the first
 //   identify served, its resident memory beside an empty node's, and its peak (VmHWM: the build's high mark).
-// BENCH_SCALE_ONLY=join runs only the join part (BENCH_SCALE_JOIN_RUNS starts, default 3).
+// - the gallery cache (src/storage/postgres/gallery-cache.ts) beside the float32 copies it replaces, over one
+//   database of BENCH_SCALE_CACHE_PERSONS (default BENCH_SCALE_JOIN_PERSONS) persons: a node of each, up at
+//   once; resident memory per person (anonymous and file-backed apart), the first start (the cache filled)
+//   and a restart (from the cache), identify p50/p99 taking turns, and recall@1 of both (each identify of a
+//   preloaded person with a photo at cosine 0.9 to it must name that person).
+// BENCH_SCALE_ONLY=join runs only the join part (BENCH_SCALE_JOIN_RUNS starts, default 3); =cache the cache part.
 // PostgreSQL: BENCH_SCALE_POSTGRES_URL (a server whose user may CREATE DATABASE), else a throwaway server
 // (test/helpers/postgres.ts). Ends with one JSON line.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -39,6 +44,8 @@ const CONCURRENCY = Number(process.env.BENCH_SCALE_CONCURRENCY ?? 8);
 const ROUNDS = 4;
 const JOIN_RUNS = Number(process.env.BENCH_SCALE_JOIN_RUNS ?? 3);
 const ONLY_JOIN = process.env.BENCH_SCALE_ONLY === 'join';
+const ONLY_CACHE = process.env.BENCH_SCALE_ONLY === 'cache';
+const CACHE_PERSONS = Number(process.env.BENCH_SCALE_CACHE_PERSONS ?? JOIN_PERSONS);
 const VISIBILITY_SAMPLES = 200;
 const BURST = 1_000;
 const BOOTSTRAP = 'bench-scale-bootstrap-key-0123456789';
@@ -80,6 +87,8 @@ interface NodeProcess {
   /** Milliseconds from spawn to the first answer of `ready`. */
   startMs: number;
   rssMiB(): number;
+  /** Resident anonymous memory (heap, index) and file-backed pages (mapped files: the gallery cache's LMDB map). */
+  rssParts(): { anonMiB: number; fileMiB: number };
   /** The most it was resident at once (the start-up build's peak). */
   peakRssMiB(): number;
   stop(): Promise<void>;
@@ -128,6 +137,7 @@ async function startNode(ini: string, port: number, ready?: (base: string) => Pr
   return {
     base, child, startMs: round(performance.now() - started),
     rssMiB: () => statusMiB(child.pid!, 'VmRSS'),
+    rssParts: () => ({ anonMiB: statusMiB(child.pid!, 'RssAnon'), fileMiB: statusMiB(child.pid!, 'RssFile') + statusMiB(child.pid!, 'RssShmem') }),
     peakRssMiB: () => statusMiB(child.pid!, 'VmHWM'),
     stop: async () => {
       if (!gone) child.kill('SIGTERM');
@@ -252,6 +262,8 @@ async function joining(databaseUrl: (name: string) => Promise<string>, pgStorage
   let joinRss = NaN;
   const peaks: number[] = [];
   for (let run = 0; run < JOIN_RUNS; run++) {
+    // A node joining has no gallery cache yet (a restart's start from one is the cache part's).
+    fs.rmSync(path.join(dir, 'node-files', 'gallery-cache'), { recursive: true, force: true });
     const joined = started(await startNode(joinIni.ini, joinIni.port, async (base) =>
       (await call(base, 'POST', '/person/recognize-face', knownPhoto)).body?.personId === 'known'));
     joins.push(joined.startMs);
@@ -261,6 +273,73 @@ async function joining(databaseUrl: (name: string) => Promise<string>, pgStorage
   }
   return { persons: JOIN_PERSONS, startToFirstIdentifyMs: joins, medianMs: percentile(joins, 50), rssMiB: joinRss, peakRssMiB: peaks, emptyNodeRssMiB: emptyRss,
     bytesPerPerson: Math.round(((joinRss - emptyRss) * 2 ** 20) / JOIN_PERSONS) };
+}
+
+/**
+ * The gallery cache beside the float32 copies: one database of CACHE_PERSONS persons (the first IDENTIFIES of
+ * them identifiable), a node of each kind on it (each its own storage path), their memory, starts, identify
+ * latency in turns and recall@1.
+ */
+async function cacheComparison(databaseUrl: (name: string) => Promise<string>, keyFile: string, dir: string, now: string,
+  started: (n: NodeProcess) => NodeProcess): Promise<object> {
+  const url = await databaseUrl('bench_scale_cache');
+  const admin = await openPostgresStore(postgresSettings(url, { poolSize: 2 }), { keyFile });
+  const t0 = performance.now();
+  for (const batch of preload(CACHE_PERSONS, 'c-', IDENTIFIES)) await admin.persons.createMany(ACCOUNT, batch, now);
+  const preloadS = round((performance.now() - t0) / 1000);
+  await admin.pool.query('VACUUM (ANALYZE)');
+  await admin.pool.query('CHECKPOINT');
+  await admin.close();
+  const storage = (name: string, cache: boolean, dbUrl = url) => ['backend = postgres', `path = ${dir}/${name}`, `postgres_url = ${dbUrl}`,
+    `key_file = ${keyFile}`, `gallery_cache = ${cache}`];
+  const probe = await photo(LOADED_IDENTITY);
+  const ready = async (base: string) => (await call(base, 'POST', '/person/recognize-face', probe)).body?.personId === 'c-0';
+  // An empty node of each kind: the baseline the persons' memory is measured from.
+  const emptyUrl = await databaseUrl('bench_scale_cache_empty');
+  const empty: Record<string, { anonMiB: number; fileMiB: number; rssMiB: number }> = {};
+  for (const cache of [false, true]) {
+    const ini = await writeIni(dir, `empty-${cache}`, storage(`empty-${cache}`, cache, emptyUrl));
+    const n = started(await startNode(ini.ini, ini.port));
+    await call(n.base, 'POST', '/person/recognize-face', probe);
+    empty[String(cache)] = { ...n.rssParts(), rssMiB: n.rssMiB() };
+    await n.stop();
+  }
+  const floatIni = await writeIni(dir, 'float32', storage('float32', false));
+  const cacheIni = await writeIni(dir, 'cached', storage('cached', true));
+  const float32 = started(await startNode(floatIni.ini, floatIni.port, ready));
+  const fill = started(await startNode(cacheIni.ini, cacheIni.port, ready));
+  const fillStart = { startMs: fill.startMs, peakRssMiB: fill.peakRssMiB() };
+  await fill.stop();
+  const cached = started(await startNode(cacheIni.ini, cacheIni.port, ready));
+  const restartMs = cached.startMs;
+  const memory = (n: NodeProcess, base: { anonMiB: number; fileMiB: number; rssMiB: number }) => {
+    const parts = n.rssParts();
+    const rss = n.rssMiB();
+    const per = (mib: number) => Math.round((mib * 2 ** 20) / CACHE_PERSONS);
+    return { rssMiB: rss, ...parts, peakRssMiB: n.peakRssMiB(), bytesPerPerson: per(rss - base.rssMiB), anonBytesPerPerson: per(parts.anonMiB - base.anonMiB),
+      fileBytesPerPerson: per(parts.fileMiB - base.fileMiB) };
+  };
+  const atStart = { float32: memory(float32, empty.false), cached: memory(cached, empty.true) };
+  // Photos at cosine 0.9 to a preloaded person's template (not measured).
+  const near = await mapLimit(Array.from({ length: IDENTIFIES }, (_, i) => i), 4, (i) => fakePhotoB64({ identity: LOADED_IDENTITY + i, variant: 1, cosine: 0.9 }));
+  const correct: Record<string, number> = { float32: 0, cached: 0 };
+  const setups = [{ name: 'float32', nodes: [float32], first: 0 }, { name: 'cached', nodes: [cached], first: 0 }];
+  const identify = await inTurns(setups, 'identify (cache comparison)', IDENTIFIES, async (s, i) => {
+    const res = await call(s.nodes[0].base, 'POST', '/person/recognize-face', { faceImage: near[i] });
+    if (res.status === 200 && res.body.personId === `c-${i}`) correct[s.name]++;
+    return res.status === 410 ? 200 : res.status;  // a miss (RF_001) counts against recall, not as a failure
+  });
+  const afterLoad = { float32: memory(float32, empty.false), cached: memory(cached, empty.true) };
+  await float32.stop();
+  await cached.stop();
+  return {
+    persons: CACHE_PERSONS, preloadS, emptyNodes: empty,
+    memoryAtStart: atStart, memoryAfterIdentifies: afterLoad,
+    starts: { float32Ms: float32.startMs, cacheFillMs: fillStart.startMs, cacheFillPeakRssMiB: fillStart.peakRssMiB, fromCacheMs: restartMs },
+    identify,
+    identifyP50CachedOverFloat32: round(identify.cached.p50 / identify.float32.p50, 2),
+    recallAt1: { float32: correct.float32 / IDENTIFIES, cached: correct.cached / IDENTIFIES },
+  };
 }
 
 async function dropDatabase(serverUrl: string, name: string): Promise<void> {
@@ -300,6 +379,10 @@ async function main(): Promise<void> {
   const started = (n: NodeProcess) => { running.push(n); return n; };
   try {
     const now = new Date().toISOString();
+    if (ONLY_CACHE) {
+      printJsonLine({ bench: 'scale', only: 'cache', cpus: os.cpus().length, host, cache: await cacheComparison(databaseUrl, keyFile, dir, now, started) });
+      return;
+    }
     if (ONLY_JOIN) {
       printJsonLine({ bench: 'scale', only: 'join', cpus: os.cpus().length, host, join: await joining(databaseUrl, pgStorage, keyFile, dir, now, started) });
       return;
@@ -378,6 +461,8 @@ async function main(): Promise<void> {
     await dropDatabase(serverUrl, 'bench_scale_cluster');
 
     const join = await joining(databaseUrl, pgStorage, keyFile, dir, now, started);
+    await dropDatabase(serverUrl, 'bench_scale_join');
+    const cache = await cacheComparison(databaseUrl, keyFile, dir, now, started);
 
     const result = {
       bench: 'scale', persons: PERSONS, rounds: ROUNDS, dimension: templateSize(), concurrency: CONCURRENCY, cpus: os.cpus().length,
@@ -393,6 +478,7 @@ async function main(): Promise<void> {
       burst: { creates: BURST, onNodeA: { perSecond: Math.round(BURST / (burstMs / 1000)), takenFromWriter }, nodeBCatchUpMsAfterLastAck: catchUpMs, nodeBMaxBehindSeqs: maxBehind },
       crossNodeVisibilityMs: stats(visibility),
       join,
+      cache,
       host,
       twoCores: 'the database server, every node and this load generator share the machine\'s cores: two nodes show ' +
         'that the cluster is correct and what coordination costs (follower, locks, change log), not added capacity; ' +

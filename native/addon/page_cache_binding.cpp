@@ -1,6 +1,6 @@
 // Page cache hints for the storage layer (exported as `storage`):
-// - `storage.adviseMappedFile(path, 'normal' | 'random' | 'sequential') -> number`: the read-ahead advice of
-//   this process's maps of a file (core/io/mapped_file_advice.h). Synchronous: a read of /proc/self/maps and a
+// - `storage.adviseMappedFile(path, 'normal' | 'random' | 'sequential' | 'release') -> number`: the read-ahead
+//   advice of this process's maps of a file, or their pages released from its resident set (core/io/mapped_file_advice.h). Synchronous: a read of /proc/self/maps and a
 //   madvise per mapping, microseconds.
 // - `storage.readAhead(paths, maxBytes) -> { done: Promise<{ requested, files }>, stop() }`: the kernel asked
 //   to read files into the page cache (core/io/file_read_ahead.h), on a libuv thread; stop() ends it at its
@@ -23,13 +23,14 @@ namespace {
 Napi::Value AdviseMappedFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[0].IsString() || !info[1].IsString())
-    throw Napi::TypeError::New(env, "adviseMappedFile(path: string, advice: 'normal' | 'random' | 'sequential')");
+    throw Napi::TypeError::New(env, "adviseMappedFile(path: string, advice: 'normal' | 'random' | 'sequential' | 'release')");
   const std::string advice = info[1].As<Napi::String>().Utf8Value();
   MapAdvice a;
   if (advice == "normal") a = MapAdvice::Normal;
   else if (advice == "random") a = MapAdvice::Random;
   else if (advice == "sequential") a = MapAdvice::Sequential;
-  else throw Napi::RangeError::New(env, "adviseMappedFile: advice must be 'normal', 'random' or 'sequential'");
+  else if (advice == "release") a = MapAdvice::Release;
+  else throw Napi::RangeError::New(env, "adviseMappedFile: advice must be 'normal', 'random', 'sequential' or 'release'");
   return Napi::Number::New(env, adviseMappedFile(info[0].As<Napi::String>().Utf8Value(), a));
 }
 

@@ -87,6 +87,8 @@ export const configSchema: ConfigSchema = {
     postgres_pool_size: { default: 10, parse: integer(1, 1000) },
     postgres_statement_timeout_ms: { default: 5_000, parse: integer(100, 600_000) },
     postgres_connect_timeout_ms: { default: 3_000, parse: integer(100, 600_000) },
+    // postgres: the node's copy of the sealed templates in <path>/gallery-cache (src/storage/postgres/gallery-cache.ts).
+    gallery_cache: { default: true, parse: flag },
   },
   auth: {
     bootstrap_key: {

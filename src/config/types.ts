@@ -51,6 +51,11 @@ export interface StorageConfig {
   postgres_statement_timeout_ms: number;
   /** Longest wait for a connection (a free pool slot or a new connection); past it the request is answered 503. */
   postgres_connect_timeout_ms: number;
+  /**
+   * backend = postgres: keep the persons' sealed templates in `<path>/gallery-cache`, the index's exact re-rank
+   * reading them there (int8 codes only in memory, kept across restarts); false: a float32 copy in memory.
+   */
+  gallery_cache: boolean;
 }
 
 export interface AuthConfig {

@@ -3,14 +3,15 @@
 // The follower is the only writer of these galleries, so what a search sees is always something the
 // database committed; writers on this node wait for it (reach, catchUp) instead of writing the gallery
 // themselves. The galleries are a cache of the database that answers on its own: each account's index
-// keeps its int8 codes and a float32 copy of every template for the exact re-rank, so a search never
-// reads the database (identify keeps answering while it is unreachable).
+// keeps its int8 codes and re-ranks exactly from the node's gallery cache (`templates`), or without one from
+// a float32 copy of every template it keeps, so a search never reads the database (identify keeps answering
+// while it is unreachable).
 import crypto from 'node:crypto';
 import type {
   AsyncChangeLog, AsyncPersonRepository, BulkTemplateReader, ChangeFeed, ChangeFeedOptions, FollowedChange, FollowerStatus, OwnChanges,
 } from '../storage/interfaces';
 import { Galleries } from './galleries';
-import { IndexGallery } from './index-gallery';
+import { IndexGallery, type TemplateSource } from './index-gallery';
 
 /** What the follower needs of the store (PostgresStore has it; the bulk reader makes it faster). */
 export interface FollowedStore {
@@ -29,11 +30,13 @@ export interface GalleryFollowerOptions {
   pollIntervalMs?: number;
   /** Connections reading the persons table at once during a build; default DEFAULT_COPY_PARTS (one). */
   buildParts?: number;
+  /** Where the indexes re-rank from (the node's gallery cache): they keep int8 codes only; else float32 copies. */
+  templates?: (accountId: string) => TemplateSource;
 }
 
 export class GalleryFollower {
   /** The node's galleries; a resync rebuilds into new ones and moves them in here, so this object stays. */
-  readonly galleries = new Galleries();
+  readonly galleries = new Galleries((accountId) => this.newGallery(accountId));
   private follower: ChangeFeed | undefined;
   private readonly name = crypto.randomUUID();
 
@@ -126,12 +129,16 @@ export class GalleryFollower {
     return changes.map((c, i) => (c.op !== 'remove' && c.modelId === modelId ? templates[i] : undefined));
   }
 
+  private newGallery(accountId: string): IndexGallery {
+    return new IndexGallery(`${this.name}/${crypto.randomUUID()}/${accountId}`, this.options.templates?.(accountId));
+  }
+
   /**
    * Loads every template of the model into new galleries, then moves them into this.galleries: during a
    * resync searches keep answering from the old ones instead of empty ones.
    */
   private async rebuild(): Promise<{ loaded: number; stale: number }> {
-    const fresh = new Galleries((accountId) => new IndexGallery(`${this.name}/${crypto.randomUUID()}/${accountId}`));
+    const fresh = new Galleries((accountId) => this.newGallery(accountId));
     try {
       const loaded = this.store.persons.copyTemplates ? await this.copyInto(fresh) : await this.blocksInto(fresh);
       const { persons } = this.store;

@@ -1,8 +1,12 @@
 // Where a node's galleries come from, per storage backend: the one part of the start (./server.ts) that
 // differs. LMDB restores them from their snapshots (else from the store), applies its own commits through
 // its change log (matching/local-gallery-feed.ts) and writes snapshots while it serves; PostgreSQL builds
-// them from the persons table and follows the shared change log (matching/gallery-follower.ts), and its
-// nodes share the cluster's housekeeping.
+// them from the persons table (or from the node's gallery cache, which the follower keeps in step: the index
+// then holds int8 codes only and re-ranks from the cache) and follows the shared change log
+// (matching/gallery-follower.ts), and its nodes share the cluster's housekeeping.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/types';
 import { ThrottleRules } from '../accounts/sign-in-throttle';
@@ -14,7 +18,14 @@ import type { RestoreOptions, RestoreReport } from '../matching/snapshot/restore
 import { SnapshotScheduler } from '../matching/snapshot/scheduler';
 import { snapshotImportsForStart } from './early-start';
 import type { GalleryFeed } from '../services/context';
+import { StoreBusyError } from '../storage/errors';
+import { lockStore, type StoreLock } from '../storage/lmdb/process-lock';
 import type { Store } from '../storage/lmdb/store';
+import {
+  cachedGalleryStore, GalleryCacheError, galleryCacheIdentity, type CachedGalleryStore,
+} from '../storage/postgres/cached-gallery-store';
+import { GALLERY_CACHE_DIR, GalleryCache } from '../storage/postgres/gallery-cache';
+import { chooseTemplateUnsealer } from '../storage/postgres/copy-unsealer';
 import { clusterHousekeeping, type ClusterHousekeeping } from '../storage/postgres/cluster-housekeeping';
 import type { PostgresStore } from '../storage/postgres/store';
 
@@ -92,6 +103,17 @@ export function lmdbGallerySource(store: Store, config: Config): GallerySource {
 export function postgresGallerySource(store: PostgresStore, config: Config, log: () => FastifyBaseLogger | undefined): GallerySource {
   let follower: GalleryFollower | undefined;
   let housekeeping: ClusterHousekeeping | undefined;
+  let cache: NodeGalleryCache | undefined;
+  const follow = async (modelId: string, cached?: CachedGalleryStore) => {
+    follower = new GalleryFollower(cached ?? store, {
+      modelId,
+      // A request waits for the galleries no longer than for a statement: past it, 503 as for the database.
+      waitTimeoutMs: config.storage.postgres_statement_timeout_ms,
+      onError: (err) => log()?.warn({ err }, 'change follower: retrying'),
+      templates: cached?.templates,
+    });
+    return follower.start();
+  };
   return {
     get galleries() {
       return follower!.galleries;
@@ -101,14 +123,27 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
     },
     async load(modelId) {
       await follower?.stop();
-      follower = new GalleryFollower(store, {
-        modelId,
-        // A request waits for the galleries no longer than for a statement: past it, 503 as for the database.
-        waitTimeoutMs: config.storage.postgres_statement_timeout_ms,
-        onError: (err) => log()?.warn({ err }, 'change follower: retrying'),
-      });
-      const { loaded, stale } = await follower.start();
-      return { loaded, stale, summary: { persons: loaded, stale, change_position: follower.position } };
+      if (!config.storage.gallery_cache || chooseTemplateUnsealer() !== 'native') {
+        const { loaded, stale } = await follow(modelId);
+        return { loaded, stale, summary: { persons: loaded, stale, change_position: follower!.position } };
+      }
+      cache ??= openNodeGalleryCache(config.storage.path, log);
+      const database = galleryCacheIdentity(store);
+      let cached = await cachedGalleryStore(store, cache.cache, modelId, database);
+      let counts: { loaded: number; stale: number };
+      try {
+        counts = await follow(modelId, cached);
+      } catch (err) {
+        if (!(err instanceof GalleryCacheError)) throw err;
+        // A damaged cache: made anew from the table.
+        log()?.warn({ err }, 'gallery cache: unusable, copying the persons table again');
+        await follower?.stop();
+        await cache.cache.beginFill(database, modelId, false);
+        cached = await cachedGalleryStore(store, cache.cache, modelId, database);
+        counts = await follow(modelId, cached);
+      }
+      const { loaded, stale } = counts;
+      return { loaded, stale, summary: { persons: loaded, stale, change_position: follower!.position, gallery_cache: cached.startedFrom } };
     },
     begin() {
       // Change-log pruning and session purges for the cluster: one node at a time does them.
@@ -118,6 +153,41 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
     async stop() {
       await follower?.stop();
       await housekeeping?.stop();
+      await cache?.close();
+    },
+  };
+}
+
+interface NodeGalleryCache {
+  readonly cache: GalleryCache;
+  close(): Promise<void>;
+}
+
+/**
+ * The node's gallery cache in <storage path>/gallery-cache, held by this process (its lock). A second node
+ * started on the same path gets a cache of its own for this run only, in a temporary folder.
+ */
+function openNodeGalleryCache(storagePath: string, log: () => FastifyBaseLogger | undefined): NodeGalleryCache {
+  let dir = path.join(storagePath, GALLERY_CACHE_DIR);
+  let temporary = false;
+  let lock: StoreLock;
+  try {
+    lock = lockStore(dir, 'gallery cache');
+  } catch (err) {
+    if (!(err instanceof StoreBusyError)) throw err;
+    log()?.warn({ dir, owner: err.owner.pid }, 'gallery cache: held by another process; this run keeps its own, not kept');
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-gallery-cache-'));
+    temporary = true;
+    lock = lockStore(dir, 'gallery cache');
+  }
+  const { cache, damaged } = GalleryCache.open(dir);
+  if (damaged) log()?.warn({ dir }, 'gallery cache: unreadable, made anew');
+  return {
+    cache,
+    async close() {
+      await cache.close();
+      lock.release();
+      if (temporary) fs.rmSync(dir, { recursive: true, force: true });
     },
   };
 }

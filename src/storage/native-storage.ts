@@ -3,7 +3,8 @@
 // not built (a command, a test); a hint then does nothing.
 import type { NativeAddon } from '../native';
 
-export type MapAdviceKind = 'normal' | 'random' | 'sequential';
+/** 'release': the map's pages leave this process's resident set (the page cache keeps them). */
+export type MapAdviceKind = 'normal' | 'random' | 'sequential' | 'release';
 
 export interface NativeReadAhead {
   /** Settles when the kernel has been asked for everything, or once stopped. */

@@ -8,7 +8,7 @@ import { defaultConfig } from '../../src/config/load';
 import type { Config } from '../../src/config/types';
 import type { FaceEngine } from '../../src/engine/types';
 import { buildApp, type AppDeps } from '../../src/http/app';
-import { GalleryFollower } from '../../src/matching/gallery-follower';
+import { postgresGallerySource, type GallerySource } from '../../src/start/gallery-sources';
 import { lmdbAsyncStore } from '../../src/storage/lmdb/async-store';
 import type { AsyncStore } from '../../src/storage/interfaces';
 import { postgresSettings } from '../../src/storage/postgres/pool';
@@ -66,17 +66,18 @@ export async function startBackendApp(backend: Backend, opts: BackendAppOptions 
   opts.tune?.(config);
   const engine = opts.engine ?? new FakeEngine();
   let store: AsyncStore;
-  let follower: GalleryFollower | undefined;
+  let source: GallerySource | undefined;
   let galleries: Galleries;
   let galleryFeed: GalleryFeed;
   if (backend === 'postgres') {
     const pg = await sharedPostgres();
     const url = await pg.createDatabase(`contract_${process.pid}_${++databases}`);
     store = await openPostgresStore(postgresSettings(url, { poolSize: 4 }), { keyFile: path.join(dir, 'node.key') });
-    follower = new GalleryFollower(store as Awaited<ReturnType<typeof openPostgresStore>>, { modelId: engine.modelId, waitTimeoutMs: 5_000 });
-    await follower.start();
-    galleries = follower.galleries;
-    galleryFeed = follower;
+    // As a node runs them (src/start/gallery-sources.ts): with its gallery cache unless `tune` turns it off.
+    source = postgresGallerySource(store as Awaited<ReturnType<typeof openPostgresStore>>, config, () => undefined);
+    await source.load(engine.modelId);
+    galleries = source.galleries;
+    galleryFeed = source.feed;
   } else {
     const lmdb = await openStore(config.storage.path);
     ({ galleries, galleryFeed } = await lmdbGalleries(lmdb, engine.modelId, config));
@@ -99,8 +100,8 @@ export async function startBackendApp(backend: Backend, opts: BackendAppOptions 
       if (closed) return;
       closed = true;
       await app.close();
-      await follower?.stop();
-      if (!follower) galleries.close();
+      await source?.stop();
+      if (!source) galleries.close();
       await store.close();
       fs.rmSync(dir, { recursive: true, force: true });
     },

@@ -14,6 +14,7 @@ int adviceFlag(MapAdvice a) {
   switch (a) {
     case MapAdvice::Random: return MADV_RANDOM;
     case MapAdvice::Sequential: return MADV_SEQUENTIAL;
+    case MapAdvice::Release: return MADV_DONTNEED;
     case MapAdvice::Normal: break;
   }
   return MADV_NORMAL;

@@ -11,7 +11,10 @@
 
 namespace facecheck {
 
-enum class MapAdvice { Normal, Random, Sequential };
+// Release: the pages leave this process's resident set (MADV_DONTNEED); the page cache keeps them, and the
+// next read of one maps it again without a disk read. After a scan of a whole file that searches then read
+// a few pages of at a time (a PostgreSQL node's gallery cache at start).
+enum class MapAdvice { Normal, Random, Sequential, Release };
 
 // Advises every mapping of the file at `path` in this process. Returns how many were advised; -1 when the
 // file or /proc/self/maps cannot be read (not Linux, or no /proc): the advice is only a hint, so callers

@@ -62,7 +62,7 @@ export class PgPersonRepository implements AsyncPersonRepository, BulkTemplateRe
   readonly changes: PgChangeLog;
 
   /** `dataKey`: the sealer's key, for unsealing the start-up fill on worker threads (copyTemplates). */
-  constructor(private readonly db: Db, private readonly sealer: Sealer, private readonly dataKey?: crypto.KeyObject) {
+  constructor(private readonly db: Db, private readonly sealer: Sealer, readonly dataKey?: crypto.KeyObject) {
     this.changes = new PgChangeLog(db);
   }
 

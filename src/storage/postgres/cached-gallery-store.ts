@@ -1,0 +1,163 @@
+// The PostgreSQL store as a node's gallery follower sees it when the node keeps a gallery cache
+// (./gallery-cache.ts): the same persons, change log and follower, with the cache kept in step underneath.
+// - The start: when the cache is a complete copy of this database's templates of the model, at a position
+//   the log still covers, the build reads the cache instead of the table and the follower replays the log
+//   from the cache's position; otherwise the build copies the table as before, writing each block into the
+//   cache as it goes to the index, and the cache stands at the log's last seq read before the copy.
+// - Every batch the follower delivers is written to the cache before the galleries apply it.
+// - A resync (the log pruned past the follower) copies the table again into the cache in place, then removes
+//   the rows the copy did not see; searches meanwhile re-rank from rows the table held at some point.
+// The galleries re-rank from templates(accountId): rows of the cache, opened with the data key.
+import crypto from 'node:crypto';
+
+import { SealError } from '../crypto/aead';
+import { storageBinding } from '../native-storage';
+import type { ChangeFollowerOptions } from './change-follower';
+import type { GalleryCache } from './gallery-cache';
+import type { SealedBlockConsumer } from '../interfaces';
+import { TEMPLATES_PLACE, type PgPersonRepository } from './persons';
+import type { PostgresStore } from './store';
+
+/** Rows per block handed to the index from the cache (as the table's copy hands them). */
+const BLOCK = 1024;
+/** A sealed value's bytes beyond its plain text: version, nonce, tag. */
+const OVERHEAD = 1 + 12 + 16;
+
+/** The cache could not serve the start (a row that does not open, a damaged file): make it anew from the table. */
+export class GalleryCacheError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(`gallery cache: ${message}`, options);
+    this.name = 'GalleryCacheError';
+  }
+}
+
+export interface CachedGalleryStore extends Pick<PostgresStore, 'changes' | 'followChanges'> {
+  readonly persons: PgPersonRepository;
+  /** The exact templates of `accountId`'s persons, from the cache (the galleries' re-rank). */
+  templates(accountId: string): (personIds: readonly string[]) => Array<Float32Array | undefined>;
+  /** Where the start's build came from, once it ran. */
+  readonly startedFrom: 'cache' | 'database' | undefined;
+}
+
+/**
+ * `database`: the fingerprint of the store's database (galleryCacheIdentity). Call before the follower
+ * starts: it decides whether the start's build reads the cache.
+ */
+export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCache, modelId: string, database: string): Promise<CachedGalleryStore> {
+  // What openPostgresStore makes (the contract types it as any repository).
+  const table = store.persons as PgPersonRepository;
+  let fromCache = cache.usable(database, modelId);
+  // A position the database never reached (another database under the same key, one restored from a backup)
+  // or one the log no longer covers: copy the table.
+  if (fromCache !== undefined && (fromCache > await store.changes.lastChange() || !await store.changes.covers(fromCache))) fromCache = undefined;
+  let startedFrom: 'cache' | 'database' | undefined;
+  let startPositionGiven = false;
+
+  const changes = Object.create(store.changes) as PostgresStore['changes'];
+  // The follower's start reads the position to follow from, then builds: from the cache's position when the
+  // build reads the cache.
+  changes.lastChange = async () => {
+    if (fromCache !== undefined && !startPositionGiven) {
+      startPositionGiven = true;
+      return fromCache;
+    }
+    return store.changes.lastChange();
+  };
+
+  const persons = Object.create(table) as PgPersonRepository;
+  persons.copyTemplates = async (model, onRows, options = {}) => {
+    if (model !== modelId || !options.openSealed) throw new Error('gallery cache: the build must take sealed blocks of the cache\'s model');
+    if (fromCache !== undefined && startedFrom === undefined) {
+      startedFrom = 'cache';
+      return fromCacheInto(options.openSealed);
+    }
+    startedFrom ??= 'database';
+    const position = await store.changes.lastChange();
+    const keep = cache.holds(database, modelId);
+    const seen = keep ? new Set<string>() : undefined;
+    await cache.beginFill(database, modelId, keep);
+    const openSealed = options.openSealed;
+    // The cache holds only what comes sealed: a block handed over unsealed (a copy that could not open
+    // natively) would leave it short while searches read it.
+    let unsealed = false;
+    const n = await table.copyTemplates(model, (rows) => { unsealed = true; onRows(rows); }, {
+      ...options,
+      openSealed: async (block) => {
+        const [outcome] = await Promise.all([openSealed(block), cache.putBlock(block.accountId, block.ids, block.sealed, block.sealedOffsets, seen)]);
+        return outcome;
+      },
+    });
+    if (unsealed) throw new Error('gallery cache: the build took unsealed templates; start the node with [storage] gallery_cache = false');
+    await cache.finishFill(position, seen);
+    cache.release();
+    return n;
+  };
+
+  /** The start's build from the cache's rows, opened natively into the index (as the table's copy is). */
+  async function fromCacheInto(openSealed: SealedBlockConsumer): Promise<number> {
+    const key = table.dataKey!.export();
+    // A scan of every row: under normal read-ahead, then random again (the map's advice at rest).
+    storageBinding()?.adviseMappedFile(cache.dataFile, 'normal');
+    try {
+      let n = 0;
+      for (const b of cache.blocks(BLOCK)) {
+        const prefix = `[${JSON.stringify(TEMPLATES_PLACE)},${JSON.stringify(b.accountId)},`;
+        const suffix = `,${JSON.stringify(modelId)}]`;
+        const aads = b.ids.map((id) => Buffer.from(`${prefix}${JSON.stringify(id)}${suffix}`, 'utf8'));
+        const aadOffsets = new Uint32Array(b.ids.length + 1);
+        aads.forEach((a, i) => { aadOffsets[i + 1] = aadOffsets[i] + a.length; });
+        const outcome = await openSealed({
+          accountId: b.accountId, ids: b.ids, dimension: (b.offsets[1] - OVERHEAD) / 4,
+          sealed: b.sealed, sealedOffsets: b.offsets, aad: Buffer.concat(aads), aadOffsets, key,
+        });
+        if (outcome.failedRow >= 0) throw new GalleryCacheError(`a row of ${b.ids.length} did not open (${outcome.reason})`);
+        n += b.ids.length;
+      }
+      return n;
+    } catch (err) {
+      throw err instanceof GalleryCacheError ? err : new GalleryCacheError('the start could not read it', { cause: err });
+    } finally {
+      key.fill(0);
+      storageBinding()?.adviseMappedFile(cache.dataFile, 'random');
+      cache.release();
+    }
+  }
+
+  return {
+    persons,
+    changes,
+    get startedFrom() {
+      return startedFrom;
+    },
+    followChanges: (options: Omit<ChangeFollowerOptions, 'settings'>) => store.followChanges({
+      ...options,
+      withTemplates: true,
+      onChanges: async (batch) => {
+        await cache.apply(batch, modelId);
+        await options.onChanges(batch);
+      },
+    }),
+    templates: (accountId) => (personIds) => cache.read(accountId, personIds, (personId, sealed) => {
+      try {
+        return table.openTemplate(accountId, personId, modelId, sealed);
+      } catch (err) {
+        // A damaged row answers as absent (the candidate is dropped) rather than failing every search.
+        if (err instanceof SealError) return undefined;
+        throw err;
+      }
+    }),
+  };
+}
+
+/**
+ * The fingerprint a cache names its database by: a hash of a key derived from the database's data key, so a
+ * new database (a new data key) never uses a cache of another, and the fingerprint reveals nothing of the key.
+ */
+export function galleryCacheIdentity(store: Pick<PostgresStore, 'deriveKey'>): string {
+  const raw = store.deriveKey('gallery cache identity', Buffer.from('face-check gallery cache')).export();
+  try {
+    return crypto.createHash('sha256').update(raw).digest('hex');
+  } finally {
+    raw.fill(0);
+  }
+}
