@@ -31,13 +31,20 @@ export function sealBytes(key: crypto.KeyObject, plain: Uint8Array, aad: Uint8Ar
   return out;
 }
 
-/**
- * The plain bytes of a sealed value (a fresh buffer: Node's decipher writes no caller-given buffer), or a
- * SealError naming `what` (never the content).
- */
-export function openBytes(key: crypto.KeyObject, sealed: Uint8Array, aad: Uint8Array, what: string): Buffer {
-  if (sealed.byteLength < OVERHEAD) throw new SealError(`${what}: sealed value of ${sealed.byteLength} bytes is too short`);
-  if (sealed[0] !== SEAL_VERSION) throw new SealError(`${what}: sealed value version ${sealed[0]}, this program reads ${SEAL_VERSION}`);
+/** Why a sealed value did not open, in the order the checks run. */
+export type SealFault = { fault: 'short'; bytes: number } | { fault: 'version'; version: number } | { fault: 'tag' };
+
+/** What a SealFault says of the value at `what` (never its content). */
+export function sealFaultMessage(what: string, f: SealFault): string {
+  return f.fault === 'short' ? `${what}: sealed value of ${f.bytes} bytes is too short`
+    : f.fault === 'version' ? `${what}: sealed value version ${f.version}, this program reads ${SEAL_VERSION}`
+    : `${what}: sealed value does not open (wrong key, damaged, or moved from another record)`;
+}
+
+/** The plain bytes of a sealed value (a fresh buffer: Node's decipher writes no caller-given buffer), or why not. */
+export function openOrFault(key: crypto.KeyObject, sealed: Uint8Array, aad: Uint8Array): Buffer | SealFault {
+  if (sealed.byteLength < OVERHEAD) return { fault: 'short', bytes: sealed.byteLength };
+  if (sealed[0] !== SEAL_VERSION) return { fault: 'version', version: sealed[0] };
   const end = sealed.byteLength - TAG;
   const decipher = crypto.createDecipheriv('aes-256-gcm', key, sealed.subarray(1, 1 + NONCE), { authTagLength: TAG });
   decipher.setAAD(aad);
@@ -48,8 +55,15 @@ export function openBytes(key: crypto.KeyObject, sealed: Uint8Array, aad: Uint8A
     return rest.length ? Buffer.concat([plain, rest]) : plain;
   } catch {
     plain.fill(0);
-    throw new SealError(`${what}: sealed value does not open (wrong key, damaged, or moved from another record)`);
+    return { fault: 'tag' };
   }
+}
+
+/** The plain bytes of a sealed value, or a SealError naming `what` (never the content). */
+export function openBytes(key: crypto.KeyObject, sealed: Uint8Array, aad: Uint8Array, what: string): Buffer {
+  const opened = openOrFault(key, sealed, aad);
+  if (Buffer.isBuffer(opened)) return opened;
+  throw new SealError(sealFaultMessage(what, opened));
 }
 
 export function secretKey(bytes: Uint8Array): crypto.KeyObject {

@@ -5,7 +5,7 @@
 // the first failing row and why, and the caller builds its SealError from that.
 import crypto from 'node:crypto';
 
-import { SEAL_VERSION } from './aead';
+import { openOrFault } from './aead';
 import type { NativeAddon } from '../../native';
 
 /** Why a row did not open, in the order the checks run (as openBytes in ./aead.ts checks). */
@@ -84,9 +84,6 @@ function checkBatch(batch: SealedBatchInput): number {
   return rows;
 }
 
-const NONCE = 12;
-const TAG = 16;
-
 /** openSealedBatch's result, in JavaScript on this thread: every row is checked, the lowest failing one named. */
 export function openSealedBatchHere(key: crypto.KeyObject | Uint8Array, batch: SealedBatchInput): SealedBatchOutcome {
   const rows = checkBatch(batch);
@@ -94,23 +91,14 @@ export function openSealedBatchHere(key: crypto.KeyObject | Uint8Array, batch: S
   const width = batch.dimension * 4;
   const out = new Uint8Array(batch.out.buffer, batch.out.byteOffset, rows * width);
   for (let i = 0; i < rows; i++) {
-    const sealed = batch.sealed.subarray(batch.sealedOffsets[i], batch.sealedOffsets[i + 1]);
-    const failed = (reason: SealedRowFault, bytes = 0, version = 0): SealedBatchOutcome => ({ failedRow: i, reason, bytes, version });
-    if (sealed.length < 1 + NONCE + TAG) return failed('short', sealed.length);
-    if (sealed[0] !== SEAL_VERSION) return failed('version', 0, sealed[0]);
-    const end = sealed.length - TAG;
-    const decipher = crypto.createDecipheriv('aes-256-gcm', secret, sealed.subarray(1, 1 + NONCE), { authTagLength: TAG });
-    decipher.setAAD(batch.aad.subarray(batch.aadOffsets[i], batch.aadOffsets[i + 1]));
-    decipher.setAuthTag(sealed.subarray(end));
-    const plain = decipher.update(sealed.subarray(1 + NONCE, end));
-    try {
-      decipher.final();
-    } catch {
-      return failed('tag');
+    const opened = openOrFault(secret, batch.sealed.subarray(batch.sealedOffsets[i], batch.sealedOffsets[i + 1]),
+      batch.aad.subarray(batch.aadOffsets[i], batch.aadOffsets[i + 1]));
+    if (!Buffer.isBuffer(opened)) {
+      return { failedRow: i, reason: opened.fault, bytes: opened.fault === 'short' ? opened.bytes : 0, version: opened.fault === 'version' ? opened.version : 0 };
     }
-    if (plain.length !== width) return failed('size', plain.length);
-    out.set(plain, i * width);
-    plain.fill(0);
+    if (opened.length !== width) return { failedRow: i, reason: 'size', bytes: opened.length, version: 0 };
+    out.set(opened, i * width);
+    opened.fill(0);
   }
   return { failedRow: -1, reason: '', bytes: 0, version: 0 };
 }

@@ -18,7 +18,7 @@ import type crypto from 'node:crypto';
 import os from 'node:os';
 
 import { chooseUnsealer, SealedLoader, Turns, type Unsealer } from '../../threads/sealed-loader';
-import { SealError } from '../crypto/aead';
+import { SealError, sealFaultMessage } from '../crypto/aead';
 import { openSealedBatch, openSealedBatchHere, sealedBatchAvailable, type SealedBatchOutcome, type SealedRowFault } from '../crypto/sealed-batch';
 import type { OpenedTemplates, SealedBlockConsumer } from '../interfaces';
 import { BinaryCopyParser, type CopyPartSink } from './template-copy';
@@ -30,13 +30,11 @@ export interface UnsealSettings {
   modelId: string;
 }
 
-/** The SealError of a template that did not open, in the sealer's words (../crypto/aead.ts openBytes). */
+/** The SealError of a template that did not open, in the sealer's words (../crypto/aead.ts). */
 function sealFailure(fault: SealedRowFault | '', settings: UnsealSettings, accountId: string, personId: string, bytes: number, version: number): SealError {
+  if (fault === 'size' || fault === '') return new SealError(`storage: template of ${bytes} bytes is not float32`);
   const what = `storage ${settings.place} ${JSON.stringify([accountId, personId, settings.modelId])}`;
-  return new SealError(fault === 'short' ? `${what}: sealed value of ${bytes} bytes is too short`
-    : fault === 'version' ? `${what}: sealed value version ${version}, this program reads 1`
-    : fault === 'tag' ? `${what}: sealed value does not open (wrong key, damaged, or moved from another record)`
-    : `storage: template of ${bytes} bytes is not float32`);
+  return new SealError(sealFaultMessage(what, fault === 'short' ? { fault, bytes } : fault === 'version' ? { fault, version } : { fault }));
 }
 
 /** Rows per batch: a short call on a core, and little memory held by the batches of a copy. */
