@@ -80,7 +80,7 @@ async function main(): Promise<void> {
       sealed.forEach((s, i) => { offsets[i + 1] = offsets[i] + s.length; });
       await cache.putBlock(ACCOUNT, blockKeys, Buffer.concat(sealed), offsets);
     }
-    await cache.finishFill(1);
+    await cache.finishFill(1, undefined);
     // As a node does after its build: the map's pages leave the resident set.
     storageBinding()?.adviseMappedFile(cache.dataFile, 'release');
     const buildS = (performance.now() - t0) / 1000;

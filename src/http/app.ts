@@ -15,7 +15,7 @@ import { RequestSigning } from '../services/request-signing';
 import { createServices, type LiveFaceSource } from '../services';
 import type { PackageFile } from '../install/package-file';
 import { readiness } from '../ops/health';
-import { cameraMetricsSourceOf, followerMetricsSourceOf, ServiceMetrics, type LicenceMetricsSource } from '../ops/metrics';
+import { cameraMetricsSourceOf, followerMetricsSourceOf, ServiceMetrics, type GalleryCacheMetricsSource, type LicenceMetricsSource } from '../ops/metrics';
 import { timedEngine } from '../ops/timed-engine';
 import type { AsyncStore } from '../storage/interfaces';
 import type { GalleryFeed } from '../services/context';
@@ -45,6 +45,8 @@ export interface AppDeps {
   errors: ErrorCatalog;
   /** What keeps `galleries` in step with the store's commits. */
   galleryFeed: GalleryFeed;
+  /** A PostgreSQL node's gallery cache, when it keeps one (its metrics). */
+  galleryCache?: GalleryCacheMetricsSource;
   /** One gallery per account of engine.modelId, built (and kept in step) by the start. */
   galleries: Galleries;
   scale?: SimilarityScale;
@@ -69,6 +71,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { store, galleries } = deps;
   const metrics = new ServiceMetrics({
     config, store, galleries, licence: deps.licence, camera: cameraMetricsSourceOf(deps.camera), follower: followerMetricsSourceOf(deps.galleryFeed),
+    galleryCache: deps.galleryCache,
     now: deps.now ?? (() => new Date()),
   });
   const services = createServices({

@@ -54,6 +54,12 @@ export interface MeterCacheMetricsSource {
   readonly fillStats: { completed: number; stopped: number };
 }
 
+/** A PostgreSQL node's gallery cache (src/storage/postgres/gallery-cache.ts), when it keeps one. */
+export interface GalleryCacheMetricsSource {
+  /** Rows a search found damaged since the start (left out of it, then written again from the table). */
+  rowFaults(): number;
+}
+
 /** The meter cache of a PostgreSQL store (an LMDB store has none). */
 export function meterCacheSourceOf(store: object): MeterCacheMetricsSource | undefined {
   const caches = (store as { meterCaches?: Partial<MeterCacheMetricsSource> }).meterCaches;
@@ -67,6 +73,7 @@ export interface MetricsSources {
   licence?: LicenceMetricsSource;
   camera?: CameraMetricsSource;
   follower?: FollowerMetricsSource;
+  galleryCache?: GalleryCacheMetricsSource;
   now: () => Date;
 }
 
@@ -113,6 +120,7 @@ export class ServiceMetrics {
     if (sources.follower) this.followerMetrics(sources.follower, registers);
     const meterCache = sources.follower && meterCacheSourceOf(sources.store);
     if (meterCache) this.meterCacheMetrics(meterCache, registers);
+    if (sources.galleryCache) this.galleryCacheMetrics(sources.galleryCache, registers);
   }
 
   /** One answered request; `route` is the matched route's pattern (undefined: none matched). */
@@ -291,6 +299,17 @@ export class ServiceMetrics {
     cumulative('change_follower_reconnects_total', 'Times the change follower reconnected to the database', (s) => s.reconnects);
     cumulative('change_follower_resyncs_total', 'Galleries rebuilt because the change log was pruned past this node', (s) => s.resyncs);
     cumulative('change_follower_offered_total', 'Person changes this node wrote and its galleries took from the writer, without reading the log', (s) => s.offered);
+  }
+
+  private galleryCacheMetrics(cache: GalleryCacheMetricsSource, registers: Registry[]): void {
+    new Counter({
+      name: `${METRICS_PREFIX}gallery_cache_row_faults_total`, registers,
+      help: 'Rows of this node\'s gallery cache a search found damaged: left out of that search, then written again from the persons table',
+      collect() {
+        this.reset();
+        this.inc(cache.rowFaults());
+      },
+    });
   }
 
   private meterCacheMetrics(caches: MeterCacheMetricsSource, registers: Registry[]): void {

@@ -17,12 +17,13 @@ import { snapshotPlaceOf } from '../matching/snapshot/place';
 import type { RestoreOptions, RestoreReport } from '../matching/snapshot/restore';
 import { SnapshotScheduler } from '../matching/snapshot/scheduler';
 import { snapshotImportsForStart } from './early-start';
+import type { GalleryCacheMetricsSource } from '../ops/metrics';
 import type { GalleryFeed } from '../services/context';
 import { StoreBusyError } from '../storage/errors';
 import { lockStore, type StoreLock } from '../storage/lmdb/process-lock';
 import type { Store } from '../storage/lmdb/store';
 import {
-  cachedGalleryStore, GalleryCacheError, galleryCacheIdentity, type CachedGalleryStore,
+  cachedGalleryStore, GalleryCacheError, galleryCacheIdentity, type CachedGalleryStore, type CachedGalleryStoreOptions,
 } from '../storage/postgres/cached-gallery-store';
 import { GALLERY_CACHE_DIR, GalleryCache } from '../storage/postgres/gallery-cache';
 import { chooseTemplateUnsealer } from '../storage/postgres/copy-unsealer';
@@ -38,7 +39,12 @@ export interface GallerySource {
   begin(log: FastifyBaseLogger): void;
   /** After the drain: what begin started ends (LMDB's last snapshots written), then the galleries close. */
   stop(): Promise<void>;
+  /** A PostgreSQL node's gallery cache, when it keeps one (for the metrics). */
+  readonly galleryCache?: GalleryCacheMetricsSource;
 }
+
+/** Log lines of damaged cache rows per run: past them the metric alone counts. */
+const ROW_FAULT_LOG_LINES = 20;
 
 /** The start's gallery outcome for the log: counts and reasons, never a person. */
 function restoreSummary(r: RestoreReport): object {
@@ -104,6 +110,19 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
   let follower: GalleryFollower | undefined;
   let housekeeping: ClusterHousekeeping | undefined;
   let cache: NodeGalleryCache | undefined;
+  let cached: CachedGalleryStore | undefined;
+  let faultLines = 0;
+  const onRowFault: CachedGalleryStoreOptions['onRowFault'] = ({ accountId, repair }) => {
+    if (faultLines >= ROW_FAULT_LOG_LINES) return;
+    const last = ++faultLines === ROW_FAULT_LOG_LINES;
+    // The account, never the person (nor the seal's error, which names the record): person ids are the
+    // integrator's and may name someone.
+    void repair.then(
+      (written) => log()?.warn({ account: accountId, repaired: written },
+        `gallery cache: a row did not open (damaged) and was left out of a search; ${written ? 'written again from the table' : 'changed meanwhile'}${last ? ' (further ones are counted in face_check_gallery_cache_row_faults_total only)' : ''}`),
+      (repairErr) => log()?.warn({ account: accountId, repair_error: repairErr },
+        'gallery cache: a row did not open and was left out of a search; writing it again failed (the next change or start does)'));
+  };
   const follow = async (modelId: string, cached?: CachedGalleryStore) => {
     follower = new GalleryFollower(cached ?? store, {
       modelId,
@@ -121,6 +140,9 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
     get feed() {
       return follower!;
     },
+    get galleryCache() {
+      return cached && { rowFaults: () => cached!.rowFaults };
+    },
     async load(modelId) {
       await follower?.stop();
       if (!config.storage.gallery_cache || chooseTemplateUnsealer() !== 'native') {
@@ -129,7 +151,7 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
       }
       cache ??= openNodeGalleryCache(config.storage.path, log);
       const database = galleryCacheIdentity(store);
-      let cached = await cachedGalleryStore(store, cache.cache, modelId, database);
+      cached = await cachedGalleryStore(store, cache.cache, modelId, database, { onRowFault });
       let counts: { loaded: number; stale: number };
       try {
         counts = await follow(modelId, cached);
@@ -139,7 +161,7 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
         log()?.warn({ err }, 'gallery cache: unusable, copying the persons table again');
         await follower?.stop();
         await cache.cache.beginFill(database, modelId, false);
-        cached = await cachedGalleryStore(store, cache.cache, modelId, database);
+        cached = await cachedGalleryStore(store, cache.cache, modelId, database, { onRowFault });
         counts = await follow(modelId, cached);
       }
       const { loaded, stale } = counts;

@@ -77,7 +77,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     fs.mkdirSync(config.storage.path, { recursive: true, mode: 0o700 });
     await ensureFirstKey(store, config.storage.path, print);
     const app = await buildApp({
-      config, engine, store, errors, galleries: source.galleries, galleryFeed: source.feed, licence,
+      config, engine, store, errors, galleries: source.galleries, galleryFeed: source.feed, galleryCache: source.galleryCache, licence,
       camera: opts.camera ?? ownCamera,
       logger: opts.logger ?? logOptions(config.log.level),
     });

@@ -7,13 +7,15 @@
 // - Every batch the follower delivers is written to the cache before the galleries apply it.
 // - A resync (the log pruned past the follower) copies the table again into the cache in place, then removes
 //   the rows the copy did not see; searches meanwhile re-rank from rows the table held at some point.
-// The galleries re-rank from templates(accountId): rows of the cache, opened with the data key.
+// The galleries re-rank from templates(accountId): rows of the cache, opened with the data key. A row that does
+// not open is left out of that search (a search never waits on the database), counted, and written again
+// from the table in the background.
 import crypto from 'node:crypto';
 
 import { SealError } from '../crypto/aead';
 import { storageBinding } from '../native-storage';
 import type { ChangeFollowerOptions } from './change-follower';
-import type { GalleryCache } from './gallery-cache';
+import type { GalleryCache, LogMark } from './gallery-cache';
 import type { SealedBlockConsumer } from '../interfaces';
 import { TEMPLATES_PLACE, type PgPersonRepository } from './persons';
 import type { PostgresStore } from './store';
@@ -37,19 +39,26 @@ export interface CachedGalleryStore extends Pick<PostgresStore, 'changes' | 'fol
   templates(accountId: string): (personIds: readonly string[]) => Array<Float32Array | undefined>;
   /** Where the start's build came from, once it ran. */
   readonly startedFrom: 'cache' | 'database' | undefined;
+  /** Rows a search found damaged (left out, then written again from the table), since the start. */
+  readonly rowFaults: number;
+}
+
+export interface CachedGalleryStoreOptions {
+  /** A search found a row of `accountId` damaged; `repair` resolves true once it was written again, false when it had changed meanwhile. */
+  onRowFault?: (fault: { accountId: string; repair: Promise<boolean> }) => void;
 }
 
 /**
  * `database`: the fingerprint of the store's database (galleryCacheIdentity). Call before the follower
  * starts: it decides whether the start's build reads the cache.
  */
-export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCache, modelId: string, database: string): Promise<CachedGalleryStore> {
+export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCache, modelId: string, database: string,
+  options: CachedGalleryStoreOptions = {}): Promise<CachedGalleryStore> {
   // What openPostgresStore makes (the contract types it as any repository).
   const table = store.persons as PgPersonRepository;
-  let fromCache = cache.usable(database, modelId);
-  // A position the database never reached (another database under the same key, one restored from a backup)
-  // or one the log no longer covers: copy the table.
-  if (fromCache !== undefined && (fromCache > await store.changes.lastChange() || !await store.changes.covers(fromCache))) fromCache = undefined;
+  const usable = cache.usable(database, modelId);
+  const fromCache = usable && await logStillLeadsTo(store.changes, usable.position, usable.mark) ? usable.position : undefined;
+  let rowFaults = 0;
   let startedFrom: 'cache' | 'database' | undefined;
   let startPositionGiven = false;
 
@@ -73,6 +82,8 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
     }
     startedFrom ??= 'database';
     const position = await store.changes.lastChange();
+    const { entry } = await store.changes.entryAt(position);
+    const mark: LogMark | undefined = entry && { seq: entry.seq, accountId: entry.accountId, personId: entry.personId, at: entry.at };
     const keep = cache.holds(database, modelId);
     const seen = keep ? new Set<string>() : undefined;
     await cache.beginFill(database, modelId, keep);
@@ -88,7 +99,7 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
       },
     });
     if (unsealed) throw new Error('gallery cache: the build took unsealed templates; start the node with [storage] gallery_cache = false');
-    await cache.finishFill(position, seen);
+    await cache.finishFill(position, mark, seen);
     cache.release();
     return n;
   };
@@ -129,6 +140,9 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
     get startedFrom() {
       return startedFrom;
     },
+    get rowFaults() {
+      return rowFaults;
+    },
     followChanges: (options: Omit<ChangeFollowerOptions, 'settings'>) => store.followChanges({
       ...options,
       withTemplates: true,
@@ -142,11 +156,37 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
         return table.openTemplate(accountId, personId, modelId, sealed);
       } catch (err) {
         // A damaged row answers as absent (the candidate is dropped) rather than failing every search.
-        if (err instanceof SealError) return undefined;
-        throw err;
+        if (!(err instanceof SealError)) throw err;
+        rowFaults++;
+        const repair = repairRow(accountId, personId, Buffer.from(sealed));
+        options.onRowFault?.({ accountId, repair });
+        return undefined;
       }
     }),
   };
+
+  /** The person's row written again from the table's (none of the model: removed), unless the follower changed it meanwhile. */
+  async function repairRow(accountId: string, personId: string, damaged: Buffer): Promise<boolean> {
+    return cache.repair(accountId, personId, damaged, await table.sealedTemplateOf(accountId, personId, modelId));
+  }
+}
+
+/**
+ * Whether following the log from `position` leads from the cache's rows to the database's state: the
+ * database reached the position, the log still holds every change after it, and the entry at it is the one
+ * the cache saw (`mark`). A database restored from a backup draws the seqs after the backup again, so its
+ * entry at a later position names another change. An entry pruned away is trusted only at the prune horizon
+ * itself: that database holds every change up to it. Position 0 is trusted only where the log never held an
+ * entry, and a cache written before marks were kept is copied again once.
+ */
+async function logStillLeadsTo(changes: PostgresStore['changes'], position: number, mark: LogMark | undefined): Promise<boolean> {
+  const last = await changes.lastChange();
+  if (position > last || !await changes.covers(position)) return false;
+  if (position === 0) return last === 0;
+  const { entry, horizon } = await changes.entryAt(position);
+  if (!entry) return position === horizon;
+  return mark !== undefined && entry.seq === mark.seq && entry.accountId === mark.accountId
+    && entry.personId === mark.personId && entry.at === mark.at;
 }
 
 /**

@@ -205,6 +205,13 @@ export class PgChangeLog {
     return seq <= await this.lastChange() && seq >= await prunedThrough(this.db);
   }
 
+  /** The entry at `seq`, with the horizon the log was pruned through (the entry is gone when seq <= it). */
+  async entryAt(seq: number): Promise<{ entry: PersonChange | undefined; horizon: number }> {
+    const { rows } = await this.db.query<ChangeRow>(
+      'SELECT seq, account_id, person_id, op, model_id, at FROM person_changes WHERE seq = $1', [seq]);
+    return { entry: rows[0] && changeOf(rows[0]), horizon: await prunedThrough(this.db) };
+  }
+
   async *changesSince(seq: number, limit = Infinity): AsyncGenerator<PersonChange> {
     let after = seq;
     let left = limit;

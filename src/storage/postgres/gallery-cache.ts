@@ -5,7 +5,8 @@
 // [account, person, model] authenticated), keyed [account, person]; only templates of the node's model are kept.
 //
 // The rows are the table's state at `position` (a change-log seq), kept in the same LMDB transaction as the
-// rows, so a restarted node replays the log from there. The change follower is the only writer: it writes a
+// rows, so a restarted node replays the log from there, with the log's entry at that seq (`mark`): a database
+// whose entry there differs (one restored from a backup, whose seqs were drawn again) is copied anew. The change follower is the only writer: it writes a
 // batch here before the galleries see it, so a row is never older than the index entry it re-scores (a
 // person removed on another node leaves this cache when it leaves the index). A cache names the database it
 // copies (a fingerprint of its data key) and the model; one that names another, or that a fill left
@@ -14,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 
-import type { FollowedChange } from '../interfaces';
+import type { FollowedChange, PersonChange } from '../interfaces';
 import { storageBinding } from '../native-storage';
 import { galleryCacheReadable } from './gallery-cache-probe';
 
@@ -22,12 +23,17 @@ export const GALLERY_CACHE_DIR = 'gallery-cache';
 /**
  * Rows read (by re-ranks or a scan) between two releases of the map's pages from the process's resident set
  * (release()): every row read maps a page of the file, and without a release a node's resident memory would
- * grow toward the file's size (~4 KB a person) as searches reach more persons. The page cache keeps the
- * pages; a row read again after a release maps its page again without a disk read.
+ * grow toward the file's size (~4 KB a person) as searches reach more persons. A read fault also maps the
+ * neighbouring pages the page cache holds (the kernel's fault-around, up to 16 pages, which MADV_RANDOM does
+ * not turn off), so this bounds the mapped part to about 256 x 17 pages whatever the gallery's size. The page
+ * cache keeps the pages; a row read again after a release maps its page again without a disk read.
  */
-const RELEASE_EVERY_ROWS = 4_096;
+const RELEASE_EVERY_ROWS = 256;
 
 type PersonKey = [string, string];
+
+/** The change log's entry at a cache's position, as the log holds it. */
+export type LogMark = Pick<PersonChange, 'seq' | 'accountId' | 'personId' | 'at'>;
 
 interface CacheState {
   /** Fingerprint of the database whose rows these are. */
@@ -35,6 +41,8 @@ interface CacheState {
   modelId: string;
   /** The change-log seq the rows stand at. */
   position: number;
+  /** The log's entry at `position` (none: position 0, or the log was emptied up to it when the fill began). */
+  mark?: LogMark;
   /** False while a fill runs (a crash leaves it false: the next start copies again). */
   complete: boolean;
 }
@@ -99,10 +107,10 @@ export class GalleryCache {
     return path.join(this.dir, 'data.mdb');
   }
 
-  /** The position the rows stand at, when they are a complete copy of `database`'s templates of `modelId`. */
-  usable(database: string, modelId: string): number | undefined {
+  /** Where the rows stand, when they are a complete copy of `database`'s templates of `modelId`. */
+  usable(database: string, modelId: string): { position: number; mark: LogMark | undefined } | undefined {
     const s = this.meta.get('state');
-    return s && s.complete && s.database === database && s.modelId === modelId ? s.position : undefined;
+    return s && s.complete && s.database === database && s.modelId === modelId ? { position: s.position, mark: s.mark } : undefined;
   }
 
   /** Whether the cache holds rows of `database` and `modelId` (complete or not): a fill may keep them in place. */
@@ -131,8 +139,8 @@ export class GalleryCache {
     });
   }
 
-  /** The fill is done: complete at `position`; with `seen`, rows the fill did not write are removed. */
-  async finishFill(position: number, seen?: Set<string>): Promise<void> {
+  /** The fill is done: complete at `position` (the log's entry there: `mark`); with `seen`, rows the fill did not write are removed. */
+  async finishFill(position: number, mark: LogMark | undefined, seen?: Set<string>): Promise<void> {
     if (seen) {
       const gone: PersonKey[] = [];
       for (const key of this.rows.getKeys()) if (!seen.has(`${key[0]}\u0000${key[1]}`)) gone.push(key);
@@ -141,7 +149,7 @@ export class GalleryCache {
       });
     }
     const s = this.meta.get('state')!;
-    await this.meta.put('state', { ...s, position, complete: true });
+    await this.meta.put('state', { ...s, position, mark, complete: true });
     await this.root.flushed;
   }
 
@@ -160,7 +168,11 @@ export class GalleryCache {
         else void this.rows.remove(key);
       }
       const s = this.meta.get('state')!;
-      void this.meta.put('state', { ...s, position: Math.max(s.position, batch[batch.length - 1].seq) });
+      const last = batch[batch.length - 1];
+      if (last.seq > s.position) {
+        void this.meta.put('state', { ...s, position: last.seq,
+          mark: { seq: last.seq, accountId: last.accountId, personId: last.personId, at: last.at } });
+      }
     });
   }
 
@@ -174,6 +186,22 @@ export class GalleryCache {
       out[i] = fast ? openRow(personIds[i], fast.subarray(0, fast.length)) : undefined;
     }
     return out;
+  }
+
+  /**
+   * A row that did not open is written again from the table (`fresh`: the table's row now; undefined: none of
+   * the model), unless the follower changed it meanwhile (the row no longer holds `damaged`). Resolves with
+   * whether it was written.
+   */
+  repair(accountId: string, personId: string, damaged: Uint8Array, fresh: Buffer | undefined): Promise<boolean> {
+    const key: PersonKey = [accountId, personId];
+    return this.root.transaction(() => {
+      const now = this.rows.getBinary(key);
+      if (!now || !now.equals(damaged)) return false;
+      if (fresh) void this.rows.put(key, fresh);
+      else void this.rows.remove(key);
+      return true;
+    });
   }
 
   /** Every row in key order, in blocks of up to `size` rows of one account and one sealed length. */

@@ -222,6 +222,13 @@ export class PgPersonRepository implements AsyncPersonRepository, BulkTemplateRe
     });
   }
 
+  /** The person's template as the table holds it, sealed; undefined when none of `modelId`. */
+  async sealedTemplateOf(accountId: string, personId: string, modelId: string): Promise<Buffer | undefined> {
+    const { rows } = await this.db.query<{ sealed_template: Buffer }>(
+      'SELECT sealed_template FROM persons WHERE account_id = $1 AND person_id = $2 AND model_id = $3', [accountId, personId, modelId]);
+    return rows[0]?.sealed_template;
+  }
+
   async *templateBlocks(modelId: string, accountId?: string): AsyncGenerator<TemplateBlock> {
     let block: { accountId: string; ids: string[]; dimension: number; parts: Buffer[] } | undefined;
     const finish = (): TemplateBlock | undefined => {

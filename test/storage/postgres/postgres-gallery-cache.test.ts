@@ -3,7 +3,10 @@
 // in memory): both answer identify alike; a write on the other node reaches the cached node; a restart keeps
 // the cache and replays only the log since it (persons added, updated and removed meanwhile answered as the
 // database holds them from the first request); a cache that is damaged, left open by a machine that went
-// down, missing, or behind a pruned log is made anew from the table.
+// down, missing, behind a pruned log, or ahead of a database restored from a backup is made anew from the
+// table; a row damaged while the node serves is left out of searches, counted and written again; a resync
+// while the node serves keeps it answering.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -12,7 +15,7 @@ import { openPostgresStore, type PostgresStore } from '../../../src/storage/post
 import { GALLERY_CACHE_DIR } from '../../../src/storage/postgres/gallery-cache';
 import { BOOTSTRAP_KEY } from '../../helpers/app';
 import { FAKE_MODEL_ID, fakePhotoB64, templateFor } from '../../helpers/fake-engine';
-import { postgresSkipReason, postgresCluster } from '../../helpers/postgres';
+import { postgresBinDir, postgresSkipReason, postgresCluster } from '../../helpers/postgres';
 import { request, startServiceProcess, type ServiceProcess } from '../../helpers/service-process';
 
 const skip = postgresSkipReason();
@@ -46,6 +49,11 @@ function startedFrom(node: ServiceProcess): string | undefined {
 async function identify(node: ServiceProcess, body: { faceImage: string }): Promise<string> {
   const res = await request(node.address, 'POST', '/person/recognize-face', body);
   return res.status === 200 ? res.body.personId : `${res.status} ${res.body?.code ?? ''}`;
+}
+
+async function metric(node: ServiceProcess, name: string): Promise<number> {
+  const text = await (await fetch(`${node.address}/metrics`)).text();
+  return Number(new RegExp(`^face_check_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 }
 
 async function until(ms: number, ok: () => Promise<boolean>): Promise<boolean> {
@@ -179,5 +187,79 @@ async function run(): Promise<void> {
     t.equal(startedFrom(a), 'database', 'the log no longer covers the cache: copied from the table');
     t.not(await identify(a, await photo(1008)), 'p-8', 'removed while the log was pruned: never matched');
     t.equal(await identify(a, await photo(7001)), 'after-prune');
+  });
+
+  await t.test('a row damaged while the node serves is left out, counted, logged without the person, and written again', async (t) => {
+    t.equal(await identify(a, await photo(1010)), 'p-10');
+    // Written by another process into the running node's environment, as a bad disk block would read.
+    const { open } = await import('lmdb');
+    const env = open({ path: cacheDir, maxDbs: 4 });
+    const rows = env.openDB<Buffer, [string, string]>({ name: 'rows', encoding: 'binary' });
+    const good = Buffer.from(rows.getBinary([ACCOUNT, 'p-10'])!);
+    const bad = Buffer.from(good);
+    bad[bad.length - 1] ^= 1;
+    await rows.put([ACCOUNT, 'p-10'], bad);
+    t.not(await identify(a, await photo(1010)), 'p-10', 'left out of the search that found it damaged');
+    t.equal(await metric(a, 'gallery_cache_row_faults_total'), 1, 'counted');
+    t.ok(await until(5_000, async () => rows.getBinary([ACCOUNT, 'p-10'])?.equals(good) === true), 'written again from the table');
+    await env.close();
+    t.equal(await identify(a, await photo(1010)), 'p-10', 'matched again');
+    const line = a.output().split('\n').find((l) => l.includes('a row did not open'));
+    t.ok(line, 'logged');
+    t.equal(JSON.parse(line!).account, ACCOUNT, 'with the account');
+    t.notOk(line!.includes('p-10'), 'and not the person');
+  });
+
+  await t.test('a resync while the node serves: it answers throughout, then as the database holds it, and keeps its cache', async (t) => {
+    // The node stops following (paused); meanwhile the log is pruned past it, so it must copy the table again.
+    a.child.kill('SIGSTOP');
+    t.equal((await request(b.address, 'DELETE', '/person/face/p-11')).status, 200);
+    t.equal((await request(b.address, 'POST', '/person/face/during-pause', await photo(8001))).status, 200);
+    for (let i = 0; i < 3; i++) t.equal((await request(b.address, 'POST', `/person/face/filler-${i}`, await photo(8100 + i))).status, 200);
+    await admin.changes.prune(1);
+    a.child.kill('SIGCONT');
+    const statuses: number[] = [];
+    let resynced = false;
+    const deadline = performance.now() + 20_000;
+    while (!resynced && performance.now() < deadline) {
+      statuses.push((await request(a.address, 'POST', '/person/recognize-face', await photo(1012))).status);
+      resynced = await metric(a, 'change_follower_resyncs_total') >= 1 && await metric(a, 'change_follower_behind') === 0;
+    }
+    t.ok(resynced, 'resynced');
+    t.same([...new Set(statuses)], [200], 'every identify meanwhile answered');
+    t.ok(await until(5_000, async () => (await identify(a, await photo(8001))) === 'during-pause'), 'added while paused: matched');
+    t.not(await identify(a, await photo(1011)), 'p-11', 'removed while paused: never matched');
+    t.equal(await a.stop(), 0);
+    a = await startServiceProcess(aIni, 'fake');
+    t.equal(startedFrom(a), 'cache', 'the resynced cache is trusted at the next start');
+    t.not(await identify(a, await photo(1011)), 'p-11', 'the copy removed the row it did not see');
+    t.equal(await identify(a, await photo(8001)), 'during-pause');
+  });
+
+  await t.test('a cache ahead of a database restored from a backup is made anew from the table', async (t) => {
+    const bin = postgresBinDir()!;
+    const dump = path.join(dir, 'backup.dump');
+    execFileSync(path.join(bin, 'pg_dump'), ['-Fc', '-f', dump, '-d', url]);
+    // After the backup: two persons the node follows into its cache (its position moves past the backup's).
+    t.equal((await request(b.address, 'POST', '/person/face/after-backup-1', await photo(9001))).status, 200);
+    t.equal((await request(b.address, 'POST', '/person/face/after-backup-2', await photo(9002))).status, 200);
+    const cachedThrough = await admin.changes.lastChange();
+    t.ok(await until(5_000, async () => await metric(a, 'change_follower_position') >= cachedThrough), 'the cached node followed them');
+    t.equal(await a.stop(), 0);
+    t.equal(await b.stop(), 0);
+    execFileSync(path.join(bin, 'pg_restore'), ['--clean', '--if-exists', '-d', url, dump]);
+    // The restored database draws the seqs after the backup again, for other persons, past the cache's position.
+    const restored = await openPostgresStore(postgresSettings(url, { poolSize: 2 }), { keyFile });
+    t.teardown(() => restored.close());
+    let n = 0;
+    while (await restored.changes.lastChange() < cachedThrough + 1) {
+      await restored.persons.create(ACCOUNT, `restored-${n}`, { modelId: FAKE_MODEL_ID, template: templateFor(9100 + n, 0, 1), referenceImage: Buffer.from('x') }, new Date().toISOString());
+      n++;
+    }
+    a = await startServiceProcess(aIni, 'fake');
+    t.equal(startedFrom(a), 'database', 'copied from the table');
+    t.not(await identify(a, await photo(9001)), 'after-backup-1', 'a person the restored database does not hold: never matched');
+    t.equal(await identify(a, await photo(9100)), 'restored-0', 'a person written after the restore');
+    t.equal(await identify(a, await photo(1013)), 'p-13');
   });
 }
