@@ -24,8 +24,8 @@ import { configOf, stringFlag, UsageError, type Args, type Io } from './args';
 export const PRECISION_CHECK_USAGE =
   '  face-check precision-check [--photo <file>[,<file>...]] [--iterations N] [--format text|json] [--config <file.ini>]';
 
-/** Measured runs per precision: a few seconds on a Raspberry Pi 4-class core; the bounds keep it finite. */
-export const ITERATIONS = { default: 60, min: 5, max: 1000 } as const;
+/** Measured runs per precision: the default stays under a minute on a Raspberry Pi 4-class core (docs/engine.md). */
+export const ITERATIONS = { default: 40, min: 5, max: 1000 } as const;
 /** Unmeasured runs per precision before the measured ones (at least one per photo). */
 const WARMUP_RUNS = 5;
 
