@@ -30,6 +30,8 @@ const VALUE_FLAGS = new Set([
   'from', 'to',
   // labelled liveness sessions and their evaluation
   'subject', 'distance-cm', 'note', 'session', 'json', 'html',
+  // precision-check
+  'photo', 'iterations',
 ]);
 const BOOLEAN_FLAGS = new Set(['all', 'help', 'signing', 'admin']);
 

@@ -11,6 +11,7 @@
 //   face-check record  [--config <file.ini>] --out <dir | file.oni | file.bag> [--frames N | --seconds S] [--format face-check|fakenect|oni|bag]
 //   face-check record --out <folder> --label <kind> ... | liveness-eval <folder> (src/cli/liveness.ts)
 //   face-check cameras [--config <file.ini>] [--format text|json] (src/cli/cameras.ts)
+//   face-check precision-check [--photo <file>] [--iterations N] [--format text|json] (src/cli/precision-check.ts)
 //   face-check licence create|list|revoke|release|install-command|activation-code|device-key (src/cli/licences.ts)
 //   face-check account create|list|set-plan (src/cli/accounts.ts)
 //   face-check device install --server-url <url> --licence-key <key> --public-key-sha256 <hex> [--root <dir>]
@@ -20,7 +21,7 @@
 // Exit codes: 0 done; 1 failed; 2 usage; 69 (EX_UNAVAILABLE) a device could not reach its licence server, or a
 // cloud node its database, at start; 75 (EX_TEMPFAIL) the store is busy; 77 (EX_NOPERM) a device's licence was
 // refused or its document did not verify; 78 (EX_CONFIG) the ini is wrong (src/cli/exit-code.ts). A service
-// unit with Restart=on-failure retries them all.
+// unit with Restart=on-failure retries them all. precision-check has codes of its own (65, 66, 72).
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config/types';
@@ -43,6 +44,7 @@ import { checkedPublicKey } from '../services/request-signing';
 import { startService, type RunningService } from '../start/start-service';
 import { generateRsaKeyPair } from '../storage/records';
 import { MIGRATE_USAGE, migrateCommand } from './migrate';
+import { PRECISION_CHECK_USAGE, precisionCheckCommand } from './precision-check';
 import { openCommandStore } from './open-store';
 import type { AsyncStore } from '../storage/interfaces';
 import { openStore } from '../storage/lmdb/store';
@@ -62,6 +64,7 @@ ${MIGRATE_USAGE}
   face-check record  [--config <file.ini>] --out <dir | file.oni | file.bag> [--frames N | --seconds S] [--format face-check|fakenect|oni|bag]
 ${LIVENESS_USAGE}
 ${CAMERAS_USAGE}
+${PRECISION_CHECK_USAGE}
 ${LICENCE_USAGE}
 ${DEVICE_USAGE}
 ${SERVICE_USAGE}`;
@@ -280,6 +283,8 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
         return await livenessEvalCommand(args, io);
       case 'cameras':
         return await camerasCommand(args, io);
+      case 'precision-check':
+        return await precisionCheckCommand(args, io);
       case 'device':
         return await deviceCommand(args, io);
       case 'licence':

@@ -29,11 +29,20 @@ function packTarball(spec: string): string {
   return target;
 }
 
+const demoPhotoFiles = () => DEMO_ENTRIES.map((e) => path.join(cacheDir(), 'face-api-demo', path.basename(e)));
+
+/** Paths of the demo photos when an earlier use left them in the cache, else undefined (nothing is fetched). */
+export function cachedDemoPhotoPaths(): string[] | undefined {
+  const files = demoPhotoFiles();
+  return files.every((f) => fs.existsSync(f)) ? files : undefined;
+}
+
 /** Paths of the demo photos, fetched into the cache on first use. */
 export function demoPhotoPaths(): string[] {
-  const dir = path.join(cacheDir(), 'face-api-demo');
-  const files = DEMO_ENTRIES.map((e) => path.join(dir, path.basename(e)));
-  if (files.every((f) => fs.existsSync(f))) return files;
+  const cached = cachedDemoPhotoPaths();
+  if (cached) return cached;
+  const files = demoPhotoFiles();
+  const dir = path.dirname(files[0]);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'face-check-x-'));
   try {
     execFileSync('tar', ['-xzf', packTarball(DEMO_PHOTO_PACKAGE), '-C', tmp, ...DEMO_ENTRIES], { stdio: 'inherit' });
