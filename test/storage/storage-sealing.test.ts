@@ -11,7 +11,7 @@ import t from 'tap';
 
 import { Galleries } from '../../src/matching/galleries';
 import { unlockDataKey } from '../../src/storage/crypto/data-key';
-import { DataKeySealer, type Sealer } from '../../src/storage/crypto/sealer';
+import { DataKeySealer, personPlaceParts, placeOf, type Sealer } from '../../src/storage/crypto/sealer';
 import { sealPlainStore } from '../../src/storage/lmdb/seal-migration';
 import { ServiceKeyRepository } from '../../src/storage/lmdb/service-key';
 import { openStore, DEFAULT_KEY_FILE } from '../../src/storage/lmdb/store';
@@ -123,6 +123,13 @@ t.test('a sealed value moved to another record, or changed, does not open', asyn
   store = await openStore(dir);
   t.throws(() => store.persons.get('a', 'p1'), { name: 'SealError', message: /wrong key, damaged, or moved/ });
   t.equal(store.persons.meta('a', 'p1')?.personId, 'p1', 'metadata (not sealed) still reads');
+});
+
+t.test('a person\'s place built from its parts is the sealer\'s place, whatever the ids hold', async (t) => {
+  for (const [account, person, model] of [['acme', 'p-1', 'm@1'], ['a"b', 'ä\\\u0000\u2028 x', 'model "q"'], ['', '', '']]) {
+    const { prefix, suffix } = personPlaceParts('person-templates', account, model);
+    t.same(Buffer.from(`${prefix}${JSON.stringify(person)}${suffix}`, 'utf8'), placeOf('person-templates', [account, person, model]));
+  }
 });
 
 t.test('key file: reopen with it; a wrong, missing, malformed or unreadable one is refused, none is made', async (t) => {

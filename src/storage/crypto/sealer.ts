@@ -16,6 +16,14 @@ export function placeOf(db: string, key: Key): Buffer {
   return Buffer.from(JSON.stringify([db, ...(Array.isArray(key) ? key : [key])]), 'utf8');
 }
 
+/**
+ * placeOf(db, [accountId, personId, modelId]) as the text around the person's id, `${prefix}${JSON of the
+ * id}${suffix}`: for building many persons' places of one account at once.
+ */
+export function personPlaceParts(db: string, accountId: string, modelId: string): { prefix: string; suffix: string } {
+  return { prefix: `[${JSON.stringify(db)},${JSON.stringify(accountId)},`, suffix: `,${JSON.stringify(modelId)}]` };
+}
+
 export class DataKeySealer implements Sealer {
   constructor(private readonly key: crypto.KeyObject) {}
 

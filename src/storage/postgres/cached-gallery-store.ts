@@ -13,6 +13,7 @@
 import crypto from 'node:crypto';
 
 import { SealError } from '../crypto/aead';
+import { personPlaceParts } from '../crypto/sealer';
 import { storageBinding } from '../native-storage';
 import type { ChangeFollowerOptions } from './change-follower';
 import type { GalleryCache, LogMark } from './gallery-cache';
@@ -112,8 +113,7 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
     try {
       let n = 0;
       for (const b of cache.blocks(BLOCK)) {
-        const prefix = `[${JSON.stringify(TEMPLATES_PLACE)},${JSON.stringify(b.accountId)},`;
-        const suffix = `,${JSON.stringify(modelId)}]`;
+        const { prefix, suffix } = personPlaceParts(TEMPLATES_PLACE, b.accountId, modelId);
         const aads = b.ids.map((id) => Buffer.from(`${prefix}${JSON.stringify(id)}${suffix}`, 'utf8'));
         const aadOffsets = new Uint32Array(b.ids.length + 1);
         aads.forEach((a, i) => { aadOffsets[i + 1] = aadOffsets[i] + a.length; });

@@ -20,6 +20,7 @@ import os from 'node:os';
 import { chooseUnsealer, SealedLoader, Turns, type Unsealer } from '../../threads/sealed-loader';
 import { SealError, sealFaultMessage } from '../crypto/aead';
 import { openSealedBatch, openSealedBatchHere, sealedBatchAvailable, type SealedBatchOutcome, type SealedRowFault } from '../crypto/sealed-batch';
+import { personPlaceParts } from '../crypto/sealer';
 import type { OpenedTemplates, SealedBlockConsumer } from '../interfaces';
 import { BinaryCopyParser, type CopyPartSink } from './template-copy';
 
@@ -118,7 +119,7 @@ class UnsealSink implements CopyPartSink {
 
   constructor(private readonly settings: UnsealSettings, private readonly rawKey: Buffer, private readonly loader: SealedLoader,
     private readonly opener: BatchOpener, private readonly onRows: (rows: OpenedTemplates) => void, private readonly openSealed?: SealedBlockConsumer) {
-    this.suffix = `,${JSON.stringify(settings.modelId)}]`;
+    this.suffix = personPlaceParts(settings.place, '', settings.modelId).suffix;
   }
 
   push(chunk: Buffer): boolean {
@@ -191,7 +192,7 @@ class UnsealSink implements CopyPartSink {
     const at = this.spareSealed.findIndex((s) => s.length === wanted);
     const sealed = at >= 0 ? this.spareSealed.splice(at, 1)[0] : Buffer.allocUnsafeSlow(wanted);
     const b: Batch = {
-      accountId, sealedLength, prefix: `[${JSON.stringify(this.settings.place)},${JSON.stringify(accountId)},`, ids: [], seqs: [], sealed,
+      accountId, sealedLength, prefix: personPlaceParts(this.settings.place, accountId, this.settings.modelId).prefix, ids: [], seqs: [], sealed,
       aad: Buffer.allocUnsafeSlow(rows * 64), aadUsed: 0, aadOffsets: new Uint32Array(BLOCK + 1),
     };
     this.filling.set(accountId, b);
