@@ -9,8 +9,10 @@ import path from 'node:path';
 import { packageRoot } from '../src/package-root';
 import { manifestModels, modelPath, type ModelId } from './baseline-pipeline';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+/* eslint-disable @typescript-eslint/no-require-imports */
 const { quantisedModel } = require('../../scripts/onnx-rewrites');
+const { parseModel } = require('../../scripts/onnx-model');
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 export type PipelineNetwork = 'detect' | 'landmark' | 'liveness';
 
@@ -39,7 +41,12 @@ export const INT8_FORMS: Int8Form[] = [
 export function int8FormBytes(form: Int8Form): Buffer {
   const table = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'int8-calibration.json'), 'utf8')).models[form.id];
   if (!table) throw new Error(`models/int8-calibration.json has no table for ${form.id}: run npm run calibrate:int8`);
-  return quantisedModel(fs.readFileSync(modelPath(form.id as ModelId)), table, { exclude: form.exclude });
+  const float = fs.readFileSync(modelPath(form.id as ModelId));
+  // a node named here but gone from the network (another version of it) would be quantised unnoticed
+  const names = new Set((parseModel(float).nodes as { name: string }[]).map((n) => n.name));
+  const missing = form.exclude.filter((n) => !names.has(n));
+  if (missing.length) throw new Error(`int8 form ${form.name}: the network has no node ${missing.join(', ')}`);
+  return quantisedModel(float, table, { exclude: form.exclude });
 }
 
 /** The input shape the form is fed. */
