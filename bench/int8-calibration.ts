@@ -86,6 +86,7 @@ function devTrainImages(lfwDir: string): string[] {
 /** Each template network's inputs: the engine's own aligned crops (the float32 networks: the crop does not
  *  depend on them). */
 async function templateInputs(images: string[], ids: string[]): Promise<Map<string, Float32Array[]>> {
+  if (!ids.length) return new Map();
   const engine = await createEngine({ precision: 'float32' });
   const crops: Uint8Array[] = [];
   for (const file of images) {
