@@ -96,6 +96,10 @@ export interface BaselineOptions {
   minDetectionScore?: number;
   /** Flip-average the template as the native engine can (default false, the engine's default). */
   flipAverage?: boolean;
+  /** Another file per model (a candidate form of the network: bench/int8-forms.ts). */
+  files?: Partial<Record<ModelId, string | Uint8Array>>;
+  /** Called with every input tensor fed to a model (calibration reads them: bench/int8-calibration.ts). */
+  onInput?: (id: ModelId, input: Float32Array) => void;
 }
 
 export interface BaselinePipeline {
@@ -353,8 +357,10 @@ function measureQuality(rgb: Uint8Array, lm: Float32Array):
 
 // ---- the pipeline ---------------------------------------------------------------------------------------
 
-export async function createSession(id: ModelId, threads: number, level: GraphLevel, file = modelPath(id)): Promise<ort.InferenceSession> {
-  return ort.InferenceSession.create(file, nativeEquivalentOptions(threads, level));
+/** A session of the model's file (default: the one the engine loads), or of another file or model bytes. */
+export async function createSession(id: ModelId, threads: number, level: GraphLevel, file: string | Uint8Array = modelPath(id)): Promise<ort.InferenceSession> {
+  const options = nativeEquivalentOptions(threads, level);
+  return typeof file === 'string' ? ort.InferenceSession.create(file, options) : ort.InferenceSession.create(file, options);
 }
 
 /** The template's networks (src/engine/template-spec.ts), each with sqrt(weight / sum of weights), as native
@@ -387,12 +393,13 @@ export async function createBaseline(options: BaselineOptions): Promise<Baseline
   if (nets.length !== 2) throw new Error(`baseline: the lanes expect a template of 2 networks, the manifest names ${nets.length}`);
   const levels = { ...NATIVE_LEVELS, ...(options.levels ?? {}) };
   const sessions = {} as Record<ModelId, ort.InferenceSession>;
-  for (const id of MODEL_IDS) sessions[id] = await createSession(id, options.threads, levels[id]);
+  for (const id of MODEL_IDS) sessions[id] = await createSession(id, options.threads, levels[id], options.files?.[id]);
   const minScore = options.minDetectionScore ?? 0.85;
   const lastInputs: Partial<Record<ModelId, Float32Array>> = {};
 
   async function run(id: ModelId, input: Float32Array, runs: Record<ModelId, number>): Promise<Float32Array[]> {
     lastInputs[id] = input;
+    options.onInput?.(id, input);
     const session = sessions[id];
     const t0 = performance.now();
     const out = await session.run({ [session.inputNames[0]]: new ort.Tensor('float32', input, models[id].input.shape) });

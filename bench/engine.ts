@@ -10,7 +10,10 @@
 // BENCH_ENGINE_ITERATIONS (default 80) sets the measured iterations per configuration.
 // --precision: only the template networks' precisions, side by side: the float32 and the int8 engine (1 thread
 // each) on the same photo, interleaved, per-stage p50 / p95, their ratio and the cosine of their templates.
-// Target: int8 photo -> template p50 <= 12 ms (pipeline, without decode).
+// Target: int8 photo -> template p50 <= 12 ms (pipeline, without decode). Then the detector, landmark and
+// liveness networks against their int8 forms (bench/int8-forms.ts, made from the committed calibration table):
+// sessions with the engine's options and ONNX Runtime library, one thread, on the inputs the test image gives
+// them, interleaved, in two blocks of BENCH_INT8_RUNS (default 150) runs each, p50 per block and the ratio.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,6 +29,7 @@ import {
   type BaselinePipeline, type BaselineTimings, type GraphLevel, type ModelId,
 } from './baseline-pipeline';
 import { mapLimit, percentile, printJsonLine, sharedDataDir } from './common';
+import { INT8_FORMS, inputShape, int8FormBytes } from './int8-forms';
 
 import * as ort from 'onnxruntime-node';
 
@@ -423,6 +427,35 @@ function boxIou(a: { x: number; y: number; width: number; height: number }, b: {
 // ---- int8 vs float32 template networks (--precision) -------------------------------------------------------
 
 const PRECISION_TARGET_MS = 12;
+const INT8_FORM_RUNS = Math.max(20, Number(process.env.BENCH_INT8_RUNS ?? 150));
+
+interface FormResult { float32: number[]; int8: number[]; ratio: number[]; maxAbsDiff: number; runs: number }
+
+/** Each pipeline network's float file against its int8 form on the test image's inputs: p50 per block. */
+async function compareInt8Forms(rgb: RgbImage): Promise<Record<string, FormResult>> {
+  const probe = await createBaseline({ threads: 1 });
+  if ((await probe.analyze(rgb)).faces.length !== 1) throw new Error('the baseline finds no single face on the test image');
+  const inputs = { ...probe.lastInputs };
+  await probe.close();
+  const out: Record<string, FormResult> = {};
+  for (const form of INT8_FORMS) {
+    const sessions = [await createSession(form.id, 1, 'all'), await createSession(form.id, 1, 'all', int8FormBytes(form))];
+    const shape = inputShape(form.id);
+    const feeds = { [sessions[0].inputNames[0]]: new ort.Tensor('float32', inputs[form.id]!, shape) };
+    const outputs: Float32Array[][] = [];
+    for (const session of sessions) outputs.push(Object.values(await session.run(feeds)).map((t) => t.data as Float32Array));
+    let maxAbsDiff = 0;
+    outputs[0].forEach((a, k) => a.forEach((v, i) => { maxAbsDiff = Math.max(maxAbsDiff, Math.abs(v - outputs[1][k][i])); }));
+    const r: FormResult = { float32: [], int8: [], ratio: [], maxAbsDiff: round(maxAbsDiff, 4), runs: INT8_FORM_RUNS };
+    for (let block = 0; block < 2; block++) {
+      const [f, q] = (await timeInterleaved(sessions, inputs[form.id]!, shape, INT8_FORM_RUNS)).map(median);
+      r.float32.push(round(f, 3)); r.int8.push(round(q, 3)); r.ratio.push(round(f / q));
+    }
+    for (const session of sessions) await session.release();
+    out[form.name] = r;
+  }
+  return out;
+}
 
 async function comparePrecisions(): Promise<void> {
   const loadBefore = os.loadavg().map((v) => round(v));
@@ -455,10 +488,17 @@ async function comparePrecisions(): Promise<void> {
   const pipelineP50 = stat(configs[1], 'pipeline')!.p50;
   console.log(`template cosine float32 vs int8 ${templateCosine} (per network ${JSON.stringify(networkCosines)}); ` +
     `int8 photo -> template p50 ${pipelineP50} ms: target <= ${PRECISION_TARGET_MS} ms ${pipelineP50 <= PRECISION_TARGET_MS ? 'MET' : 'NOT MET'}`);
+  const forms = await compareInt8Forms(rgb);
+  console.log(`\n== detector, landmark and liveness networks: float32 vs int8 form (1 thread, ${INT8_FORM_RUNS} interleaved runs a block), ms p50 ==`);
+  for (const form of INT8_FORMS) {
+    const r = forms[form.name];
+    console.log(`  ${pad(form.name, 24, true)} float32 ${r.float32.map((v) => v.toFixed(3)).join(' / ')}, int8 ${r.int8.map((v) => v.toFixed(3)).join(' / ')}` +
+      ` -> ${r.ratio.map((v) => `${v.toFixed(2)}x`).join(' / ')}; outputs max |diff| ${r.maxAbsDiff} (${form.why})`);
+  }
   const loadAfter = os.loadavg().map((v) => round(v));
   console.log(`load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')} (shared 2-core machine: compare the ratio)`);
   printJsonLine({
-    bench: 'engine-precision', iterations: ITERATIONS, image: path.basename(image.source), load: { before: loadBefore, after: loadAfter },
+    bench: 'engine-precision', int8Forms: forms, iterations: ITERATIONS, image: path.basename(image.source), load: { before: loadBefore, after: loadAfter },
     float32: Object.fromEntries(stages.map((k) => [k, stat(configs[0], k)])), int8: Object.fromEntries(stages.map((k) => [k, stat(configs[1], k)])),
     ratio: { embed: round(stat(configs[0], 'embed')!.p50 / stat(configs[1], 'embed')!.p50), pipeline: round(stat(configs[0], 'pipeline')!.p50 / pipelineP50) },
     templateCosine, networkCosines, target: { pipelineP50Ms: PRECISION_TARGET_MS, met: pipelineP50 <= PRECISION_TARGET_MS },

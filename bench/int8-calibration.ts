@@ -1,13 +1,19 @@
 // npm run calibrate:int8 — makes models/int8-calibration.json, the activation table the install-time int8
-// rewrite reads (scripts/onnx-quantise.js). Run by hand, once per change of a network or of this method:
-// the engine's aligned face crops of LFW DevTrain images (../shared/data/lfw-view1; never DevTest, which
-// the accuracy guard in bench:lfw / bench:calibration measures on) are fed to each float32 network of the
-// template through onnxruntime-node with every intermediate tensor exposed, and each tensor's range becomes
-// a uint8 scale and zero point. Range: the INT8_CALIBRATION_PERCENTILE (default 99.99) percentile of the
-// tensor's values over all the images, from a histogram of 2048 bins between the observed extremes.
-// INT8_CALIBRATION_IMAGES (default 400) sets how many DevTrain images, evenly spaced in sorted order. The
-// histograms are kept in bench/out/int8-calibration-stats.json: --from-stats remakes the table from them
-// (another percentile) without running the networks again.
+// rewrite reads (scripts/onnx-quantise.js). Run by hand, once per change of a network or of this method, on
+// LFW DevTrain images (../shared/data/lfw-view1; never DevTest, which the accuracy guards measure on). Each
+// float32 network gets the inputs the engine feeds it: the template networks the engine's aligned face
+// crops; the detector the whole photo letterboxed to 320x240, the landmark network the grey square face
+// crop and the liveness network the 2.7x colour crop, as bench/baseline-pipeline.ts makes them (the
+// engine's preprocessing in TypeScript, every face of every photo). ../shared/data/pad has no training
+// split, so the liveness network is calibrated on bona fide DevTrain faces only and pad stays held out.
+// Each network runs in onnxruntime-node with every intermediate float tensor exposed, and each tensor's
+// range becomes a uint8 scale and zero point: by default the range of least squared quantisation error
+// over a histogram of 2048 bins between the observed extremes (INT8_CALIBRATION_METHOD=percentile: the
+// INT8_CALIBRATION_PERCENTILE, default 99.99, percentile). INT8_CALIBRATION_IMAGES (default 400) sets how
+// many DevTrain images, evenly spaced in sorted order. --models detect,landmark (default: every network
+// below) measures only those and keeps the other networks' tables as they are in the file. The histograms
+// are kept in bench/out/int8-calibration-stats.json: --from-stats remakes the table from them (another
+// range method) without running the networks again.
 import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -15,6 +21,7 @@ import * as ort from 'onnxruntime-node';
 import { createEngine } from '../src/engine';
 import { readManifest, type ManifestModel } from '../src/engine/template-spec';
 import { packageRoot } from '../src/package-root';
+import { createBaseline, type ModelId } from './baseline-pipeline';
 import { loadRgb, outDir, printJsonLine, requireSharedData } from './common';
 import { centralFace, readPairs } from './lfw-data';
 
@@ -28,6 +35,8 @@ const PERCENTILE = Number(process.env.INT8_CALIBRATION_PERCENTILE ?? 99.99);
 const BINS = 2048;
 const METHOD = process.env.INT8_CALIBRATION_METHOD ?? 'mse';
 const CROP = 112;
+/** Networks calibrated on what bench/baseline-pipeline.ts feeds them (the others: the template networks). */
+const PIPELINE_NETWORKS: ModelId[] = ['detect', 'landmark', 'liveness'];
 
 /** The network input from the engine's 112x112 RGB aligned crop, as the native embedder makes it. */
 function networkInput(crop: Uint8Array, model: ManifestModel): Float32Array {
@@ -67,63 +76,112 @@ function percentileRange(r: Range, p: number): [number, number] {
 
 type Stats = Record<string, Record<string, { min: number; max: number; hist: number[] }>>;
 
-/** Per model, per tensor: the extremes and a histogram between them, over the crops. */
-async function measure(): Promise<{ stats: Stats; images: number }> {
-  const data = requireSharedData('calibrate:int8');
-  const lfwDir = path.join(data, 'lfw-view1');
+/** The chosen DevTrain images' paths. */
+function devTrainImages(lfwDir: string): string[] {
   const names = [...new Set(readPairs(lfwDir, 'pairsDevTrain.txt').flatMap((p) => [p.a, p.b]))].sort();
   const step = names.length / Math.min(IMAGES, names.length);
-  const chosen = Array.from({ length: Math.min(IMAGES, names.length) }, (_, i) => names[Math.floor(i * step)]);
+  return Array.from({ length: Math.min(IMAGES, names.length) }, (_, i) => path.join(lfwDir, 'images', names[Math.floor(i * step)]));
+}
 
-  // The engine's own aligned crops (the float32 networks: the crop does not depend on them).
+/** Each template network's inputs: the engine's own aligned crops (the float32 networks: the crop does not
+ *  depend on them). */
+async function templateInputs(images: string[], ids: string[]): Promise<Map<string, Float32Array[]>> {
+  if (!ids.length) return new Map();
   const engine = await createEngine({ precision: 'float32' });
   const crops: Uint8Array[] = [];
-  for (const name of chosen) {
-    const image = await loadRgb(path.join(lfwDir, 'images', name));
+  for (const file of images) {
+    const image = await loadRgb(file);
     const face = centralFace(await engine.analyze(image, { maxFaces: 8, crop: true, embed: false }), image.width, image.height);
     if (face?.alignedCrop) crops.push(face.alignedCrop);
   }
   await engine.close();
-  console.log(`${crops.length} aligned crops from ${chosen.length} DevTrain images`);
-
+  console.log(`${crops.length} aligned crops from ${images.length} DevTrain images`);
   const manifest = readManifest();
-  const stats: Stats = {};
-  for (const { id } of manifest.template.models) {
-    const model = manifest.models.find((m) => m.id === id)!;
-    const graph = parseModel(fs.readFileSync(path.join(packageRoot(), 'models', model.file)));
-    prepareForInt8(graph);  // the tensors the int8 form quantises
-    const tensors: string[] = [model.input.name];
-    for (const n of graph.nodes as { outputs: string[] }[]) {
-      for (const out of n.outputs) if (!graph.outputNames.includes(out)) { addFloatOutput(graph, out); tensors.push(out); }
+  return new Map(ids.map((id) => [id, crops.map((c) => networkInput(c, manifest.models.find((m) => m.id === id)!))]));
+}
+
+/** The detector's, landmark and liveness networks' inputs as the pipeline feeds them, every face's. */
+async function pipelineInputs(images: string[], ids: string[]): Promise<Map<string, Float32Array[]>> {
+  const inputs = new Map<string, Float32Array[]>(ids.map((id) => [id, []]));
+  const pipeline = await createBaseline({ threads: 1, onInput: (id, input) => inputs.get(id)?.push(Float32Array.from(input)) });
+  for (const file of images) await pipeline.analyze(await loadRgb(file));
+  await pipeline.close();
+  console.log(`${ids.map((id) => `${id} ${inputs.get(id)!.length}`).join(', ')} inputs from ${images.length} DevTrain images`);
+  return inputs;
+}
+
+/**
+ * The tensors a table covers: the input and every node's float output that is not a graph output. Shape
+ * and Constant outputs are not activations, nor is what is computed from them through a node's first
+ * input (the shape arithmetic before a Reshape); exposing those as float outputs would fail.
+ */
+function calibratedTensors(graph: { nodes: { opType: string; inputs: string[]; outputs: string[] }[]; outputNames: string[] }, input: string): string[] {
+  const notActivations = new Set<string>();
+  const tensors = [input];
+  for (const n of graph.nodes) {
+    if (n.opType === 'Shape' || n.opType === 'Constant' || notActivations.has(n.inputs[0])) {
+      for (const out of n.outputs) notActivations.add(out);
+      continue;
     }
-    const session = await ort.InferenceSession.create(serialiseModel(graph), { intraOpNumThreads: 1, graphOptimizationLevel: 'basic' });
-    const feeds = crops.map((c) => networkInput(c, model));
-    // two passes: the extremes, then a histogram between them
-    const ranges = new Map<string, Range>(tensors.map((t) => [t, { min: Infinity, max: -Infinity }]));
-    for (const pass of [0, 1]) {
-      for (const input of feeds) {
-        const results = await session.run({ [model.input.name]: new ort.Tensor('float32', input, [1, 3, CROP, CROP]) });
-        for (const t of tensors) {
-          const values = t === model.input.name ? input : results[t].data as Float32Array;
-          const r = ranges.get(t)!;
-          if (pass === 0) {
-            for (const v of values) { if (v < r.min) r.min = v; if (v > r.max) r.max = v; }
-          } else {
-            r.hist ??= new Float64Array(BINS);
-            const scale = BINS / (r.max - r.min || 1);
-            for (const v of values) r.hist[Math.min(BINS - 1, Math.floor((v - r.min) * scale))]++;
-          }
+    for (const out of n.outputs) if (!graph.outputNames.includes(out)) tensors.push(out);
+  }
+  return tensors;
+}
+
+/** Per tensor of one network: the extremes and a histogram between them, over the inputs. */
+async function measureNetwork(model: ManifestModel, feeds: Float32Array[]): Promise<Stats[string]> {
+  const graph = parseModel(fs.readFileSync(path.join(packageRoot(), 'models', model.file)));
+  prepareForInt8(graph);  // the tensors the int8 form quantises
+  const tensors = calibratedTensors(graph, model.input.name);
+  for (const t of tensors.slice(1)) addFloatOutput(graph, t);
+  const session = await ort.InferenceSession.create(serialiseModel(graph), { intraOpNumThreads: 1, graphOptimizationLevel: 'basic' });
+  const shape = model.input.shape;
+  // two passes: the extremes, then a histogram between them
+  const ranges = new Map<string, Range>(tensors.map((t) => [t, { min: Infinity, max: -Infinity }]));
+  for (const pass of [0, 1]) {
+    for (const input of feeds) {
+      const results = await session.run({ [model.input.name]: new ort.Tensor('float32', input, shape) });
+      for (const t of tensors) {
+        const values = t === model.input.name ? input : results[t].data as Float32Array;
+        const r = ranges.get(t)!;
+        if (pass === 0) {
+          for (const v of values) { if (v < r.min) r.min = v; if (v > r.max) r.max = v; }
+        } else {
+          r.hist ??= new Float64Array(BINS);
+          const scale = BINS / (r.max - r.min || 1);
+          for (const v of values) r.hist[Math.min(BINS - 1, Math.floor((v - r.min) * scale))]++;
         }
       }
     }
-    await session.release();
-    stats[id] = Object.fromEntries(tensors.map((t) => {
-      const r = ranges.get(t)!;
-      return [t, { min: r.min, max: r.max, hist: Array.from(r.hist!) }];
-    }));
-    console.log(`${id}: ${tensors.length} tensors`);
   }
-  return { stats, images: crops.length };
+  await session.release();
+  console.log(`${model.id}: ${tensors.length} tensors`);
+  return Object.fromEntries(tensors.map((t) => {
+    const r = ranges.get(t)!;
+    return [t, { min: r.min, max: r.max, hist: Array.from(r.hist!) }];
+  }));
+}
+
+interface Measured { stats: Stats; images: number; inputs: Record<string, number> }
+
+/** Per network, per tensor: the extremes and a histogram between them. */
+async function measure(ids: string[]): Promise<Measured> {
+  const data = requireSharedData('calibrate:int8');
+  const images = devTrainImages(path.join(data, 'lfw-view1'));
+  const piped = ids.filter((id) => (PIPELINE_NETWORKS as string[]).includes(id));
+  const inputs = new Map([
+    ...(await templateInputs(images, ids.filter((id) => !piped.includes(id)))),
+    ...(piped.length ? await pipelineInputs(images, piped) : []),
+  ]);
+  const manifest = readManifest();
+  const stats: Stats = {};
+  const counts: Record<string, number> = {};
+  for (const id of ids) {
+    counts[id] = inputs.get(id)!.length;
+    stats[id] = await measureNetwork(manifest.models.find((m) => m.id === id)!, inputs.get(id)!);
+    inputs.delete(id);  // each network's inputs freed once measured
+  }
+  return { stats, images: images.length, inputs: counts };
 }
 
 /**
@@ -151,16 +209,31 @@ function mseRange(r: Range): [number, number] {
   return best;
 }
 
+/** The networks to measure: --models a,b, else the template networks and the pipeline's. */
+function chosenNetworks(): string[] {
+  const manifest = readManifest();
+  const all = [...manifest.template.models.map((m) => m.id), ...PIPELINE_NETWORKS];
+  const i = process.argv.indexOf('--models');
+  if (i < 0) return all;
+  const ids = (process.argv[i + 1] ?? '').split(',').filter(Boolean);
+  const unknown = ids.filter((id) => !all.includes(id));
+  if (!ids.length || unknown.length) throw new Error(`--models takes some of ${all.join(',')} (has ${process.argv[i + 1]})`);
+  return ids;
+}
+
 async function main() {
   const statsFile = path.join(outDir(), 'int8-calibration-stats.json');
-  let measured: { stats: Stats; images: number };
+  let measured: Measured;
   if (process.argv.includes('--from-stats')) measured = JSON.parse(fs.readFileSync(statsFile, 'utf8'));
   else {
-    measured = await measure();
+    measured = await measure(chosenNetworks());
     fs.writeFileSync(statsFile, JSON.stringify(measured));
   }
   const manifest = readManifest();
-  const tables: Record<string, Record<string, { scale: number; zero_point: number }>> = {};
+  const file = path.join(packageRoot(), 'models', 'int8-calibration.json');
+  // the networks not measured now keep their tables
+  const previous = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : { models: {}, method: {} };
+  const tables: Record<string, Record<string, { scale: number; zero_point: number }>> = { ...previous.models };
   for (const [id, tensors] of Object.entries(measured.stats)) {
     const input = manifest.models.find((m) => m.id === id)!.input.name;
     tables[id] = Object.fromEntries(Object.entries(tensors).map(([t, r]) => {
@@ -170,15 +243,17 @@ async function main() {
       return [t, uint8Params(lo, hi)];
     }));
   }
-  const crops = { length: measured.images };
-  const file = path.join(packageRoot(), 'models', 'int8-calibration.json');
-  fs.writeFileSync(file, `${JSON.stringify({
-    $comment: 'Activation scales and uint8 zero points per tensor of each template network, for the int8 rewrite ' +
-      '(scripts/onnx-quantise.js). Made by bench/int8-calibration.ts (npm run calibrate:int8) from LFW DevTrain crops.',
-    method: { images: crops.length, range: METHOD === 'mse' ? 'least squared error' : `percentile ${PERCENTILE}`, bins: BINS },
+  const inputs = { ...previous.method.inputs, ...measured.inputs };
+  // a new file renamed over the old (which may be a hard link to another checkout's copy)
+  fs.writeFileSync(`${file}.new`, `${JSON.stringify({
+    $comment: 'Activation scales and uint8 zero points per tensor of each network, for the int8 rewrite ' +
+      '(scripts/onnx-quantise.js). Made by bench/int8-calibration.ts (npm run calibrate:int8) from the inputs the engine ' +
+      'feeds each network on LFW DevTrain images (method.inputs: how many per network).',
+    method: { images: measured.images, range: METHOD === 'mse' ? 'least squared error' : `percentile ${PERCENTILE}`, bins: BINS, inputs },
     models: tables,
   }, null, 1)}\n`);
-  printJsonLine({ bench: 'int8-calibration', images: crops.length, percentile: PERCENTILE, models: Object.keys(tables) });
+  fs.renameSync(`${file}.new`, file);
+  printJsonLine({ bench: 'int8-calibration', images: measured.images, inputs: measured.inputs, range: METHOD, models: Object.keys(measured.stats) });
 }
 
 main().catch((e) => { console.error(e); process.exit(1); });

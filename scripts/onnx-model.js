@@ -185,11 +185,34 @@ function addFloatOutput(model, name) {
   model.outputNames.push(name);
 }
 
+/** The values of an INTS attribute, exact (BigInt64Array: ends of Slice are often INT64_MAX). */
+function intsOf(attribute) {
+  const out = [];
+  for (const f of readFields(attribute.raw)) {
+    if (f.field !== ATTRIBUTE.ints) continue;
+    if (f.wire === 0) out.push(BigInt.asIntN(64, f.value));
+    else for (let pos = 0; pos < f.value.length;) { let v; [v, pos] = readVarint(f.value, pos); out.push(BigInt.asIntN(64, v)); }
+  }
+  return BigInt64Array.from(out);
+}
+
+/**
+ * Operators whose attributes became inputs (onnx Changelog): Slice's starts, ends, axes and steps at opset 10,
+ * Squeeze's and Unsqueeze's axes at 13. Each name lists the attributes in input order after the data input.
+ */
+const ATTRIBUTES_TO_INPUTS = [
+  { opset: 10, ops: { Slice: ['starts', 'ends', 'axes', 'steps'] } },
+  { opset: 13, ops: { Squeeze: ['axes'], Unsqueeze: ['axes'] } },
+];
+
 /**
  * Raises the default-domain opset import to at least `opset` and the IR version to at least `irVersion`
- * (QDQ per-channel scales need opset 13). Only for graphs whose operators mean the same in both opsets.
+ * (QDQ per-channel scales need opset 13). Slice, Squeeze and Unsqueeze nodes of an older opset get their
+ * attributes as int64 initializers (the same function in the new opset); other operators must mean the same
+ * in both opsets (Softmax does where its axis is the last, as in the face networks).
  */
 function raiseOpset(model, opset, irVersion) {
+  let from;
   model.modelFields = model.modelFields.map((f) => {
     if (f.field === MODEL.irVersion) {
       const v = Number(readFields(f.raw)[0].value);
@@ -201,8 +224,26 @@ function raiseOpset(model, opset, irVersion) {
     if (domain && domain.value.length) return f;
     const version = Number(inner.find((x) => x.field === 2)?.value ?? 0);
     if (version >= opset) return f;
+    from = version;
     return { field: f.field, raw: bytesField(MODEL.opsetImport, Buffer.concat([stringField(1, ''), intField(2, opset)])) };
   });
+  if (from === undefined) return;
+  for (const step of ATTRIBUTES_TO_INPUTS.filter((s) => s.opset > from && s.opset <= opset)) {
+    for (const n of model.nodes) {
+      const moved = step.ops[n.opType];
+      if (!moved) continue;
+      const inputs = moved.map((name) => n.attributes.find((a) => a.name === name));
+      const last = inputs.findLastIndex((a) => a);
+      n.inputs = [n.inputs[0], ...inputs.slice(0, last + 1).map((a, i) => {
+        if (!a) return '';
+        const name = `${n.name}_${moved[i]}`;
+        const values = intsOf(a);
+        model.initializers.set(name, floatTensor(name, [values.length], values));
+        return name;
+      })];
+      n.attributes = n.attributes.filter((a) => !moved.includes(a.name));
+    }
+  }
 }
 
 /** ValueInfoProto of a float tensor with fixed dims (graph inputs and outputs). */

@@ -106,6 +106,37 @@ t.test('the int8 rewrite of a small network: same bytes twice, QDQ form, outputs
   t.throws(() => quantisedModel(float, { ...table, x: { scale: 0, zero_point: 0 } }), /scale 0/, 'a bad table entry is refused');
 });
 
+t.test('an opset-9 graph with Slice and Unsqueeze attributes is raised to opset 13 as the same function and quantises', async (t) => {
+  // the detector and the liveness network are opset 9, where Slice and Unsqueeze take attributes that later
+  // opsets take as inputs; the per-channel QDQ form needs opset 13
+  const rand = seeded(11);
+  const model = onnx.newModel({
+    name: 'opset9', producer: 'face-check test', opset: 9, irVersion: 4,
+    inputs: [['x', [1, 3, 12, 12]]], outputs: [['y', [1, 4, 12, 12]], ['u', [1, 1, 6, 12, 12]]],
+  });
+  const w = (name: string, dims: number[]) => model.initializers.set(name, onnx.floatTensor(name, dims, random(dims.reduce((a, b) => a * b, 1), rand)));
+  w('w1', [8, 3, 1, 1]); w('b1', [8]); w('w2', [4, 6, 1, 1]); w('b2', [4]);
+  const int64Max = BigInt('9223372036854775807');
+  model.nodes.push(
+    onnx.node('Conv', ['x', 'w1', 'b1'], ['c1']), onnx.node('Relu', ['c1'], ['r1']),
+    onnx.node('Slice', ['r1'], ['s'], [onnx.intsAttribute('starts', [2]), onnx.intsAttribute('ends', [int64Max]), onnx.intsAttribute('axes', [1])]),
+    onnx.node('Conv', ['s', 'w2', 'b2'], ['y']),
+    onnx.node('Unsqueeze', ['s'], ['u'], [onnx.intsAttribute('axes', [0])]),
+  );
+  const opset9 = onnx.serialiseModel(model);
+  const raised = onnx.parseModel(opset9);
+  onnx.raiseOpset(raised, 13, 7);
+  const inputs = Array.from({ length: 4 }, () => random(3 * 12 * 12, rand));
+  for (const x of inputs.slice(0, 2)) {
+    const [a, b] = [await run(opset9, { x }, [1, 3, 12, 12]), await run(onnx.serialiseModel(raised), { x }, [1, 3, 12, 12])];
+    t.same([...b.y], [...a.y], 'the Conv after the Slice: the same values');
+    t.same([...b.u], [...a.u], 'the Unsqueeze: the same values');
+  }
+  const int8 = quantisedModel(opset9, await minMaxTable(opset9, inputs));
+  const a = (await run(opset9, { x: inputs[0] }, [1, 3, 12, 12])).y, b = (await run(int8, { x: inputs[0] }, [1, 3, 12, 12])).y;
+  t.ok(cosine(a.map((v) => v / Math.hypot(...a)), b.map((v) => v / Math.hypot(...b))) > 0.99, 'its int8 form runs, near the float one');
+});
+
 t.test('the installed int8 networks are the float ones quantised with the committed table: pinned, deterministic, QDQ', async (t) => {
   const quantised = manifest.models.filter((m: { int8?: unknown }) => m.int8);
   t.ok(quantised.length >= 1, 'an embedding network has an int8 form');
