@@ -117,9 +117,14 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
     const last = ++faultLines === ROW_FAULT_LOG_LINES;
     // The account, never the person (nor the seal's error, which names the record): person ids are the
     // integrator's and may name someone.
+    const outcomes = {
+      written: 'written again from the table',
+      changed: 'changed meanwhile',
+      'same-in-table': 'the persons table holds the same damaged value: left out of searches until the person is written again',
+    } as const;
     void repair.then(
-      (written) => log()?.warn({ account: accountId, repaired: written },
-        `gallery cache: a row did not open (damaged) and was left out of a search; ${written ? 'written again from the table' : 'changed meanwhile'}${last ? ' (further ones are counted in face_check_gallery_cache_row_faults_total only)' : ''}`),
+      (outcome) => log()?.warn({ account: accountId, repair: outcome },
+        `gallery cache: a row did not open (damaged) and was left out of a search; ${outcomes[outcome]}${last ? ' (further ones are counted in face_check_gallery_cache_row_faults_total only)' : ''}`),
       (repairErr) => log()?.warn({ account: accountId, repair_error: repairErr },
         'gallery cache: a row did not open and was left out of a search; writing it again failed (the next change or start does)'));
   };

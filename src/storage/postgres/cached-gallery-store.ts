@@ -44,10 +44,20 @@ export interface CachedGalleryStore extends Pick<PostgresStore, 'changes' | 'fol
   readonly rowFaults: number;
 }
 
+/**
+ * What became of a damaged row: written again from the table; changed by the follower meanwhile; or left, as
+ * the table holds the same bytes (the database's own row is damaged: a search leaves it out until it is
+ * written again; no further repair is tried in this run).
+ */
+export type RowRepair = 'written' | 'changed' | 'same-in-table';
+
 export interface CachedGalleryStoreOptions {
-  /** A search found a row of `accountId` damaged; `repair` resolves true once it was written again, false when it had changed meanwhile. */
-  onRowFault?: (fault: { accountId: string; repair: Promise<boolean> }) => void;
+  /** A search found a row of `accountId` damaged (once per row at a time: a repair running is not started again). */
+  onRowFault?: (fault: { accountId: string; repair: Promise<RowRepair> }) => void;
 }
+
+/** Rows whose table row was as damaged, remembered so searches do not ask the database again (bounded). */
+const UNREPAIRABLE_KEPT = 10_000;
 
 /**
  * `database`: the fingerprint of the store's database (galleryCacheIdentity). Call before the follower
@@ -60,6 +70,8 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
   const usable = cache.usable(database, modelId);
   const fromCache = usable && await logStillLeadsTo(store.changes, usable.position, usable.mark) ? usable.position : undefined;
   let rowFaults = 0;
+  const repairing = new Set<string>();
+  const unrepairable = new Set<string>();
   let startedFrom: 'cache' | 'database' | undefined;
   let startPositionGiven = false;
 
@@ -158,7 +170,13 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
         // A damaged row answers as absent (the candidate is dropped) rather than failing every search.
         if (!(err instanceof SealError)) throw err;
         rowFaults++;
-        const repair = repairRow(accountId, personId, Buffer.from(sealed));
+        const key = `${accountId}\u0000${personId}`;
+        if (repairing.has(key) || unrepairable.has(key)) return undefined;
+        repairing.add(key);
+        const repair = repairRow(accountId, personId, Buffer.from(sealed)).finally(() => repairing.delete(key));
+        repair.then((outcome) => {
+          if (outcome === 'same-in-table' && unrepairable.size < UNREPAIRABLE_KEPT) unrepairable.add(key);
+        }, () => undefined);
         options.onRowFault?.({ accountId, repair });
         return undefined;
       }
@@ -166,8 +184,10 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
   };
 
   /** The person's row written again from the table's (none of the model: removed), unless the follower changed it meanwhile. */
-  async function repairRow(accountId: string, personId: string, damaged: Buffer): Promise<boolean> {
-    return cache.repair(accountId, personId, damaged, await table.sealedTemplateOf(accountId, personId, modelId));
+  async function repairRow(accountId: string, personId: string, damaged: Buffer): Promise<RowRepair> {
+    const fresh = await table.sealedTemplateOf(accountId, personId, modelId);
+    if (fresh?.equals(damaged)) return 'same-in-table';
+    return await cache.repair(accountId, personId, damaged, fresh) ? 'written' : 'changed';
   }
 }
 

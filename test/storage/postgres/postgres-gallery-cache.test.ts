@@ -207,7 +207,30 @@ async function run(): Promise<void> {
     const line = a.output().split('\n').find((l) => l.includes('a row did not open'));
     t.ok(line, 'logged');
     t.equal(JSON.parse(line!).account, ACCOUNT, 'with the account');
+    t.equal(JSON.parse(line!).repair, 'written');
     t.notOk(line!.includes('p-10'), 'and not the person');
+  });
+
+  await t.test('a row damaged in the table too is left out and not asked for again', async (t) => {
+    t.equal(await identify(a, await photo(1014)), 'p-14');
+    const { rows: [row] } = await admin.pool.query<{ sealed_template: Buffer }>(
+      'SELECT sealed_template FROM persons WHERE account_id = $1 AND person_id = $2', [ACCOUNT, 'p-14']);
+    const bad = Buffer.from(row.sealed_template);
+    bad[bad.length - 1] ^= 1;
+    await admin.pool.query('UPDATE persons SET sealed_template = $1 WHERE account_id = $2 AND person_id = $3', [bad, ACCOUNT, 'p-14']);
+    const { open } = await import('lmdb');
+    const env = open({ path: cacheDir, maxDbs: 4 });
+    const rows = env.openDB<Buffer, [string, string]>({ name: 'rows', encoding: 'binary' });
+    await rows.put([ACCOUNT, 'p-14'], bad);
+    await env.close();
+    const before = await metric(a, 'gallery_cache_row_faults_total');
+    for (let i = 0; i < 3; i++) t.not(await identify(a, await photo(1014)), 'p-14', 'left out');
+    t.equal(await metric(a, 'gallery_cache_row_faults_total'), before + 3, 'every search that met it counted');
+    t.ok(await until(5_000, async () => a.output().includes('"repair":"same-in-table"')), 'logged as the table\'s own damage');
+    t.equal(a.output().split('\n').filter((l) => l.includes('"repair":"same-in-table"')).length, 1, 'asked of the table once');
+    // Written again (a new face for the person): found again.
+    t.equal((await request(b.address, 'PUT', '/person/face/p-14', await photo(1014))).status, 200);
+    t.ok(await until(5_000, async () => (await identify(a, await photo(1014))) === 'p-14'), 'found once written again');
   });
 
   await t.test('a resync while the node serves: it answers throughout, then as the database holds it, and keeps its cache', async (t) => {
