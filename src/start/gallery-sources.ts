@@ -23,7 +23,7 @@ import { StoreBusyError } from '../storage/errors';
 import { lockStore, type StoreLock } from '../storage/lmdb/process-lock';
 import type { Store } from '../storage/lmdb/store';
 import {
-  cachedGalleryStore, GalleryCacheError, galleryCacheIdentity, type CachedGalleryStore, type CachedGalleryStoreOptions,
+  cachedGalleryStore, GalleryCacheError, galleryCacheIdentity, type CachedGalleryStore, type CachedGalleryStoreOptions, type RowRepair,
 } from '../storage/postgres/cached-gallery-store';
 import { GALLERY_CACHE_DIR, GalleryCache } from '../storage/postgres/gallery-cache';
 import { chooseTemplateUnsealer } from '../storage/postgres/copy-unsealer';
@@ -45,6 +45,11 @@ export interface GallerySource {
 
 /** Log lines of damaged cache rows per run: past them the metric alone counts. */
 const ROW_FAULT_LOG_LINES = 20;
+const ROW_REPAIR_WORDS: Record<RowRepair, string> = {
+  written: 'written again from the table',
+  changed: 'changed meanwhile',
+  'same-in-table': 'the persons table holds the same damaged value: left out of searches until the person is written again',
+};
 
 /** The start's gallery outcome for the log: counts and reasons, never a person. */
 function restoreSummary(r: RestoreReport): object {
@@ -117,14 +122,9 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
     const last = ++faultLines === ROW_FAULT_LOG_LINES;
     // The account, never the person (nor the seal's error, which names the record): person ids are the
     // integrator's and may name someone.
-    const outcomes = {
-      written: 'written again from the table',
-      changed: 'changed meanwhile',
-      'same-in-table': 'the persons table holds the same damaged value: left out of searches until the person is written again',
-    } as const;
     void repair.then(
       (outcome) => log()?.warn({ account: accountId, repair: outcome },
-        `gallery cache: a row did not open (damaged) and was left out of a search; ${outcomes[outcome]}${last ? ' (further ones are counted in face_check_gallery_cache_row_faults_total only)' : ''}`),
+        `gallery cache: a row did not open (damaged) and was left out of a search; ${ROW_REPAIR_WORDS[outcome]}${last ? ' (further ones are counted in face_check_gallery_cache_row_faults_total only)' : ''}`),
       (repairErr) => log()?.warn({ account: accountId, repair_error: repairErr },
         'gallery cache: a row did not open and was left out of a search; writing it again failed (the next change or start does)'));
   };

@@ -8,7 +8,8 @@ export const SEAL_VERSION = 1;
 export const KEY_BYTES = 32;
 const NONCE = 12;
 const TAG = 16;
-const OVERHEAD = 1 + NONCE + TAG;
+/** A sealed value's bytes beyond its plain text: version, nonce, tag. */
+export const SEAL_OVERHEAD = 1 + NONCE + TAG;
 
 /** A sealed value that does not open: wrong key, damaged bytes, or a value moved from another place. */
 export class SealError extends Error {
@@ -16,7 +17,7 @@ export class SealError extends Error {
 }
 
 export function sealBytes(key: crypto.KeyObject, plain: Uint8Array, aad: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(plain.byteLength + OVERHEAD);
+  const out = Buffer.allocUnsafe(plain.byteLength + SEAL_OVERHEAD);
   out[0] = SEAL_VERSION;
   const nonce = out.subarray(1, 1 + NONCE);
   crypto.randomFillSync(nonce);
@@ -43,7 +44,7 @@ export function sealFaultMessage(what: string, f: SealFault): string {
 
 /** The plain bytes of a sealed value (a fresh buffer: Node's decipher writes no caller-given buffer), or why not. */
 export function openOrFault(key: crypto.KeyObject, sealed: Uint8Array, aad: Uint8Array): Buffer | SealFault {
-  if (sealed.byteLength < OVERHEAD) return { fault: 'short', bytes: sealed.byteLength };
+  if (sealed.byteLength < SEAL_OVERHEAD) return { fault: 'short', bytes: sealed.byteLength };
   if (sealed[0] !== SEAL_VERSION) return { fault: 'version', version: sealed[0] };
   const end = sealed.byteLength - TAG;
   const decipher = crypto.createDecipheriv('aes-256-gcm', key, sealed.subarray(1, 1 + NONCE), { authTagLength: TAG });

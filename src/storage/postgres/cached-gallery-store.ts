@@ -12,19 +12,17 @@
 // from the table in the background.
 import crypto from 'node:crypto';
 
-import { SealError } from '../crypto/aead';
+import { SEAL_OVERHEAD, SealError } from '../crypto/aead';
 import { personPlaceParts } from '../crypto/sealer';
 import { storageBinding } from '../native-storage';
 import type { ChangeFollowerOptions } from './change-follower';
-import type { GalleryCache, LogMark } from './gallery-cache';
+import { logMarkOf, type GalleryCache, type LogMark } from './gallery-cache';
 import type { SealedBlockConsumer } from '../interfaces';
 import { TEMPLATES_PLACE, type PgPersonRepository } from './persons';
 import type { PostgresStore } from './store';
 
 /** Rows per block handed to the index from the cache (as the table's copy hands them). */
 const BLOCK = 1024;
-/** A sealed value's bytes beyond its plain text: version, nonce, tag. */
-const OVERHEAD = 1 + 12 + 16;
 
 /** The cache could not serve the start (a row that does not open, a damaged file): make it anew from the table. */
 export class GalleryCacheError extends Error {
@@ -96,7 +94,6 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
     startedFrom ??= 'database';
     const position = await store.changes.lastChange();
     const { entry } = await store.changes.entryAt(position);
-    const mark: LogMark | undefined = entry && { seq: entry.seq, accountId: entry.accountId, personId: entry.personId, at: entry.at };
     const keep = cache.holds(database, modelId);
     const seen = keep ? new Set<string>() : undefined;
     await cache.beginFill(database, modelId, keep);
@@ -112,7 +109,7 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
       },
     });
     if (unsealed) throw new Error('gallery cache: the build took unsealed templates; start the node with [storage] gallery_cache = false');
-    await cache.finishFill(position, mark, seen);
+    await cache.finishFill(position, entry && logMarkOf(entry), seen);
     cache.release();
     return n;
   };
@@ -130,7 +127,7 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
         const aadOffsets = new Uint32Array(b.ids.length + 1);
         aads.forEach((a, i) => { aadOffsets[i + 1] = aadOffsets[i] + a.length; });
         const outcome = await openSealed({
-          accountId: b.accountId, ids: b.ids, dimension: (b.offsets[1] - OVERHEAD) / 4,
+          accountId: b.accountId, ids: b.ids, dimension: (b.offsets[1] - SEAL_OVERHEAD) / 4,
           sealed: b.sealed, sealedOffsets: b.offsets, aad: Buffer.concat(aads), aadOffsets, key,
         });
         if (outcome.failedRow >= 0) throw new GalleryCacheError(`a row of ${b.ids.length} did not open (${outcome.reason})`);
@@ -173,10 +170,7 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
         const key = `${accountId}\u0000${personId}`;
         if (repairing.has(key) || unrepairable.has(key)) return undefined;
         repairing.add(key);
-        const repair = repairRow(accountId, personId, Buffer.from(sealed)).finally(() => repairing.delete(key));
-        repair.then((outcome) => {
-          if (outcome === 'same-in-table' && unrepairable.size < UNREPAIRABLE_KEPT) unrepairable.add(key);
-        }, () => undefined);
+        const repair = repairRow(accountId, personId, key, Buffer.from(sealed)).finally(() => repairing.delete(key));
         options.onRowFault?.({ accountId, repair });
         return undefined;
       }
@@ -184,9 +178,12 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
   };
 
   /** The person's row written again from the table's (none of the model: removed), unless the follower changed it meanwhile. */
-  async function repairRow(accountId: string, personId: string, damaged: Buffer): Promise<RowRepair> {
+  async function repairRow(accountId: string, personId: string, key: string, damaged: Buffer): Promise<RowRepair> {
     const fresh = await table.sealedTemplateOf(accountId, personId, modelId);
-    if (fresh?.equals(damaged)) return 'same-in-table';
+    if (fresh?.equals(damaged)) {
+      if (unrepairable.size < UNREPAIRABLE_KEPT) unrepairable.add(key);
+      return 'same-in-table';
+    }
     return await cache.repair(accountId, personId, damaged, fresh) ? 'written' : 'changed';
   }
 }
@@ -201,9 +198,10 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
  */
 async function logStillLeadsTo(changes: PostgresStore['changes'], position: number, mark: LogMark | undefined): Promise<boolean> {
   const last = await changes.lastChange();
-  if (position > last || !await changes.covers(position)) return false;
+  if (position > last) return false;
   if (position === 0) return last === 0;
   const { entry, horizon } = await changes.entryAt(position);
+  if (position < horizon) return false;
   if (!entry) return position === horizon;
   return mark !== undefined && entry.seq === mark.seq && entry.accountId === mark.accountId
     && entry.personId === mark.personId && entry.at === mark.at;

@@ -18,7 +18,7 @@ import type crypto from 'node:crypto';
 import os from 'node:os';
 
 import { chooseUnsealer, SealedLoader, Turns, type Unsealer } from '../../threads/sealed-loader';
-import { SealError, sealFaultMessage } from '../crypto/aead';
+import { SEAL_OVERHEAD, SealError, sealFaultMessage } from '../crypto/aead';
 import { openSealedBatch, openSealedBatchHere, sealedBatchAvailable, type SealedBatchOutcome, type SealedRowFault } from '../crypto/sealed-batch';
 import { personPlaceParts } from '../crypto/sealer';
 import type { OpenedTemplates, SealedBlockConsumer } from '../interfaces';
@@ -47,7 +47,6 @@ const BATCHES_IN_FLIGHT = 2;
 const BATCHES_QUEUED = BATCHES_IN_FLIGHT + 1;
 /** Threads per batch: every core but the one this thread parses on (a batch on every core made the parsing wait its turn). */
 const THREADS = Math.max(1, os.availableParallelism() - 1);
-const OVERHEAD = 1 + 12 + 16;  // version, nonce, tag
 
 /** Who opens the start-up build's templates: the addon ('native') or JavaScript on this thread ('js'). */
 export type TemplateUnsealer = Unsealer;
@@ -61,8 +60,8 @@ export function chooseTemplateUnsealer(requested?: TemplateUnsealer): TemplateUn
 interface Batch {
   accountId: string;
   sealedLength: number;
-  /** The AAD's JSON up to the person id: `["place","account",`. */
-  prefix: string;
+  /** The AAD's JSON around the person id: `["place","account",` and `,"model"]` (personPlaceParts). */
+  place: { prefix: string; suffix: string };
   ids: string[];
   /** Each row's place in its part's stream: the first failing row in stream order names the failure. */
   seqs: number[];
@@ -114,13 +113,8 @@ class UnsealSink implements CopyPartSink {
   private seq = 0;
   private rows = 0;
   private stopped = false;
-  /** The AAD's JSON after the person id: `,"model"]`. */
-  private readonly suffix: string;
-
   constructor(private readonly settings: UnsealSettings, private readonly rawKey: Buffer, private readonly loader: SealedLoader,
-    private readonly opener: BatchOpener, private readonly onRows: (rows: OpenedTemplates) => void, private readonly openSealed?: SealedBlockConsumer) {
-    this.suffix = personPlaceParts(settings.place, '', settings.modelId).suffix;
-  }
+    private readonly opener: BatchOpener, private readonly onRows: (rows: OpenedTemplates) => void, private readonly openSealed?: SealedBlockConsumer) {}
 
   push(chunk: Buffer): boolean {
     // After a failure only rows before it can change which row is reported, and those were parsed already.
@@ -172,11 +166,12 @@ class UnsealSink implements CopyPartSink {
     // The AAD is the sealer's JSON of [place, account, person, model]; only the person differs in a batch.
     const middle = JSON.stringify(personId);
     // UTF-8 takes at most 3 bytes per UTF-16 unit.
-    const most = 3 * (b.prefix.length + middle.length + this.suffix.length);
+    const { prefix, suffix } = b.place;
+    const most = 3 * (prefix.length + middle.length + suffix.length);
     if (b.aadUsed + most > b.aad.length) b.aad = this.grown(b.aad, Math.max(2 * b.aad.length, b.aadUsed + most), b.aadUsed);
-    b.aadUsed += b.aad.write(b.prefix, b.aadUsed, 'utf8');
+    b.aadUsed += b.aad.write(prefix, b.aadUsed, 'utf8');
     b.aadUsed += b.aad.write(middle, b.aadUsed, 'utf8');
-    b.aadUsed += b.aad.write(this.suffix, b.aadUsed, 'utf8');
+    b.aadUsed += b.aad.write(suffix, b.aadUsed, 'utf8');
     b.aadOffsets[i + 1] = b.aadUsed;
     b.ids.push(personId);
     b.seqs.push(this.seq++);
@@ -192,7 +187,7 @@ class UnsealSink implements CopyPartSink {
     const at = this.spareSealed.findIndex((s) => s.length === wanted);
     const sealed = at >= 0 ? this.spareSealed.splice(at, 1)[0] : Buffer.allocUnsafeSlow(wanted);
     const b: Batch = {
-      accountId, sealedLength, prefix: personPlaceParts(this.settings.place, accountId, this.settings.modelId).prefix, ids: [], seqs: [], sealed,
+      accountId, sealedLength, place: personPlaceParts(this.settings.place, accountId, this.settings.modelId), ids: [], seqs: [], sealed,
       aad: Buffer.allocUnsafeSlow(rows * 64), aadUsed: 0, aadOffsets: new Uint32Array(BLOCK + 1),
     };
     this.filling.set(accountId, b);
@@ -209,7 +204,7 @@ class UnsealSink implements CopyPartSink {
     this.filling.delete(b.accountId);
     const n = b.ids.length;
     if (n === 0) return;
-    const dimension = Math.max(1, Math.floor((b.sealedLength - OVERHEAD) / 4));
+    const dimension = Math.max(1, Math.floor((b.sealedLength - SEAL_OVERHEAD) / 4));
     const sealedOffsets = new Uint32Array(n + 1);
     for (let i = 1; i <= n; i++) sealedOffsets[i] = i * b.sealedLength;
     const aadOffsets = b.aadOffsets.subarray(0, n + 1);

@@ -35,6 +35,10 @@ type PersonKey = [string, string];
 /** The change log's entry at a cache's position, as the log holds it. */
 export type LogMark = Pick<PersonChange, 'seq' | 'accountId' | 'personId' | 'at'>;
 
+export function logMarkOf(change: LogMark): LogMark {
+  return { seq: change.seq, accountId: change.accountId, personId: change.personId, at: change.at };
+}
+
 interface CacheState {
   /** Fingerprint of the database whose rows these are. */
   database: string;
@@ -170,8 +174,7 @@ export class GalleryCache {
       const s = this.meta.get('state')!;
       const last = batch[batch.length - 1];
       if (last.seq > s.position) {
-        void this.meta.put('state', { ...s, position: last.seq,
-          mark: { seq: last.seq, accountId: last.accountId, personId: last.personId, at: last.at } });
+        void this.meta.put('state', { ...s, position: last.seq, mark: logMarkOf(last) });
       }
     });
   }

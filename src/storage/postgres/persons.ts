@@ -61,7 +61,7 @@ const META_PAGE_COLUMNS = `model_id, account_id, person_id,
 export class PgPersonRepository implements AsyncPersonRepository, BulkTemplateReader {
   readonly changes: PgChangeLog;
 
-  /** `dataKey`: the sealer's key, for unsealing the start-up fill on worker threads (copyTemplates). */
+  /** `dataKey`: the sealer's key, for opening the start-up fill in batches (copyTemplates) and the gallery cache's rows. */
   constructor(private readonly db: Db, private readonly sealer: Sealer, readonly dataKey?: crypto.KeyObject) {
     this.changes = new PgChangeLog(db);
   }
