@@ -86,6 +86,8 @@ interface NodeProcess {
   child: ChildProcess;
   /** Milliseconds from spawn to the first answer of `ready`. */
   startMs: number;
+  /** Its log (stdout) so far, up to 1 MiB. */
+  output(): string;
   rssMiB(): number;
   /** Resident anonymous memory (heap, index) and file-backed pages (mapped files: the gallery cache's LMDB map). */
   rssParts(): { anonMiB: number; fileMiB: number };
@@ -100,14 +102,14 @@ function statusMiB(pid: number, field: string): number {
   return m ? round(Number(m[1]) / 1024) : NaN;
 }
 
-async function writeIni(dir: string, name: string, storage: string[]): Promise<{ ini: string; port: number }> {
+async function writeIni(dir: string, name: string, storage: string[], logLevel = 'warn'): Promise<{ ini: string; port: number }> {
   const port = await freePort();
   const ini = path.join(dir, `${name}.ini`);
   fs.writeFileSync(ini, [
     '[server]', 'mode = cloud', 'host = 127.0.0.1', `port = ${port}`,
     '[storage]', ...storage,
     '[auth]', `bootstrap_key = ${BOOTSTRAP}`,
-    '[log]', 'level = warn',
+    '[log]', `level = ${logLevel}`,
     '[camera]', 'source = none',
   ].join('\n'));
   return { ini, port };
@@ -117,9 +119,11 @@ async function writeIni(dir: string, name: string, storage: string[]): Promise<{
 async function startNode(ini: string, port: number, ready?: (base: string) => Promise<boolean>): Promise<NodeProcess> {
   const base = `http://127.0.0.1:${port}`;
   const started = performance.now();
-  const child = spawn(process.execPath, [NODE_MAIN, ini], { stdio: ['ignore', 'ignore', 'pipe'], env: serviceProcessEnv() });
+  const child = spawn(process.execPath, [NODE_MAIN, ini], { stdio: ['ignore', 'pipe', 'pipe'], env: serviceProcessEnv() });
   let errors = '';
+  let output = '';
   child.stderr!.on('data', (c: Buffer) => { errors += c.toString('utf8'); });
+  child.stdout!.on('data', (c: Buffer) => { if (output.length < 1 << 20) output += c.toString('utf8'); });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let gone = false;
   void exited.then(() => { gone = true; });
@@ -136,6 +140,7 @@ async function startNode(ini: string, port: number, ready?: (base: string) => Pr
   }
   return {
     base, child, startMs: round(performance.now() - started),
+    output: () => output,
     rssMiB: () => statusMiB(child.pid!, 'VmRSS'),
     rssParts: () => ({ anonMiB: statusMiB(child.pid!, 'RssAnon'), fileMiB: statusMiB(child.pid!, 'RssFile') + statusMiB(child.pid!, 'RssShmem') }),
     peakRssMiB: () => statusMiB(child.pid!, 'VmHWM'),
@@ -283,6 +288,13 @@ async function joining(databaseUrl: (name: string) => Promise<string>, pgStorage
 async function cacheComparison(databaseUrl: (name: string) => Promise<string>, keyFile: string, dir: string, now: string,
   started: (n: NodeProcess) => NodeProcess): Promise<object> {
   const url = await databaseUrl('bench_scale_cache');
+  const memoryOf = (n: NodeProcess, base: { anonMiB: number; fileMiB: number; rssMiB: number }) => {
+    const parts = n.rssParts();
+    const rss = n.rssMiB();
+    const per = (mib: number) => Math.round((mib * 2 ** 20) / CACHE_PERSONS);
+    return { rssMiB: rss, ...parts, peakRssMiB: n.peakRssMiB(), bytesPerPerson: per(rss - base.rssMiB), anonBytesPerPerson: per(parts.anonMiB - base.anonMiB),
+      fileBytesPerPerson: per(parts.fileMiB - base.fileMiB) };
+  };
   const admin = await openPostgresStore(postgresSettings(url, { poolSize: 2 }), { keyFile });
   const t0 = performance.now();
   for (const batch of preload(CACHE_PERSONS, 'c-', IDENTIFIES)) await admin.persons.createMany(ACCOUNT, batch, now);
@@ -309,16 +321,25 @@ async function cacheComparison(databaseUrl: (name: string) => Promise<string>, k
   const float32 = started(await startNode(floatIni.ini, floatIni.port, ready));
   const fill = started(await startNode(cacheIni.ini, cacheIni.port, ready));
   const fillStart = { startMs: fill.startMs, peakRssMiB: fill.peakRssMiB() };
-  await fill.stop();
+  const stopping = async (n: NodeProcess) => {
+    const t = performance.now();
+    await n.stop();
+    return round(performance.now() - t);
+  };
+  // The orderly stop writes the index snapshots; the next start imports them (its log says whether it did).
+  const fillStopMs = await stopping(fill);
+  const snapIni = await writeIni(dir, 'cached-info', storage('cached', true), 'info');
+  const fromSnapshots = started(await startNode(snapIni.ini, snapIni.port, ready));
+  const snapshotStart = {
+    startMs: fromSnapshots.startMs, peakRssMiB: fromSnapshots.peakRssMiB(), memory: memoryOf(fromSnapshots, empty.true),
+    indexSnapshots: /"index_snapshots":"([^"]*)"/.exec(fromSnapshots.output())?.[1],
+  };
+  const snapshotStopMs = await stopping(fromSnapshots);
+  // The comparison node starts from the cache's rows, as a node killed does: without the set the stop wrote.
+  fs.rmSync(path.join(dir, 'cached', 'gallery-cache', 'index-snapshots', 'snapshot-set.json'), { force: true });
   const cached = started(await startNode(cacheIni.ini, cacheIni.port, ready));
   const restartMs = cached.startMs;
-  const memory = (n: NodeProcess, base: { anonMiB: number; fileMiB: number; rssMiB: number }) => {
-    const parts = n.rssParts();
-    const rss = n.rssMiB();
-    const per = (mib: number) => Math.round((mib * 2 ** 20) / CACHE_PERSONS);
-    return { rssMiB: rss, ...parts, peakRssMiB: n.peakRssMiB(), bytesPerPerson: per(rss - base.rssMiB), anonBytesPerPerson: per(parts.anonMiB - base.anonMiB),
-      fileBytesPerPerson: per(parts.fileMiB - base.fileMiB) };
-  };
+  const memory = memoryOf;
   const atStart = { float32: memory(float32, empty.false), cached: memory(cached, empty.true) };
   // Photos at cosine 0.9 to a preloaded person's template (not measured).
   const near = await mapLimit(Array.from({ length: IDENTIFIES }, (_, i) => i), 4, (i) => fakePhotoB64({ identity: LOADED_IDENTITY + i, variant: 1, cosine: 0.9 }));
@@ -335,7 +356,12 @@ async function cacheComparison(databaseUrl: (name: string) => Promise<string>, k
   return {
     persons: CACHE_PERSONS, preloadS, emptyNodes: empty,
     memoryAtStart: atStart, memoryAfterIdentifies: afterLoad,
-    starts: { float32Ms: float32.startMs, cacheFillMs: fillStart.startMs, cacheFillPeakRssMiB: fillStart.peakRssMiB, fromCacheMs: restartMs },
+    starts: {
+      float32Ms: float32.startMs, cacheFillMs: fillStart.startMs, cacheFillPeakRssMiB: fillStart.peakRssMiB, fromCacheMs: restartMs,
+      fromSnapshotsMs: snapshotStart.startMs, fromSnapshotsPeakRssMiB: snapshotStart.peakRssMiB, indexSnapshots: snapshotStart.indexSnapshots,
+      fromSnapshotsMemory: snapshotStart.memory,
+    },
+    stops: { writingSnapshotsMs: [fillStopMs, snapshotStopMs] },
     identify,
     identifyP50CachedOverFloat32: round(identify.cached.p50 / identify.float32.p50, 2),
     recallAt1: { float32: correct.float32 / IDENTIFIES, cached: correct.cached / IDENTIFIES },

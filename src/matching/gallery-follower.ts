@@ -32,6 +32,12 @@ export interface GalleryFollowerOptions {
   buildParts?: number;
   /** Where the indexes re-rank from (the node's gallery cache): they keep int8 codes only; else float32 copies. */
   templates?: (accountId: string) => TemplateSource;
+  /**
+   * The start's build from elsewhere than the store (the node's index snapshots): fills the galleries it is
+   * given and resolves with the persons loaded, or undefined to build from the store as usual. Only the
+   * start's build asks; a resync copies the store.
+   */
+  restore?: (galleries: Galleries) => Promise<number | undefined>;
 }
 
 export class GalleryFollower {
@@ -45,7 +51,7 @@ export class GalleryFollower {
   /** The change position before the build, the build, then following from that position. */
   async start(): Promise<{ loaded: number; stale: number }> {
     const after = await this.store.changes.lastChange();
-    const counts = await this.rebuild();
+    const counts = await this.rebuild(this.options.restore);
     this.follower = this.store.followChanges({
       after,
       withTemplates: typeof this.store.persons.openTemplate === 'function',
@@ -88,8 +94,13 @@ export class GalleryFollower {
     return this.follower?.status();
   }
 
-  async stop(): Promise<void> {
+  /** Stops following: the galleries stay as the last applied change left them (position) until stop(). */
+  async halt(): Promise<void> {
     await this.follower?.stop();
+  }
+
+  async stop(): Promise<void> {
+    await this.halt();
     this.galleries.close();
   }
 
@@ -137,10 +148,11 @@ export class GalleryFollower {
    * Loads every template of the model into new galleries, then moves them into this.galleries: during a
    * resync searches keep answering from the old ones instead of empty ones.
    */
-  private async rebuild(): Promise<{ loaded: number; stale: number }> {
+  private async rebuild(restore?: GalleryFollowerOptions['restore']): Promise<{ loaded: number; stale: number }> {
     const fresh = new Galleries((accountId) => this.newGallery(accountId));
     try {
-      const loaded = this.store.persons.copyTemplates ? await this.copyInto(fresh) : await this.blocksInto(fresh);
+      const loaded = (restore && await restore(fresh))
+        ?? (this.store.persons.copyTemplates ? await this.copyInto(fresh) : await this.blocksInto(fresh));
       const { persons } = this.store;
       const stale = persons.countOtherModels ? await persons.countOtherModels(this.options.modelId) : (await persons.count()) - loaded;
       this.galleries.adopt(fresh);

@@ -13,9 +13,13 @@ import { ThrottleRules } from '../accounts/sign-in-throttle';
 import { Galleries } from '../matching/galleries';
 import { GalleryFollower } from '../matching/gallery-follower';
 import { LocalGalleryFeed } from '../matching/local-gallery-feed';
-import { snapshotPlaceOf } from '../matching/snapshot/place';
+import {
+  discardNodeSnapshots, forgetNodeSnapshots, nodeSnapshotPlace, restoreNodeSnapshots, writeNodeSnapshots, type NodeSnapshotRestore,
+} from '../matching/snapshot/node-snapshots';
+import { snapshotPlaceOf, type SnapshotPlace } from '../matching/snapshot/place';
 import type { RestoreOptions, RestoreReport } from '../matching/snapshot/restore';
 import { SnapshotScheduler } from '../matching/snapshot/scheduler';
+import { SnapshotAbandoned } from '../matching/snapshot/write';
 import { snapshotImportsForStart } from './early-start';
 import type { GalleryCacheMetricsSource } from '../ops/metrics';
 import type { GalleryFeed } from '../services/context';
@@ -116,6 +120,9 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
   let housekeeping: ClusterHousekeeping | undefined;
   let cache: NodeGalleryCache | undefined;
   let cached: CachedGalleryStore | undefined;
+  let snapshots: SnapshotPlace | undefined;
+  let database = '';
+  let model = '';
   let faultLines = 0;
   const onRowFault: CachedGalleryStoreOptions['onRowFault'] = ({ accountId, repair }) => {
     if (faultLines >= ROW_FAULT_LOG_LINES) return;
@@ -128,15 +135,32 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
       (repairErr) => log()?.warn({ account: accountId, repair_error: repairErr },
         'gallery cache: a row did not open and was left out of a search; writing it again failed (the next change or start does)'));
   };
-  const follow = async (modelId: string, cached?: CachedGalleryStore) => {
+  const follow = async (modelId: string, cached?: CachedGalleryStore, restore?: (galleries: Galleries) => Promise<number | undefined>) => {
     follower = new GalleryFollower(cached ?? store, {
       modelId,
       // A request waits for the galleries no longer than for a statement: past it, 503 as for the database.
       waitTimeoutMs: config.storage.postgres_statement_timeout_ms,
       onError: (err) => log()?.warn({ err }, 'change follower: retrying'),
       templates: cached?.templates,
+      restore,
     });
     return follower.start();
+  };
+  /**
+   * The start's build from the index snapshots the last stop wrote, when the cache is trusted at their state;
+   * the set is forgotten either way before the follower applies a change.
+   */
+  const snapshotRestore = (modelId: string, outcome: { restored?: NodeSnapshotRestore }) => {
+    const resumes = cached!.resumesFrom;
+    if (!snapshots) return undefined;
+    if (!resumes) {
+      forgetNodeSnapshots(snapshots);
+      return undefined;
+    }
+    return async (galleries: Galleries) => {
+      outcome.restored = await restoreNodeSnapshots(galleries, snapshots!, { database, modelId, ...resumes });
+      return 'loaded' in outcome.restored ? outcome.restored.loaded : undefined;
+    };
   };
   return {
     get galleries() {
@@ -155,11 +179,17 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
         return { loaded, stale, summary: { persons: loaded, stale, change_position: follower!.position } };
       }
       cache ??= openNodeGalleryCache(config.storage.path, log);
-      const database = galleryCacheIdentity(store);
+      database = galleryCacheIdentity(store);
+      model = modelId;
+      // A cache kept for this run only keeps no snapshots either; with snapshots off, those of earlier runs go.
+      const place = cache.temporary ? undefined : nodeSnapshotPlace(cache.dir, (purpose, salt) => store.deriveKey(purpose, salt));
+      snapshots = config.index.snapshot ? place : undefined;
+      if (place && !snapshots) discardNodeSnapshots(place);
       cached = await cachedGalleryStore(store, cache.cache, modelId, database, { onRowFault });
+      const outcome: { restored?: NodeSnapshotRestore } = {};
       let counts: { loaded: number; stale: number };
       try {
-        counts = await follow(modelId, cached);
+        counts = await follow(modelId, cached, snapshotRestore(modelId, outcome));
       } catch (err) {
         if (!(err instanceof GalleryCacheError)) throw err;
         // A damaged cache: made anew from the table.
@@ -170,7 +200,13 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
         counts = await follow(modelId, cached);
       }
       const { loaded, stale } = counts;
-      return { loaded, stale, summary: { persons: loaded, stale, change_position: follower!.position, gallery_cache: cached.startedFrom } };
+      const fromSnapshots = outcome.restored && 'loaded' in outcome.restored;
+      return {
+        loaded, stale, summary: {
+          persons: loaded, stale, change_position: follower!.position, gallery_cache: fromSnapshots ? 'cache' : cached.startedFrom,
+          ...(outcome.restored ? { index_snapshots: fromSnapshots ? 'used' : (outcome.restored as { reason: string }).reason } : {}),
+        },
+      };
     },
     begin() {
       // Change-log pruning and session purges for the cluster: one node at a time does them.
@@ -178,15 +214,53 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
       housekeeping.start();
     },
     async stop() {
+      if (snapshots && follower && cache) await writeSnapshotsAtStop(follower, cache.cache, snapshots);
       await follower?.stop();
       await housekeeping?.stop();
       await cache?.close();
     },
   };
+
+  /**
+   * The follower halted, the galleries' codes are written for the next start when they stand where the cache
+   * does (bounded by [index] snapshot_stop_timeout_s; past it or on a failure the next start reads the rows).
+   */
+  async function writeSnapshotsAtStop(follower: GalleryFollower, cache: GalleryCache, place: SnapshotPlace): Promise<void> {
+    const t0 = performance.now();
+    try {
+      await follower.halt();
+      const state = cache.usable(database, model);
+      if (!state || state.position !== follower.position) {
+        forgetNodeSnapshots(place);
+        log()?.warn({ cache_position: state?.position, galleries_position: follower.position },
+          'index snapshots not written: the galleries do not stand where the gallery cache does (the next start reads its rows)');
+        return;
+      }
+      if (config.index.snapshot_stop_timeout_s === 0) {
+        forgetNodeSnapshots(place);
+        return;
+      }
+      const deadline = t0 + config.index.snapshot_stop_timeout_s * 1000;
+      const written = await writeNodeSnapshots(follower.galleries, place, { database, modelId: model, ...state }, () => performance.now() >= deadline);
+      log()?.info({ ...written, ms: Math.round(performance.now() - t0) }, 'index snapshots written for the next start');
+    } catch (err) {
+      log()?.warn(err instanceof SnapshotAbandoned ? {} : { err }, err instanceof SnapshotAbandoned
+        ? 'index snapshots abandoned at the stop deadline ([index] snapshot_stop_timeout_s): the next start reads the gallery cache\'s rows'
+        : 'index snapshots not written (the next start reads the gallery cache\'s rows)');
+      try {
+        forgetNodeSnapshots(place);
+      } catch {
+        // nothing more to undo: a set is written last, after every file
+      }
+    }
+  }
 }
 
 interface NodeGalleryCache {
   readonly cache: GalleryCache;
+  readonly dir: string;
+  /** Another process holds the kept cache: this one is for this run only. */
+  readonly temporary: boolean;
   close(): Promise<void>;
 }
 
@@ -211,6 +285,8 @@ function openNodeGalleryCache(storagePath: string, log: () => FastifyBaseLogger 
   if (damaged) log()?.warn({ dir }, 'gallery cache: unreadable, made anew');
   return {
     cache,
+    dir,
+    temporary,
     async close() {
       await cache.close();
       lock.release();

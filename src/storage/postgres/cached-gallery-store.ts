@@ -38,6 +38,12 @@ export interface CachedGalleryStore extends Pick<PostgresStore, 'changes' | 'fol
   templates(accountId: string): (personIds: readonly string[]) => Array<Float32Array | undefined>;
   /** Where the start's build came from, once it ran. */
   readonly startedFrom: 'cache' | 'database' | undefined;
+  /**
+   * The cache's position (and the log's entry there) when the cache is trusted: the follower resumes from it,
+   * and index snapshots written at exactly this state may stand in for the cache's rows. Undefined: the
+   * start copies the table.
+   */
+  readonly resumesFrom: { position: number; mark: LogMark | undefined } | undefined;
   /** Rows a search found damaged (left out, then written again from the table), since the start. */
   readonly rowFaults: number;
 }
@@ -146,6 +152,7 @@ export async function cachedGalleryStore(store: PostgresStore, cache: GalleryCac
   return {
     persons,
     changes,
+    resumesFrom: fromCache !== undefined ? { position: fromCache, mark: usable!.mark } : undefined,
     get startedFrom() {
       return startedFrom;
     },

@@ -31,6 +31,8 @@ function nodeIni(dir: string, name: string, url: string, keyFile: string, cache:
     '[server]', 'mode = cloud', 'host = 127.0.0.1', 'port = 0',
     '[storage]', `path = ./${name}`, 'backend = postgres', `postgres_url = ${url}`, `key_file = ${keyFile}`,
     `gallery_cache = ${cache}`,
+    // Every start here reads the cache's rows: index snapshots in their stead are postgres-node-snapshots.test.ts's.
+    '[index]', 'snapshot = false',
     '[auth]', `bootstrap_key = ${BOOTSTRAP_KEY}`,
     '[log]', 'level = info',
     '[camera]', 'source = none',
