@@ -34,6 +34,23 @@ export function writeIni(dir: string, extra = ''): string {
 }
 
 /**
+ * A cloud node over PostgreSQL: `<dir>/<file>`, its storage path `./<name>`, logging at info (tests read the
+ * start's lines); `storage` lines go under [storage], `extra` after every section.
+ */
+export function writePostgresNodeIni(dir: string, file: string, node: { name: string; url: string; keyFile: string; storage?: string[]; extra?: string[] }): string {
+  const ini = path.join(dir, file);
+  fs.writeFileSync(ini, [
+    '[server]', 'mode = cloud', 'host = 127.0.0.1', 'port = 0',
+    '[storage]', `path = ./${node.name}`, 'backend = postgres', `postgres_url = ${node.url}`, `key_file = ${node.keyFile}`, ...node.storage ?? [],
+    '[auth]', `bootstrap_key = ${BOOTSTRAP_KEY}`,
+    '[log]', 'level = info',
+    '[camera]', 'source = none',
+    ...node.extra ?? [],
+  ].join('\n'));
+  return ini;
+}
+
+/**
  * Starts `face-check serve --config ini` (engine 'real': the installed program, compiled to dist/) or the
  * same start-up with the fake engine in a child that runs this repository's TypeScript (engine 'fake').
  */
@@ -65,4 +82,20 @@ export async function request(base: string, method: string, url: string, body?: 
   });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** An identify's answer in one string: the person named (200), else the status and the error code. */
+export async function identifyAnswer(node: ServiceProcess, body: { faceImage: string }): Promise<string> {
+  const res = await request(node.address, 'POST', '/person/recognize-face', body);
+  return res.status === 200 ? res.body.personId : `${res.status} ${res.body?.code ?? ''}`;
+}
+
+/** Polls `ok` every 5 ms for up to `ms`: whether it came true. */
+export async function until(ms: number, ok: () => Promise<boolean>): Promise<boolean> {
+  const end = performance.now() + ms;
+  do {
+    if (await ok()) return true;
+    await new Promise((r) => setTimeout(r, 5));
+  } while (performance.now() < end);
+  return false;
 }

@@ -13,10 +13,9 @@ import t from 'tap';
 import { postgresSettings } from '../../../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../../../src/storage/postgres/store';
 import { GALLERY_CACHE_DIR } from '../../../src/storage/postgres/gallery-cache';
-import { BOOTSTRAP_KEY } from '../../helpers/app';
 import { FAKE_MODEL_ID, fakePhotoB64, templateFor } from '../../helpers/fake-engine';
 import { postgresBinDir, postgresSkipReason, postgresCluster } from '../../helpers/postgres';
-import { request, startServiceProcess, type ServiceProcess } from '../../helpers/service-process';
+import { identifyAnswer as identify, request, startServiceProcess, until, writePostgresNodeIni, type ServiceProcess } from '../../helpers/service-process';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -26,18 +25,8 @@ const ACCOUNT = 'default';  // the bootstrap key's account
 const PRELOADED = 400;
 
 function nodeIni(dir: string, name: string, url: string, keyFile: string, cache: boolean): string {
-  const file = path.join(dir, `${name}.ini`);
-  fs.writeFileSync(file, [
-    '[server]', 'mode = cloud', 'host = 127.0.0.1', 'port = 0',
-    '[storage]', `path = ./${name}`, 'backend = postgres', `postgres_url = ${url}`, `key_file = ${keyFile}`,
-    `gallery_cache = ${cache}`,
-    // Every start here reads the cache's rows: index snapshots in their stead are postgres-node-snapshots.test.ts's.
-    '[index]', 'snapshot = false',
-    '[auth]', `bootstrap_key = ${BOOTSTRAP_KEY}`,
-    '[log]', 'level = info',
-    '[camera]', 'source = none',
-  ].join('\n'));
-  return file;
+  // Every start here reads the cache's rows: index snapshots in their stead are postgres-node-snapshots.test.ts's.
+  return writePostgresNodeIni(dir, `${name}.ini`, { name, url, keyFile, storage: [`gallery_cache = ${cache}`], extra: ['[index]', 'snapshot = false'] });
 }
 
 const photo = async (identity: number, variant = 0, cosine = 1) => ({ faceImage: await fakePhotoB64({ identity, variant, cosine }) });
@@ -48,23 +37,9 @@ function startedFrom(node: ServiceProcess): string | undefined {
   return line ? JSON.parse(line).gallery_cache : undefined;
 }
 
-async function identify(node: ServiceProcess, body: { faceImage: string }): Promise<string> {
-  const res = await request(node.address, 'POST', '/person/recognize-face', body);
-  return res.status === 200 ? res.body.personId : `${res.status} ${res.body?.code ?? ''}`;
-}
-
 async function metric(node: ServiceProcess, name: string): Promise<number> {
   const text = await (await fetch(`${node.address}/metrics`)).text();
   return Number(new RegExp(`^face_check_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-}
-
-async function until(ms: number, ok: () => Promise<boolean>): Promise<boolean> {
-  const end = performance.now() + ms;
-  do {
-    if (await ok()) return true;
-    await new Promise((r) => setTimeout(r, 5));
-  } while (performance.now() < end);
-  return false;
 }
 
 async function run(): Promise<void> {

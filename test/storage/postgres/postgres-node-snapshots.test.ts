@@ -11,10 +11,9 @@ import { postgresSettings } from '../../../src/storage/postgres/pool';
 import { openPostgresStore, type PostgresStore } from '../../../src/storage/postgres/store';
 import { GALLERY_CACHE_DIR } from '../../../src/storage/postgres/gallery-cache';
 import { NODE_SNAPSHOT_FOLDER, SNAPSHOT_SET } from '../../../src/matching/snapshot/node-snapshots';
-import { BOOTSTRAP_KEY } from '../../helpers/app';
 import { FAKE_MODEL_ID, fakePhotoB64, templateFor } from '../../helpers/fake-engine';
 import { postgresSkipReason, postgresCluster } from '../../helpers/postgres';
-import { request, startServiceProcess, type ServiceProcess } from '../../helpers/service-process';
+import { identifyAnswer as identify, request, startServiceProcess, until, writePostgresNodeIni, type ServiceProcess } from '../../helpers/service-process';
 
 const skip = postgresSkipReason();
 if (skip) t.plan(0, skip);
@@ -24,17 +23,8 @@ const ACCOUNT = 'default';  // the bootstrap key's account
 const PRELOADED = 300;
 
 function nodeIni(dir: string, name: string, url: string, keyFile: string, snapshot = true): string {
-  const file = path.join(dir, `${name}${snapshot ? '' : '-no-snapshots'}.ini`);
-  fs.writeFileSync(file, [
-    '[server]', 'mode = cloud', 'host = 127.0.0.1', 'port = 0',
-    '[storage]', `path = ./${name}`, 'backend = postgres', `postgres_url = ${url}`, `key_file = ${keyFile}`,
-    'gallery_cache = true',
-    '[index]', `snapshot = ${snapshot}`,
-    '[auth]', `bootstrap_key = ${BOOTSTRAP_KEY}`,
-    '[log]', 'level = info',
-    '[camera]', 'source = none',
-  ].join('\n'));
-  return file;
+  return writePostgresNodeIni(dir, `${name}${snapshot ? '' : '-no-snapshots'}.ini`,
+    { name, url, keyFile, storage: ['gallery_cache = true'], extra: ['[index]', `snapshot = ${snapshot}`] });
 }
 
 const photo = async (identity: number, variant = 0, cosine = 1) => ({ faceImage: await fakePhotoB64({ identity, variant, cosine }) });
@@ -43,20 +33,6 @@ const photo = async (identity: number, variant = 0, cosine = 1) => ({ faceImage:
 function loaded(node: ServiceProcess): { gallery_cache?: string; index_snapshots?: string; persons?: number } {
   const line = node.output().split('\n').find((l) => l.includes('galleries loaded'));
   return line ? JSON.parse(line) : {};
-}
-
-async function identify(node: ServiceProcess, body: { faceImage: string }): Promise<string> {
-  const res = await request(node.address, 'POST', '/person/recognize-face', body);
-  return res.status === 200 ? res.body.personId : `${res.status} ${res.body?.code ?? ''}`;
-}
-
-async function until(ms: number, ok: () => Promise<boolean>): Promise<boolean> {
-  const end = performance.now() + ms;
-  do {
-    if (await ok()) return true;
-    await new Promise((r) => setTimeout(r, 5));
-  } while (performance.now() < end);
-  return false;
 }
 
 async function run(): Promise<void> {
