@@ -228,9 +228,11 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
   async function writeSnapshotsAtStop(follower: GalleryFollower, cache: GalleryCache, place: SnapshotPlace): Promise<void> {
     const t0 = performance.now();
     try {
+      // A stop during the start's build: the galleries may be partly filled.
+      const following = follower.status() !== undefined;
       await follower.halt();
       const state = cache.usable(database, model);
-      if (!state || state.position !== follower.position) {
+      if (!following || !state || state.position !== follower.position) {
         forgetNodeSnapshots(place);
         log()?.warn({ cache_position: state?.position, galleries_position: follower.position },
           'index snapshots not written: the galleries do not stand where the gallery cache does (the next start reads its rows)');
