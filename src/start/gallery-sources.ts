@@ -2,7 +2,8 @@
 // differs. LMDB restores them from their snapshots (else from the store), applies its own commits through
 // its change log (matching/local-gallery-feed.ts) and writes snapshots while it serves; PostgreSQL builds
 // them from the persons table (or from the node's gallery cache, which the follower keeps in step: the index
-// then holds int8 codes only and re-ranks from the cache) and follows the shared change log
+// then holds int8 codes only and re-ranks from the cache; or from the index snapshots its last orderly stop
+// wrote beside the cache, matching/snapshot/node-snapshots.ts) and follows the shared change log
 // (matching/gallery-follower.ts), and its nodes share the cluster's housekeeping.
 import fs from 'node:fs';
 import os from 'node:os';
