@@ -339,8 +339,7 @@ async function cacheComparison(databaseUrl: (name: string) => Promise<string>, k
   fs.rmSync(path.join(dir, 'cached', 'gallery-cache', 'index-snapshots', 'snapshot-set.json'), { force: true });
   const cached = started(await startNode(cacheIni.ini, cacheIni.port, ready));
   const restartMs = cached.startMs;
-  const memory = memoryOf;
-  const atStart = { float32: memory(float32, empty.false), cached: memory(cached, empty.true) };
+  const atStart = { float32: memoryOf(float32, empty.false), cached: memoryOf(cached, empty.true) };
   // Photos at cosine 0.9 to a preloaded person's template (not measured).
   const near = await mapLimit(Array.from({ length: IDENTIFIES }, (_, i) => i), 4, (i) => fakePhotoB64({ identity: LOADED_IDENTITY + i, variant: 1, cosine: 0.9 }));
   const correct: Record<string, number> = { float32: 0, cached: 0 };
@@ -350,7 +349,7 @@ async function cacheComparison(databaseUrl: (name: string) => Promise<string>, k
     if (res.status === 200 && res.body.personId === `c-${i}`) correct[s.name]++;
     return res.status === 410 ? 200 : res.status;  // a miss (RF_001) counts against recall, not as a failure
   });
-  const afterLoad = { float32: memory(float32, empty.false), cached: memory(cached, empty.true) };
+  const afterLoad = { float32: memoryOf(float32, empty.false), cached: memoryOf(cached, empty.true) };
   await float32.stop();
   await cached.stop();
   return {

@@ -201,11 +201,12 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
         counts = await follow(modelId, cached);
       }
       const { loaded, stale } = counts;
-      const fromSnapshots = outcome.restored && 'loaded' in outcome.restored;
+      const { restored } = outcome;
+      const fromSnapshots = restored !== undefined && 'loaded' in restored;
       return {
         loaded, stale, summary: {
           persons: loaded, stale, change_position: follower!.position, gallery_cache: fromSnapshots ? 'cache' : cached.startedFrom,
-          ...(outcome.restored ? { index_snapshots: fromSnapshots ? 'used' : (outcome.restored as { reason: string }).reason } : {}),
+          ...(restored ? { index_snapshots: 'reason' in restored ? restored.reason : 'used' } : {}),
         },
       };
     },
@@ -229,20 +230,17 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
   async function writeSnapshotsAtStop(follower: GalleryFollower, cache: GalleryCache, place: SnapshotPlace): Promise<void> {
     const t0 = performance.now();
     try {
-      // A stop during the start's build: the galleries may be partly filled.
+      // A stop during the start's build: the galleries may be partly filled. (No set is there to forget:
+      // every start removes the one it found.)
       const following = follower.status() !== undefined;
       await follower.halt();
       const state = cache.usable(database, model);
       if (!following || !state || state.position !== follower.position) {
-        forgetNodeSnapshots(place);
         log()?.warn({ cache_position: state?.position, galleries_position: follower.position },
           'index snapshots not written: the galleries do not stand where the gallery cache does (the next start reads its rows)');
         return;
       }
-      if (config.index.snapshot_stop_timeout_s === 0) {
-        forgetNodeSnapshots(place);
-        return;
-      }
+      if (config.index.snapshot_stop_timeout_s === 0) return;
       const deadline = t0 + config.index.snapshot_stop_timeout_s * 1000;
       const written = await writeNodeSnapshots(follower.galleries, place, { database, modelId: model, ...state }, () => performance.now() >= deadline);
       log()?.info({ ...written, ms: Math.round(performance.now() - t0) }, 'index snapshots written for the next start');
@@ -250,11 +248,6 @@ export function postgresGallerySource(store: PostgresStore, config: Config, log:
       log()?.warn(err instanceof SnapshotAbandoned ? {} : { err }, err instanceof SnapshotAbandoned
         ? 'index snapshots abandoned at the stop deadline ([index] snapshot_stop_timeout_s): the next start reads the gallery cache\'s rows'
         : 'index snapshots not written (the next start reads the gallery cache\'s rows)');
-      try {
-        forgetNodeSnapshots(place);
-      } catch {
-        // nothing more to undo: a set is written last, after every file
-      }
     }
   }
 }

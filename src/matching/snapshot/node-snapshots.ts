@@ -12,14 +12,14 @@ import path from 'node:path';
 
 import { IndexError } from '../../similarity-index/similarity-index';
 import type { PersonChange } from '../../storage/interfaces';
-import { syncFolder } from '../../storage/crypto/key-file';
+import { syncFolder, writePrivateFileAtomically } from '../../storage/crypto/key-file';
 import type { Galleries } from '../galleries';
 import { IndexGallery } from '../index-gallery';
 import { KEY_PURPOSE } from './format';
 import { chooseUnsealer, closeSnapshot, openSnapshot, sealedJob, type OpenSnapshot } from './read';
 import { snapshotFileName, SNAPSHOT_SUFFIX, type SnapshotPlace } from './place';
 import { groupError } from './unseal';
-import { discardSnapshots, removeStaleTemps, snapshotFolder, TEMP_MARK, writeSnapshot } from './write';
+import { discardSnapshots, removeStaleTemps, snapshotFolder, writeSnapshot } from './write';
 
 /** The folder inside the gallery cache's. */
 export const NODE_SNAPSHOT_FOLDER = 'index-snapshots';
@@ -93,17 +93,7 @@ export async function writeNodeSnapshots(galleries: Galleries, place: SnapshotPl
   const set: SnapshotSet = {
     format: SET_FORMAT, ...state, mark: markDigest(state.mark), layout: layout ?? (await galleries.codeLayout()) ?? '', written: new Date().toISOString(), files,
   };
-  const target = path.join(place.dir, SNAPSHOT_SET);
-  const temp = `${target}${TEMP_MARK}${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
-  const fd = fs.openSync(temp, 'wx', 0o600);
-  try {
-    fs.writeFileSync(fd, JSON.stringify(set));
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(temp, target);
-  syncFolder(place.dir);
+  writePrivateFileAtomically(path.join(place.dir, SNAPSHOT_SET), Buffer.from(JSON.stringify(set), 'utf8'));
   return { accounts: files.length, persons: files.reduce((n, f) => n + f.persons, 0), bytes };
 }
 

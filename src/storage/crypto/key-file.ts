@@ -62,12 +62,20 @@ export function createKeyFile(file: string): Buffer {
 
 /** Replaces (or creates) the key file atomically: a 0600 temporary file in the same folder, synced, renamed. */
 export function writeKeyFileAtomically(file: string, key: Uint8Array): void {
+  writePrivateFileAtomically(file, key);
+}
+
+/**
+ * Replaces (or creates) a file only this user reads, atomically: a 0600 temporary file in the same folder
+ * (made 0700 when missing), synced, renamed over it, the folder synced. A crash leaves the old file or the new.
+ */
+export function writePrivateFileAtomically(file: string, bytes: Uint8Array): void {
   const folder = path.dirname(file);
   fs.mkdirSync(folder, { recursive: true, mode: 0o700 });
   const temp = path.join(folder, `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`);
   const fd = fs.openSync(temp, 'wx', 0o600);
   try {
-    fs.writeSync(fd, key);
+    fs.writeSync(fd, bytes);
     fs.fsyncSync(fd);
   } catch (err) {
     fs.closeSync(fd);
